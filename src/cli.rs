@@ -1,0 +1,103 @@
+//! Every command and flag of the `kdeck` binary.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const CONSOLE_NOT_YET: &str = "kdeck: the console is not built yet. Today kdeck offers `kdeck bench storage` \
+(the partition-log benchmark); run `kdeck --help` for details.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kdeck",
+    version,
+    about = "A terminal console with an embedded, replicated Kafka-style cluster"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Append to, read and recover one partition log, against raw sequential writes.
+    Storage(StorageBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StorageBenchArgs {
+    /// Bytes to append (suffixes KiB, MiB, GiB).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub bytes: u64,
+    /// Size of each record batch.
+    #[arg(long, default_value = "16KiB", value_parser = parse_size)]
+    pub batch_bytes: u64,
+    /// Size of each record's value.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub record_bytes: u32,
+    /// segment.bytes of the benchmarked log.
+    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    pub segment_bytes: u64,
+    /// Seconds for each group-commit (flush = always) run.
+    #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]
+    pub group_commit_secs: f64,
+    /// Concurrent appenders in the group-commit run.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub writers: u32,
+    /// Directory for the temporary files (default: the system temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Parses `4096`, `16KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB`, powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: expected a number with an optional KiB, MiB or GiB suffix"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?} in {text:?}: use KiB, MiB or GiB")),
+    };
+    match n.checked_mul(scale) {
+        Some(0) => Err(format!("size must be positive, got {text:?}")),
+        Some(v) => Ok(v),
+        None => Err(format!("size {text:?} is too large")),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
+        _ => Err(format!("{text:?} is not a duration in seconds between 0 and 3600")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units_and_reject_garbage() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("16KiB"), Ok(16 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("99999999999GiB").is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! kdeck: a full-screen terminal console with an embedded, replicated Kafka-style cluster.
+//! See `DESIGN.md` in the shared folder for the rooms and which way dependencies point.
+
+pub mod bench;
+pub mod cli;
+pub mod storage;
+
+use anyhow::Result;
+
+use cli::{BenchCommand, Cli, Command};
+
+/// Runs what the command line asked for.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => {
+            println!("{}", cli::CONSOLE_NOT_YET);
+            Ok(())
+        }
+        Some(Command::Bench {
+            what: BenchCommand::Storage(args),
+        }) => bench::storage::run(&args),
+    }
+}

@@ -1,0 +1,287 @@
+//! View and in-place patch of a Kafka v2 record batch (magic 2), and its CRC-32C.
+//!
+//! Layout (big-endian), from Kafka's `DefaultRecordBatch`:
+//! `baseOffset i64 | batchLength i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 |
+//!  attributes i16 | lastOffsetDelta i32 | baseTimestamp i64 | maxTimestamp i64 |
+//!  producerId i64 | producerEpoch i16 | baseSequence i32 | recordsCount i32 | records...`
+//!
+//! The CRC covers bytes 21 (attributes) to the end of the batch, so the two fields a leader
+//! rewrites, base offset and partition leader epoch, can be patched without recomputing it.
+
+use thiserror::Error;
+
+const BASE_OFFSET: usize = 0;
+const BATCH_LENGTH: usize = 8;
+const PARTITION_LEADER_EPOCH: usize = 12;
+const MAGIC: usize = 16;
+const CRC: usize = 17;
+const ATTRIBUTES: usize = 21;
+const LAST_OFFSET_DELTA: usize = 23;
+const BASE_TIMESTAMP: usize = 27;
+const MAX_TIMESTAMP: usize = 35;
+const PRODUCER_ID: usize = 43;
+const PRODUCER_EPOCH: usize = 51;
+const BASE_SEQUENCE: usize = 53;
+const RECORDS_COUNT: usize = 57;
+
+/// Bytes before `batchLength` counts: base offset and the length itself.
+pub const LOG_OVERHEAD: usize = 12;
+/// Size of a v2 batch header, records excluded.
+pub const RECORD_BATCH_OVERHEAD: usize = 61;
+/// The only on-disk format kdeck reads and writes.
+pub const MAGIC_V2: i8 = 2;
+
+/// Why a byte range is not a valid v2 record batch.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BatchError {
+    #[error("truncated batch: {needed} bytes needed, {available} available")]
+    Truncated { needed: usize, available: usize },
+    #[error("unsupported magic {0} (only record batch v2 is supported)")]
+    UnsupportedMagic(i8),
+    #[error("batch length {0} is smaller than a v2 batch header")]
+    LengthTooSmall(i32),
+    #[error("CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    #[error("unknown compression codec {0}")]
+    UnknownCompression(u8),
+    #[error("invalid offset delta: last offset delta {last_offset_delta}, {records_count} records")]
+    BadOffsetDelta { last_offset_delta: i32, records_count: i32 },
+    #[error("base offset {0} is out of range")]
+    BadBaseOffset(i64),
+}
+
+/// The decoded 61-byte header of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Reads the header fields without checking anything but that 61 bytes are present.
+    pub fn parse(bytes: &[u8]) -> Result<Self, BatchError> {
+        if bytes.len() < RECORD_BATCH_OVERHEAD {
+            return Err(BatchError::Truncated {
+                needed: RECORD_BATCH_OVERHEAD,
+                available: bytes.len(),
+            });
+        }
+        Ok(BatchHeader {
+            base_offset: i64_at(bytes, BASE_OFFSET),
+            batch_length: i32_at(bytes, BATCH_LENGTH),
+            partition_leader_epoch: i32_at(bytes, PARTITION_LEADER_EPOCH),
+            magic: bytes[MAGIC] as i8,
+            crc: u32::from_be_bytes(array_at(bytes, CRC)),
+            attributes: i16::from_be_bytes(array_at(bytes, ATTRIBUTES)),
+            last_offset_delta: i32_at(bytes, LAST_OFFSET_DELTA),
+            base_timestamp: i64_at(bytes, BASE_TIMESTAMP),
+            max_timestamp: i64_at(bytes, MAX_TIMESTAMP),
+            producer_id: i64_at(bytes, PRODUCER_ID),
+            producer_epoch: i16::from_be_bytes(array_at(bytes, PRODUCER_EPOCH)),
+            base_sequence: i32_at(bytes, BASE_SEQUENCE),
+            records_count: i32_at(bytes, RECORDS_COUNT),
+        })
+    }
+
+    /// Total size of the batch on disk, `batchLength` plus the 12 bytes before it.
+    pub fn size(&self) -> usize {
+        LOG_OVERHEAD + self.batch_length.max(0) as usize
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+
+    /// The offset right after this batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+
+    /// Compression codec id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+    pub fn compression(&self) -> u8 {
+        (self.attributes & 0x07) as u8
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & 0x20 != 0
+    }
+}
+
+/// Checks one batch at the start of `bytes`: header present, magic 2, length within the
+/// buffer, CRC-32C, codec and offset deltas sane. Returns its header.
+///
+/// `records_count` may be below `last_offset_delta + 1` (compaction leaves gaps and even empty
+/// batches), but never above it.
+pub fn validate(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = BatchHeader::parse(bytes)?;
+    if header.magic != MAGIC_V2 {
+        return Err(BatchError::UnsupportedMagic(header.magic));
+    }
+    if (header.batch_length as i64) < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
+        return Err(BatchError::LengthTooSmall(header.batch_length));
+    }
+    let size = header.size();
+    if size > bytes.len() {
+        return Err(BatchError::Truncated {
+            needed: size,
+            available: bytes.len(),
+        });
+    }
+    let computed = crc32c::crc32c(&bytes[ATTRIBUTES..size]);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
+    }
+    if header.compression() > 4 {
+        return Err(BatchError::UnknownCompression(header.compression()));
+    }
+    if header.last_offset_delta < 0
+        || header.records_count < 0
+        || i64::from(header.records_count) > i64::from(header.last_offset_delta) + 1
+    {
+        return Err(BatchError::BadOffsetDelta {
+            last_offset_delta: header.last_offset_delta,
+            records_count: header.records_count,
+        });
+    }
+    if header.base_offset < 0
+        || header
+            .base_offset
+            .checked_add(i64::from(header.last_offset_delta))
+            .is_none()
+    {
+        return Err(BatchError::BadBaseOffset(header.base_offset));
+    }
+    Ok(header)
+}
+
+/// Overwrites the base offset of the batch starting at `batch[0]`.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Overwrites the partition leader epoch of the batch starting at `batch[0]`.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Splits a buffer of concatenated batches, validating each one. Stops at the first invalid
+/// batch, yielding its error; a buffer that ends exactly at a batch boundary ends cleanly.
+pub struct Batches<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    failed: bool,
+}
+
+impl<'a> Batches<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Batches {
+            bytes,
+            position: 0,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for Batches<'a> {
+    /// `(position in the buffer, header, the batch's bytes)`.
+    type Item = Result<(usize, BatchHeader, &'a [u8]), (usize, BatchError)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.position >= self.bytes.len() {
+            return None;
+        }
+        let rest = &self.bytes[self.position..];
+        match validate(rest) {
+            Ok(header) => {
+                let at = self.position;
+                self.position += header.size();
+                Some(Ok((at, header, &rest[..header.size()])))
+            }
+            Err(error) => {
+                self.failed = true;
+                Some(Err((self.position, error)))
+            }
+        }
+    }
+}
+
+fn array_at<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[at..at + N]);
+    out
+}
+
+fn i64_at(bytes: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(array_at(bytes, at))
+}
+
+fn i32_at(bytes: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(array_at(bytes, at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal uncompressed batch with `count` empty-bodied offsets (no records bytes).
+    fn raw_batch(last_offset_delta: i32, count: i32) -> Vec<u8> {
+        let mut b = vec![0u8; RECORD_BATCH_OVERHEAD];
+        b[BATCH_LENGTH..BATCH_LENGTH + 4]
+            .copy_from_slice(&((RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32).to_be_bytes());
+        b[MAGIC] = 2;
+        b[LAST_OFFSET_DELTA..LAST_OFFSET_DELTA + 4].copy_from_slice(&last_offset_delta.to_be_bytes());
+        b[RECORDS_COUNT..RECORDS_COUNT + 4].copy_from_slice(&count.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES..]);
+        b[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn patching_offset_and_epoch_keeps_the_crc_valid() {
+        let mut b = raw_batch(4, 5);
+        set_base_offset(&mut b, 1234);
+        set_partition_leader_epoch(&mut b, 7);
+        let h = validate(&b).expect("still valid");
+        assert_eq!(h.base_offset, 1234);
+        assert_eq!(h.partition_leader_epoch, 7);
+        assert_eq!(h.next_offset(), 1239);
+    }
+
+    #[test]
+    fn a_flipped_bit_in_the_crc_range_is_detected() {
+        let mut b = raw_batch(0, 1);
+        b[ATTRIBUTES + 1] ^= 0x10;
+        assert!(matches!(validate(&b), Err(BatchError::CrcMismatch { .. })));
+    }
+
+    #[test]
+    fn more_records_than_offsets_is_rejected() {
+        let b = raw_batch(0, 2);
+        assert!(matches!(validate(&b), Err(BatchError::BadOffsetDelta { .. })));
+    }
+
+    #[test]
+    fn iteration_stops_at_a_torn_tail() {
+        let mut buf = raw_batch(0, 1);
+        buf.extend(raw_batch(0, 1));
+        buf.extend(&raw_batch(0, 1)[..30]);
+        let items: Vec<_> = Batches::new(&buf).collect();
+        assert_eq!(items.len(), 3);
+        assert!(items[0].is_ok() && items[1].is_ok());
+        assert!(matches!(items[2], Err((122, BatchError::Truncated { .. }))));
+    }
+}

@@ -1,0 +1,931 @@
+//! The log of one partition replica: a sequence of segments with append, read, truncation,
+//! rolling, retention, the leader-epoch cache, the durability policy and crash recovery.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+
+use super::batch::{self, BatchHeader};
+use super::checkpoint::{self, CheckpointFiles, EpochEndOffset, EpochEntry, LeaderEpochCache};
+use super::records;
+use super::segment::{self, Segment};
+use super::{FlushPolicy, LogConfig, LogError};
+
+/// What an append wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub offset_of_max_timestamp: i64,
+    pub batches: usize,
+    pub records: i64,
+    pub bytes: usize,
+}
+
+/// Batches returned by a read, with the log bounds at the time of the read.
+#[derive(Debug, Clone)]
+pub struct FetchData {
+    /// Whole batches; the first may start before the requested offset (it contains it).
+    pub records: Bytes,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// The first record at or after a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub offset: i64,
+    pub timestamp: i64,
+}
+
+/// What a retention pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    pub deleted_segments: usize,
+    pub deleted_bytes: u64,
+    pub log_start_offset: i64,
+}
+
+pub struct Log {
+    dir: PathBuf,
+    config: LogConfig,
+    files: CheckpointFiles,
+    state: RwLock<LogState>,
+    durability: Arc<Durability>,
+}
+
+struct LogState {
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    epochs: LeaderEpochCache,
+    /// Set after an I/O failure that left the files in an unknown state; appends refuse.
+    offline: Option<String>,
+    last_flush_ms: i64,
+}
+
+impl LogState {
+    fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+}
+
+/// Tracks what is on stable storage and lets concurrent appends share fsyncs.
+struct Durability {
+    state: Mutex<SyncState>,
+    synced: Condvar,
+}
+
+struct SyncState {
+    /// Every offset below this is fsynced.
+    durable_end: i64,
+    /// Bumped by every truncation so that an fsync begun before it cannot vouch for offsets
+    /// that were rewritten after it.
+    generation: u64,
+    syncing: bool,
+    fsyncs: u64,
+    /// fsync of the last sealed segment running in the background (flush = never).
+    background: Option<JoinHandle<()>>,
+}
+
+impl Durability {
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mark_durable(&self, generation: u64, end: i64) {
+        let mut st = self.lock();
+        if st.generation == generation && end > st.durable_end {
+            st.durable_end = end;
+        }
+        st.fsyncs += 1;
+    }
+
+    fn truncated(&self, log_end_offset: i64) {
+        let mut st = self.lock();
+        st.generation += 1;
+        st.durable_end = st.durable_end.min(log_end_offset);
+    }
+
+    fn join_background(&self) {
+        let handle = self.lock().background.take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir`, recovering it if it was not closed cleanly.
+    pub fn open(dir: impl Into<PathBuf>, config: LogConfig, now_ms: i64) -> Result<Log, LogError> {
+        config.validate()?;
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(segment::io("create directory", &dir))?;
+        let files = CheckpointFiles::in_dir(&dir);
+        let clean = files.clean_shutdown.exists();
+        if clean {
+            // From here on a crash must be treated as unclean.
+            fs::remove_file(&files.clean_shutdown).map_err(segment::io("remove", &files.clean_shutdown))?;
+            checkpoint::sync_dir(&dir)?;
+        }
+        let log_start_ckpt = read_or_warn(checkpoint::read_offset(&files.log_start_offset));
+        let mut recovery_point = read_or_warn(checkpoint::read_offset(&files.recovery_point)).unwrap_or(0);
+        let mut epochs = match read_or_warn(checkpoint::read_pairs(&files.leader_epoch)) {
+            Some(pairs) => LeaderEpochCache::from_entries(&pairs),
+            None => {
+                // Only a scan of every batch can rebuild a lost epoch cache.
+                recovery_point = 0;
+                LeaderEpochCache::default()
+            }
+        };
+        let recover_from = if clean { i64::MAX } else { recovery_point };
+
+        let bases = list_segments(&dir)?;
+        let mut segments = BTreeMap::new();
+        let mut next_expected: Option<i64> = None;
+        for (i, &base) in bases.iter().enumerate() {
+            let upper = bases.get(i + 1).copied().unwrap_or(i64::MAX);
+            if next_expected.is_some_and(|n| base < n) {
+                tracing::warn!(log = %dir.display(), segment = base, "segment overlaps the previous one; deleting it and every later segment");
+                delete_segment_files(&dir, &bases[i..])?;
+                break;
+            }
+            let trusted = if upper <= recover_from {
+                Segment::open_trusted(&dir, base, now_ms, &config)?
+            } else {
+                None
+            };
+            let (seg, truncated) = match trusted {
+                Some(seg) => (seg, None),
+                None => {
+                    if upper <= recover_from {
+                        tracing::warn!(log = %dir.display(), segment = base, "index missing or inconsistent; recovering segment");
+                    }
+                    let (seg, report) = Segment::recover(&dir, base, now_ms, &config, &mut epochs)?;
+                    (seg, report.truncated)
+                }
+            };
+            next_expected = Some(seg.next_offset());
+            segments.insert(base, seg);
+            if let Some((bytes, reason)) = truncated {
+                tracing::warn!(
+                    log = %dir.display(),
+                    segment = base,
+                    cut_bytes = bytes,
+                    %reason,
+                    "found an invalid batch; truncated the segment there"
+                );
+                if i + 1 < bases.len() {
+                    tracing::warn!(log = %dir.display(), segments = ?&bases[i + 1..], "deleting the segments after the truncation point");
+                    delete_segment_files(&dir, &bases[i + 1..])?;
+                }
+                break;
+            }
+        }
+        if segments.is_empty() {
+            let base = log_start_ckpt.unwrap_or(0).max(0);
+            segments.insert(base, Segment::create(&dir, base, now_ms)?);
+        }
+
+        let mut state = LogState {
+            segments,
+            log_start_offset: 0,
+            epochs: LeaderEpochCache::default(),
+            offline: None,
+            last_flush_ms: now_ms,
+        };
+        let first_base = *state.segments.keys().next().expect("at least one segment");
+        let mut log_start = log_start_ckpt.unwrap_or(first_base).max(first_base);
+        let leo = state.log_end_offset();
+        if log_start > leo {
+            tracing::warn!(log = %dir.display(), log_start, leo, "log ends before its start offset; starting an empty log there");
+            for seg in state.segments.values() {
+                seg.delete_files()?;
+            }
+            state.segments.clear();
+            state
+                .segments
+                .insert(log_start, Segment::create(&dir, log_start, now_ms)?);
+            epochs = LeaderEpochCache::default();
+        }
+        let leo = state.log_end_offset();
+        if state.segments.len() == 1 && state.active().is_empty() {
+            log_start = state.active().base_offset.max(log_start.min(leo));
+        }
+        state.log_start_offset = log_start;
+        epochs.truncate_from_end(leo);
+        epochs.truncate_from_start(log_start);
+        state.epochs = epochs;
+
+        let durable_end = if clean { leo } else { recovery_point.min(leo) };
+        let log = Log {
+            dir,
+            config,
+            files,
+            state: RwLock::new(state),
+            durability: Arc::new(Durability {
+                state: Mutex::new(SyncState {
+                    durable_end,
+                    generation: 0,
+                    syncing: false,
+                    fsyncs: 0,
+                    background: None,
+                }),
+                synced: Condvar::new(),
+            }),
+        };
+        {
+            let state = log.read_state();
+            log.write_epochs(&state)?;
+            checkpoint::write_offset(&log.files.log_start_offset, state.log_start_offset)?;
+            checkpoint::write_offset(&log.files.recovery_point, durable_end)?;
+        }
+        Ok(log)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    fn read_state(&self) -> RwLockReadGuard<'_, LogState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_state(&self) -> RwLockWriteGuard<'_, LogState> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.read_state().log_start_offset
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.read_state().log_end_offset()
+    }
+
+    /// Bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.read_state().segments.values().map(Segment::size).sum()
+    }
+
+    /// `(base offset, bytes)` of each segment, oldest first.
+    pub fn segments(&self) -> Vec<(i64, u64)> {
+        self.read_state()
+            .segments
+            .values()
+            .map(|s| (s.base_offset, s.size()))
+            .collect()
+    }
+
+    /// fsyncs done for appended data so far (group commit shares one among many appends).
+    pub fn fsync_count(&self) -> u64 {
+        self.durability.lock().fsyncs
+    }
+
+    /// Why the log refuses appends, if it does.
+    pub fn offline_reason(&self) -> Option<String> {
+        self.read_state().offline.clone()
+    }
+
+    /// Appends batches a producer sent (`base offset` 0 in each): validates them, assigns
+    /// offsets from the log end and stamps `leader_epoch`, patching only those two fields.
+    pub fn append_as_leader(
+        &self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, LogError> {
+        let mut headers = self.validate_batches(records)?;
+        for h in &headers {
+            if h.base_offset != 0 {
+                return Err(LogError::InvalidRecord(format!(
+                    "a producer batch must have base offset 0, found {}",
+                    h.base_offset
+                )));
+            }
+            if h.records_count < 1 || h.last_offset_delta != h.records_count - 1 {
+                return Err(LogError::InvalidRecord(format!(
+                    "a producer batch must hold contiguous offsets: {} records, last offset delta {}",
+                    h.records_count, h.last_offset_delta
+                )));
+            }
+        }
+        let info = {
+            let mut state = self.write_state();
+            self.check_online(&state)?;
+            let mut next = state.log_end_offset();
+            let mut position = 0usize;
+            for h in headers.iter_mut() {
+                let bytes = &mut records[position..position + h.size()];
+                batch::set_base_offset(bytes, next);
+                batch::set_partition_leader_epoch(bytes, leader_epoch);
+                h.base_offset = next;
+                h.partition_leader_epoch = leader_epoch;
+                next = h.next_offset();
+                position += h.size();
+            }
+            self.append_locked(&mut state, records, &headers, now_ms)?
+        };
+        self.after_append(&info, now_ms)?;
+        Ok(info)
+    }
+
+    /// Appends batches fetched from the leader, offsets and epochs kept as they are. They must
+    /// continue the log exactly (start at the log end, no gaps).
+    pub fn append_as_follower(&self, records: &[u8], now_ms: i64) -> Result<LogAppendInfo, LogError> {
+        let headers = self.validate_batches(records)?;
+        let info = {
+            let mut state = self.write_state();
+            self.check_online(&state)?;
+            let mut expected = state.log_end_offset();
+            for h in &headers {
+                if h.base_offset != expected {
+                    return Err(LogError::UnexpectedAppendOffset {
+                        first_offset: h.base_offset,
+                        log_end_offset: expected,
+                    });
+                }
+                expected = h.next_offset();
+            }
+            self.append_locked(&mut state, records, &headers, now_ms)?
+        };
+        self.after_append(&info, now_ms)?;
+        Ok(info)
+    }
+
+    fn validate_batches(&self, records: &[u8]) -> Result<Vec<BatchHeader>, LogError> {
+        let mut headers = Vec::new();
+        for item in batch::Batches::new(records) {
+            let (_, header, _) =
+                item.map_err(|(at, e)| LogError::CorruptMessage(format!("batch at byte {at}: {e}")))?;
+            if header.size() as u64 > self.config.max_message_bytes {
+                return Err(LogError::RecordTooLarge {
+                    size: header.size(),
+                    max: self.config.max_message_bytes,
+                });
+            }
+            headers.push(header);
+        }
+        if headers.is_empty() {
+            return Err(LogError::InvalidRecord("no record batch in the append".into()));
+        }
+        Ok(headers)
+    }
+
+    fn check_online(&self, state: &LogState) -> Result<(), LogError> {
+        match &state.offline {
+            Some(reason) => Err(LogError::Offline {
+                dir: self.dir.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn append_locked(
+        &self,
+        state: &mut LogState,
+        records: &[u8],
+        headers: &[BatchHeader],
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, LogError> {
+        let first = headers.first().expect("validated non-empty");
+        let last = headers.last().expect("validated non-empty");
+        let roll = state
+            .active()
+            .should_roll(records.len() as u64, last.last_offset(), now_ms, &self.config);
+        if roll {
+            let leo = state.log_end_offset();
+            self.roll_locked(state, leo, now_ms)?;
+        }
+        let mut epochs_changed = false;
+        for h in headers {
+            if h.partition_leader_epoch >= 0
+                && state
+                    .epochs
+                    .latest_epoch()
+                    .is_none_or(|latest| h.partition_leader_epoch > latest)
+            {
+                epochs_changed |= state.epochs.assign(h.partition_leader_epoch, h.base_offset);
+            }
+        }
+        if let Err(e) = state.active_mut().append(records, headers, &self.config) {
+            if let LogError::Offline { reason, .. } = &e {
+                state.offline = Some(reason.clone());
+            }
+            if epochs_changed {
+                let leo = state.log_end_offset();
+                state.epochs.truncate_from_end(leo);
+            }
+            return Err(e);
+        }
+        if epochs_changed {
+            self.write_epochs(state)?;
+        }
+        let (max_timestamp, offset_of_max_timestamp) = headers
+            .iter()
+            .map(|h| (h.max_timestamp, h.last_offset()))
+            .fold((-1, -1), |acc, x| if x.0 > acc.0 { x } else { acc });
+        Ok(LogAppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            max_timestamp,
+            offset_of_max_timestamp,
+            batches: headers.len(),
+            records: headers.iter().map(|h| i64::from(h.records_count)).sum(),
+            bytes: records.len(),
+        })
+    }
+
+    /// Applies the flush policy once the log lock is released, so appends can share fsyncs.
+    fn after_append(&self, info: &LogAppendInfo, now_ms: i64) -> Result<(), LogError> {
+        match self.config.flush {
+            FlushPolicy::Never => Ok(()),
+            FlushPolicy::Always => self.sync_to(info.last_offset + 1),
+            FlushPolicy::IntervalMs(ms) => {
+                let due = {
+                    let mut state = self.write_state();
+                    let due = now_ms.saturating_sub(state.last_flush_ms) >= ms as i64;
+                    if due {
+                        state.last_flush_ms = now_ms;
+                    }
+                    due
+                };
+                if due {
+                    self.sync_to(info.last_offset + 1)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Waits until every offset below `end` is fsynced. The first waiter fsyncs for all who
+    /// arrive while it works: group commit.
+    fn sync_to(&self, end: i64) -> Result<(), LogError> {
+        let d = &self.durability;
+        let mut st = d.lock();
+        loop {
+            if st.durable_end >= end {
+                return Ok(());
+            }
+            if st.syncing {
+                st = d.synced.wait(st).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            st.syncing = true;
+            let generation = st.generation;
+            drop(st);
+            let (file, target, path) = {
+                let state = self.read_state();
+                let active = state.active();
+                (active.file(), state.log_end_offset(), self.dir.clone())
+            };
+            let result = file.sync_data();
+            st = d.lock();
+            st.syncing = false;
+            if result.is_ok() {
+                st.fsyncs += 1;
+                if st.generation == generation && target > st.durable_end {
+                    st.durable_end = target;
+                }
+            }
+            d.synced.notify_all();
+            if let Err(source) = result {
+                return Err(LogError::Io {
+                    op: "fsync",
+                    path,
+                    source,
+                });
+            }
+        }
+    }
+
+    /// Seals the active segment and starts a new one at `new_base`.
+    fn roll_locked(&self, state: &mut LogState, new_base: i64, now_ms: i64) -> Result<(), LogError> {
+        let leo = state.log_end_offset();
+        if state.active().is_empty() {
+            if state.active().base_offset == new_base {
+                return Ok(());
+            }
+            // An empty active segment at the wrong base (a follower jumped ahead): replace it.
+            let old = state.active().base_offset;
+            if let Some(seg) = state.segments.remove(&old) {
+                seg.delete_files()?;
+            }
+            state
+                .segments
+                .insert(new_base, Segment::create(&self.dir, new_base, now_ms)?);
+            return Ok(());
+        }
+        state.active_mut().seal()?;
+        let fresh = Segment::create(&self.dir, new_base, now_ms)?;
+        let sealed = state.active_mut();
+        match self.config.flush {
+            FlushPolicy::Never => {
+                // Kafka flushes a segment once it is rolled, in the background: that is what
+                // lets the recovery point advance and bounds the scan after a crash.
+                let file = sealed.file();
+                let indexes = [
+                    self.dir.join(segment::file_name(sealed.base_offset, "index")),
+                    self.dir.join(segment::file_name(sealed.base_offset, "timeindex")),
+                ];
+                let durability = Arc::clone(&self.durability);
+                let mut st = durability.lock();
+                let previous = st.background.take();
+                let generation = st.generation;
+                let d = Arc::clone(&self.durability);
+                st.background = Some(std::thread::spawn(move || {
+                    if let Some(p) = previous {
+                        let _ = p.join();
+                    }
+                    let ok = file.sync_data().is_ok()
+                        && indexes
+                            .iter()
+                            .all(|p| fs::File::open(p).and_then(|f| f.sync_data()).is_ok());
+                    if ok {
+                        d.mark_durable(generation, leo);
+                    }
+                }));
+            }
+            FlushPolicy::Always | FlushPolicy::IntervalMs(_) => {
+                sealed.sync_all_files()?;
+                let generation = self.durability.lock().generation;
+                self.durability.mark_durable(generation, leo);
+            }
+        }
+        state.segments.insert(new_base, fresh);
+        checkpoint::sync_dir(&self.dir)?;
+        let durable = self.durability.lock().durable_end;
+        checkpoint::write_offset(&self.files.recovery_point, durable)
+    }
+
+    /// Rolls a new segment now, if the active one holds anything.
+    pub fn roll(&self, now_ms: i64) -> Result<(), LogError> {
+        let mut state = self.write_state();
+        self.check_online(&state)?;
+        let leo = state.log_end_offset();
+        self.roll_locked(&mut state, leo, now_ms)
+    }
+
+    /// Reads whole batches from `offset` (the first one contains it), about `max_bytes` of
+    /// them but always at least one, none at or above `upper_bound` (the high watermark for
+    /// consumers; `None` reads to the log end, as followers do). Never returns a batch that
+    /// fails its CRC: a corrupt first batch is an error, a later one ends the read early.
+    pub fn read(&self, offset: i64, max_bytes: usize, upper_bound: Option<i64>) -> Result<FetchData, LogError> {
+        let state = self.read_state();
+        let leo = state.log_end_offset();
+        if offset < state.log_start_offset || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: state.log_start_offset,
+                log_end_offset: leo,
+            });
+        }
+        let bound = upper_bound.unwrap_or(leo).min(leo);
+        let mut records = Vec::new();
+        if offset < bound {
+            let from = state
+                .segments
+                .range(..=offset)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b);
+            for seg in state.segments.range(from..).map(|(_, s)| s) {
+                records = seg.read(offset, max_bytes, bound)?;
+                if !records.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(FetchData {
+            records: Bytes::from(records),
+            log_start_offset: state.log_start_offset,
+            log_end_offset: leo,
+        })
+    }
+
+    /// The first record with a timestamp at or after `timestamp` (ListOffsets by time).
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<TimestampOffset>, LogError> {
+        let state = self.read_state();
+        for seg in state.segments.values().filter(|s| s.max_timestamp() >= timestamp) {
+            let from = seg.position_for_timestamp(timestamp)?;
+            for (position, header) in seg.headers_from(from)? {
+                if header.max_timestamp < timestamp || header.next_offset() <= state.log_start_offset {
+                    continue;
+                }
+                let bytes = seg.read_at(position, header.size())?;
+                batch::validate(&bytes).map_err(|e| LogError::CorruptBatch {
+                    path: self.dir.join(segment::file_name(seg.base_offset, "log")),
+                    position,
+                    reason: e.to_string(),
+                })?;
+                let found = records::decode(&bytes)?
+                    .into_iter()
+                    .find(|r| r.timestamp >= timestamp && r.offset >= state.log_start_offset);
+                if let Some(r) = found {
+                    return Ok(Some(TimestampOffset {
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes every batch at or above `offset` (follower truncation). A batch that straddles
+    /// `offset` goes whole, so the log may end below it. Returns whether anything was removed.
+    pub fn truncate_to(&self, offset: i64) -> Result<bool, LogError> {
+        let mut state = self.write_state();
+        if offset >= state.log_end_offset() {
+            return Ok(false);
+        }
+        if offset < state.log_start_offset {
+            drop(state);
+            self.truncate_fully_and_start_at(offset)?;
+            return Ok(true);
+        }
+        let doomed: Vec<i64> = state.segments.range(offset..).map(|(b, _)| *b).collect();
+        for base in &doomed {
+            if let Some(seg) = state.segments.remove(base) {
+                seg.delete_files()?;
+            }
+        }
+        if state.segments.is_empty() {
+            state.segments.insert(offset, Segment::create(&self.dir, offset, 0)?);
+        } else {
+            state.active_mut().truncate_to(offset, &self.config)?;
+        }
+        let leo = state.log_end_offset();
+        if leo < state.log_start_offset {
+            // The batch holding `offset` began below the log start: nothing valid is left.
+            drop(state);
+            self.truncate_fully_and_start_at(offset)?;
+            return Ok(true);
+        }
+        self.durability.truncated(leo);
+        if state.epochs.truncate_from_end(leo) {
+            self.write_epochs(&state)?;
+        }
+        Ok(true)
+    }
+
+    /// Deletes everything and restarts the log empty at `offset` (a follower that fell below
+    /// the leader's log start).
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        let mut state = self.write_state();
+        for seg in state.segments.values() {
+            seg.delete_files()?;
+        }
+        state.segments.clear();
+        state.segments.insert(offset, Segment::create(&self.dir, offset, 0)?);
+        state.log_start_offset = offset;
+        state.epochs = LeaderEpochCache::default();
+        self.durability.truncated(offset);
+        self.write_epochs(&state)?;
+        checkpoint::write_offset(&self.files.log_start_offset, offset)
+    }
+
+    /// Deletes old segments by `retention_ms` and `retention_bytes`, and those wholly below
+    /// the log start offset. Never deletes a segment holding offsets at or above
+    /// `high_watermark`.
+    pub fn enforce_retention(&self, now_ms: i64, high_watermark: i64) -> Result<RetentionOutcome, LogError> {
+        let retention_ms = self.config.retention_ms;
+        let retention_bytes = self.config.retention_bytes;
+        let mut state = self.write_state();
+        let mut remaining: u64 = state.segments.values().map(Segment::size).sum();
+        let log_start = state.log_start_offset;
+        self.delete_prefix(&mut state, high_watermark, now_ms, |seg, upper| {
+            let by_time = retention_ms >= 0 && seg.max_timestamp() >= 0 && now_ms - seg.max_timestamp() > retention_ms;
+            let by_size = retention_bytes >= 0 && remaining.saturating_sub(seg.size()) >= retention_bytes as u64;
+            let by_start = upper <= log_start;
+            let delete = by_time || by_size || by_start;
+            if delete {
+                remaining -= seg.size();
+            }
+            delete
+        })
+    }
+
+    /// Moves the log start offset up to `offset` (DeleteRecords) and deletes the segments
+    /// wholly below it. `offset` may not pass the high watermark.
+    pub fn delete_records(&self, offset: i64, high_watermark: i64, now_ms: i64) -> Result<i64, LogError> {
+        let mut state = self.write_state();
+        let leo = state.log_end_offset();
+        if offset < 0 || offset > high_watermark.min(leo) {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: state.log_start_offset,
+                log_end_offset: high_watermark.min(leo),
+            });
+        }
+        if offset > state.log_start_offset {
+            state.log_start_offset = offset;
+            if state.epochs.truncate_from_start(offset) {
+                self.write_epochs(&state)?;
+            }
+            checkpoint::write_offset(&self.files.log_start_offset, offset)?;
+        }
+        let log_start = state.log_start_offset;
+        self.delete_prefix(&mut state, high_watermark, now_ms, |_, upper| upper <= log_start)?;
+        Ok(state.log_start_offset)
+    }
+
+    /// Deletes the longest prefix of segments for which `doomed(segment, upper bound)` holds,
+    /// within the high watermark, and moves the log start past them.
+    fn delete_prefix(
+        &self,
+        state: &mut LogState,
+        high_watermark: i64,
+        now_ms: i64,
+        mut doomed: impl FnMut(&Segment, i64) -> bool,
+    ) -> Result<RetentionOutcome, LogError> {
+        let leo = state.log_end_offset();
+        let bases: Vec<i64> = state.segments.keys().copied().collect();
+        let mut count = 0;
+        for (i, base) in bases.iter().enumerate() {
+            let upper = bases.get(i + 1).copied().unwrap_or(leo);
+            let seg = &state.segments[base];
+            let last_and_empty = i + 1 == bases.len() && seg.is_empty();
+            if upper > high_watermark || last_and_empty || !doomed(seg, upper) {
+                break;
+            }
+            count += 1;
+        }
+        let mut outcome = RetentionOutcome::default();
+        if count == 0 {
+            outcome.log_start_offset = state.log_start_offset;
+            return Ok(outcome);
+        }
+        if count == bases.len() {
+            self.roll_locked(state, leo, now_ms)?;
+        }
+        for base in &bases[..count] {
+            if let Some(seg) = state.segments.remove(base) {
+                outcome.deleted_bytes += seg.size();
+                seg.delete_files()?;
+            }
+        }
+        outcome.deleted_segments = count;
+        let first = *state.segments.keys().next().expect("the active segment stays");
+        if first > state.log_start_offset {
+            state.log_start_offset = first;
+            checkpoint::write_offset(&self.files.log_start_offset, first)?;
+        }
+        if state.epochs.truncate_from_start(state.log_start_offset) {
+            self.write_epochs(state)?;
+        }
+        outcome.log_start_offset = state.log_start_offset;
+        Ok(outcome)
+    }
+
+    /// Records that `epoch` starts at `start_offset` (a new leader does this at the log end
+    /// before appending anything).
+    pub fn assign_epoch(&self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
+        let mut state = self.write_state();
+        if state.epochs.assign(epoch, start_offset) {
+            self.write_epochs(&state)?;
+        }
+        Ok(())
+    }
+
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.read_state().epochs.latest_epoch()
+    }
+
+    pub fn epoch_entries(&self) -> Vec<EpochEntry> {
+        self.read_state().epochs.entries().to_vec()
+    }
+
+    /// Where `epoch` ends in this log (OffsetsForLeaderEpoch, divergence checks).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> EpochEndOffset {
+        let state = self.read_state();
+        state.epochs.end_offset_for(epoch, state.log_end_offset())
+    }
+
+    fn write_epochs(&self, state: &LogState) -> Result<(), LogError> {
+        checkpoint::write_pairs(&self.files.leader_epoch, &state.epochs.pairs())
+    }
+
+    /// fsyncs everything appended so far and advances the recovery point to the log end.
+    pub fn flush(&self) -> Result<(), LogError> {
+        self.durability.join_background();
+        {
+            let mut state = self.write_state();
+            state.active_mut().persist_indexes()?;
+        }
+        let leo = self.log_end_offset();
+        self.sync_to(leo)?;
+        checkpoint::write_offset(&self.files.recovery_point, self.durability.lock().durable_end)
+    }
+
+    /// Flushes everything and leaves a clean-shutdown marker, so the next open skips recovery.
+    pub fn close(self) -> Result<(), LogError> {
+        self.durability.join_background();
+        let mut state = self.write_state();
+        if let Some(reason) = &state.offline {
+            return Err(LogError::Offline {
+                dir: self.dir.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let leo = state.log_end_offset();
+        state.active_mut().seal()?;
+        state.active_mut().sync_all_files()?;
+        self.write_epochs(&state)?;
+        checkpoint::write_offset(&self.files.log_start_offset, state.log_start_offset)?;
+        checkpoint::write_offset(&self.files.recovery_point, leo)?;
+        checkpoint::write_atomically(&self.files.clean_shutdown, b"")
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        // Without `close` the next open recovers; still, do not leave a thread writing here.
+        self.durability.join_background();
+    }
+}
+
+fn read_or_warn<T>(result: Result<Option<T>, LogError>) -> Option<T> {
+    match result {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "ignoring a damaged checkpoint; the log will be rescanned");
+            None
+        }
+    }
+}
+
+/// Base offsets of the `.log` files in `dir`, ascending; removes orphaned indexes and
+/// temporary files left by an interrupted checkpoint write.
+fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
+    for entry in fs::read_dir(dir).map_err(segment::io("list", dir))? {
+        let entry = entry.map_err(segment::io("list", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        let base = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten();
+        match (base, ext) {
+            (Some(b), "log") => logs.push(b),
+            (Some(b), "index" | "timeindex") => indexes.push((b, entry.path())),
+            (_, "tmp") => {
+                let _ = fs::remove_file(entry.path());
+            }
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+    for (base, path) in indexes {
+        if logs.binary_search(&base).is_err() {
+            tracing::warn!(file = %path.display(), "deleting an index without a segment");
+            fs::remove_file(&path).map_err(segment::io("delete", &path))?;
+        }
+    }
+    Ok(logs)
+}
+
+fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
+    for base in bases {
+        for ext in ["log", "index", "timeindex"] {
+            let path = dir.join(segment::file_name(*base, ext));
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(LogError::Io {
+                        op: "delete",
+                        path,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! One replica's log on disk, byte-compatible with a Kafka log directory. It knows nothing of
+//! brokers, leaders or sockets: the engine tells it what to append, where to truncate and how
+//! far retention may go.
+
+pub mod batch;
+pub mod checkpoint;
+mod log;
+pub mod records;
+mod segment;
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+pub use checkpoint::{EpochEndOffset, EpochEntry};
+pub use log::{FetchData, Log, LogAppendInfo, RetentionOutcome, TimestampOffset};
+
+/// When appended data is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "FlushSetting")]
+pub enum FlushPolicy {
+    /// Leave it to the kernel; replication protects against losing a machine (Kafka's default).
+    Never,
+    /// fsync before an append returns; concurrent appends share one fsync (group commit).
+    Always,
+    /// fsync when this many milliseconds passed since the last one.
+    IntervalMs(u64),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FlushSetting {
+    Word(String),
+    Millis(u64),
+}
+
+impl TryFrom<FlushSetting> for FlushPolicy {
+    type Error = String;
+
+    fn try_from(value: FlushSetting) -> Result<Self, Self::Error> {
+        match value {
+            FlushSetting::Word(w) if w == "never" => Ok(FlushPolicy::Never),
+            FlushSetting::Word(w) if w == "always" => Ok(FlushPolicy::Always),
+            FlushSetting::Word(w) => Err(format!(
+                "flush must be \"never\", \"always\" or an interval in milliseconds, not {w:?}"
+            )),
+            FlushSetting::Millis(0) => Ok(FlushPolicy::Always),
+            FlushSetting::Millis(ms) => Ok(FlushPolicy::IntervalMs(ms)),
+        }
+    }
+}
+
+/// Per-log settings, named after Kafka's topic configs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll to a new segment past this size.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll a segment whose first batch is older than this.
+    pub segment_ms: i64,
+    /// `segment.index.bytes`: a full offset index also rolls the segment.
+    pub segment_index_bytes: u64,
+    /// `index.interval.bytes`: bytes between two offset index entries.
+    pub index_interval_bytes: u64,
+    /// `retention.ms`: delete segments whose newest record is older; -1 keeps forever.
+    pub retention_ms: i64,
+    /// `retention.bytes`: delete the oldest segments while the log is larger; -1 is no limit.
+    pub retention_bytes: i64,
+    /// `max.message.bytes`: the largest batch accepted.
+    pub max_message_bytes: u64,
+    /// `flush`: `"never"`, `"always"`, or an interval in milliseconds.
+    pub flush: FlushPolicy,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 3600 * 1000,
+            segment_index_bytes: 10 << 20,
+            index_interval_bytes: 4096,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            max_message_bytes: 1_048_588,
+            flush: FlushPolicy::Never,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Rejects settings the on-disk format cannot honour.
+    pub fn validate(&self) -> Result<(), LogError> {
+        let bad = |reason: String| Err(LogError::InvalidConfig(reason));
+        if self.segment_bytes < 64 || self.segment_bytes > i32::MAX as u64 {
+            return bad(format!(
+                "segment_bytes must be between 64 and {} (positions are 32-bit), got {}",
+                i32::MAX,
+                self.segment_bytes
+            ));
+        }
+        if self.segment_ms <= 0 {
+            return bad(format!("segment_ms must be positive, got {}", self.segment_ms));
+        }
+        if self.segment_index_bytes < 8 {
+            return bad(format!(
+                "segment_index_bytes must be at least 8, got {}",
+                self.segment_index_bytes
+            ));
+        }
+        if self.max_message_bytes < batch::RECORD_BATCH_OVERHEAD as u64 || self.max_message_bytes > i32::MAX as u64 {
+            return bad(format!(
+                "max_message_bytes must be between {} and {}, got {}",
+                batch::RECORD_BATCH_OVERHEAD,
+                i32::MAX,
+                self.max_message_bytes
+            ));
+        }
+        if self.retention_ms < -1 || self.retention_bytes < -1 {
+            return bad("retention_ms and retention_bytes must be -1 (unlimited) or positive".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn max_index_entries(&self) -> usize {
+        (self.segment_index_bytes / 8) as usize
+    }
+}
+
+/// Everything that can go wrong with a log. Kafka error codes are assigned where a client
+/// would see them (see [`LogError::kafka_error_code`]).
+#[derive(Debug, Error)]
+pub enum LogError {
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupt record batch in {} at byte {position}: {reason}", path.display())]
+    CorruptBatch {
+        path: PathBuf,
+        position: u64,
+        reason: String,
+    },
+    #[error("corrupt message: {0}")]
+    CorruptMessage(String),
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge { size: usize, max: u64 },
+    #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    #[error("unexpected append offset: batch starts at {first_offset}, log ends at {log_end_offset}")]
+    UnexpectedAppendOffset { first_offset: i64, log_end_offset: i64 },
+    #[error("corrupt checkpoint {} line {line}: {reason}", path.display())]
+    CorruptCheckpoint { path: PathBuf, line: usize, reason: String },
+    #[error("invalid log config: {0}")]
+    InvalidConfig(String),
+    #[error("log {} is offline after an I/O failure: {reason}", dir.display())]
+    Offline { dir: PathBuf, reason: String },
+}
+
+impl LogError {
+    /// The Kafka protocol error code a client should receive for this error.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            LogError::CorruptBatch { .. } | LogError::CorruptMessage(_) => 2, // CORRUPT_MESSAGE
+            LogError::OffsetOutOfRange { .. } => 1,                           // OFFSET_OUT_OF_RANGE
+            LogError::RecordTooLarge { .. } => 10,                            // MESSAGE_TOO_LARGE
+            LogError::InvalidRecord(_) => 87,                                 // INVALID_RECORD
+            LogError::Io { .. } | LogError::Offline { .. } => 56,             // KAFKA_STORAGE_ERROR
+            _ => -1,                                                          // UNKNOWN_SERVER_ERROR
+        }
+    }
+}
