@@ -116,7 +116,7 @@ fn check(log: &Log, model: &Model) -> Result<(), TestCaseError> {
 }
 
 fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch_dir();
     let path = dir.path().join("topic-0");
     let mut log = Some(Log::open(&path, cfg.clone(), 0).expect("open"));
     let mut model = Model::default();
@@ -126,7 +126,9 @@ fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
         match op {
             Op::Append { count, value_len } => {
                 let mut bytes = producer_batch(count, model.clock, step as u64, value_len);
-                let info = l.append_as_leader(&mut bytes, model.epoch, model.clock).expect("append");
+                let info = l
+                    .append_as_leader(&mut bytes, model.epoch, model.clock)
+                    .expect("append");
                 prop_assert_eq!(info.first_offset, model.log_end);
                 prop_assert_eq!(info.last_offset, model.log_end + count as i64 - 1);
                 if model.epochs.last().is_none_or(|&(e, _)| model.epoch > e) {
@@ -158,7 +160,11 @@ fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
                         if offset == model.log_end {
                             prop_assert!(got.is_empty());
                         } else {
-                            let first = model.batches.iter().position(|b| b.next > offset).expect("a batch holds it");
+                            let first = model
+                                .batches
+                                .iter()
+                                .position(|b| b.next > offset)
+                                .expect("a batch holds it");
                             prop_assert!(!got.is_empty());
                             let limit = max_bytes.max(model.batches[first].bytes.len());
                             prop_assert!(data.records.len() <= limit);
@@ -218,7 +224,9 @@ fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
             }
             Op::DeleteRecords { pick } => {
                 let offset = model.pick(pick, model.log_start, model.log_end);
-                let start = l.delete_records(offset, model.log_end, model.clock).expect("delete records");
+                let start = l
+                    .delete_records(offset, model.log_end, model.clock)
+                    .expect("delete records");
                 prop_assert_eq!(start, offset.max(model.log_start));
                 model.start_at(start);
             }
@@ -229,7 +237,10 @@ fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
                         .map(|o| (o, b.first_timestamp + (o - b.base)))
                         .find(|&(o, ts)| o >= model.log_start && ts >= target)
                 });
-                let got = l.offset_for_timestamp(target).expect("lookup").map(|t| (t.offset, t.timestamp));
+                let got = l
+                    .offset_for_timestamp(target)
+                    .expect("lookup")
+                    .map(|t| (t.offset, t.timestamp));
                 prop_assert_eq!(got, expected, "first record at or after {}", target);
             }
         }

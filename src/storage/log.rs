@@ -163,8 +163,13 @@ impl Log {
         let mut next_expected: Option<i64> = None;
         for (i, &base) in bases.iter().enumerate() {
             let upper = bases.get(i + 1).copied().unwrap_or(i64::MAX);
-            if next_expected.is_some_and(|n| base < n) {
-                tracing::warn!(log = %dir.display(), segment = base, "segment overlaps the previous one; deleting it and every later segment");
+            if next_expected.is_some_and(|n| base != n) {
+                tracing::warn!(
+                    log = %dir.display(),
+                    segment = base,
+                    expected = next_expected,
+                    "segment does not continue the previous one; deleting it and every later segment"
+                );
                 delete_segment_files(&dir, &bases[i..])?;
                 break;
             }

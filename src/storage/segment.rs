@@ -492,10 +492,9 @@ impl Segment {
         let mut expected = first.base_offset;
         for item in batch::Batches::new(&buf) {
             let item = match item {
-                Ok((at, header, _)) if header.base_offset != expected => Err((
-                    at,
-                    BatchError::BadBaseOffset(header.base_offset),
-                )),
+                Ok((at, header, _)) if header.base_offset != expected => {
+                    Err((at, BatchError::BadBaseOffset(header.base_offset)))
+                }
                 other => other,
             };
             match item {

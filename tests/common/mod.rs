@@ -12,7 +12,12 @@ pub fn producer_batch(count: usize, timestamp: i64, tag: u64, value_len: usize) 
         .map(|i| {
             let mut value = format!("tag {tag} record {i} ").into_bytes();
             value.resize(value_len.max(value.len()), b'.');
-            records::record(i, timestamp + i, Some(Bytes::from(format!("k{i}"))), Some(Bytes::from(value)))
+            records::record(
+                i,
+                timestamp + i,
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from(value)),
+            )
         })
         .collect();
     records::encode_batch(&recs, Compression::None)
@@ -41,7 +46,12 @@ pub fn read_all(log: &Log) -> (Vec<(BatchHeader, Vec<u8>)>, Option<LogError>) {
             Ok(data) => {
                 let batches = split(&data.records);
                 let Some((last, _)) = batches.last() else {
-                    return (out, Some(LogError::InvalidRecord(format!("empty read at {offset} below end {end}"))));
+                    return (
+                        out,
+                        Some(LogError::InvalidRecord(format!(
+                            "empty read at {offset} below end {end}"
+                        ))),
+                    );
                 };
                 offset = last.next_offset();
                 out.extend(batches);
@@ -50,4 +60,16 @@ pub fn read_all(log: &Log) -> (Vec<(BatchHeader, Vec<u8>)>, Option<LogError>) {
         }
     }
     (out, None)
+}
+
+/// A scratch directory, in memory where the machine has one: these tests fsync often and
+/// test logic, not disks.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::tempdir_in(shm)
+    {
+        return dir;
+    }
+    tempfile::tempdir().expect("a temporary directory")
 }

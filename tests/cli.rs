@@ -1,0 +1,67 @@
+//! The `kdeck` binary: its commands, and clear errors for bad command-line values.
+
+use std::process::Command;
+
+fn kdeck(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kdeck"))
+        .args(args)
+        .output()
+        .expect("run kdeck")
+}
+
+#[test]
+fn bench_storage_prints_perf_lines_and_the_summary() {
+    let out = kdeck(&[
+        "bench",
+        "storage",
+        "--bytes",
+        "4MiB",
+        "--segment-bytes",
+        "1MiB",
+        "--group-commit-secs",
+        "0.2",
+        "--writers",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for prefix in [
+        "storage raw write:",
+        "storage append (flush=never):",
+        "storage read:",
+        "storage recovery scan:",
+        "storage group commit (flush=always, 1 writers):",
+        "storage group commit (flush=always, 2 writers):",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(prefix)),
+            "missing {prefix:?} in\n{stdout}"
+        );
+    }
+    let last = stdout.lines().last().expect("output");
+    let shape = last.starts_with("storage append: ") && last.contains(" MB/s = ") && last.contains("% of raw write (");
+    assert!(shape, "unexpected summary line {last:?}");
+}
+
+#[test]
+fn bad_values_get_clear_errors() {
+    let out = kdeck(&["bench", "storage", "--bytes", "12parsecs"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--bytes") && stderr.contains("parsecs"), "{stderr}");
+
+    let out = kdeck(&["--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--frobnicate"));
+}
+
+#[test]
+fn without_a_command_kdeck_says_what_it_offers_today() {
+    let out = kdeck(&[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kdeck bench storage"));
+}
