@@ -251,7 +251,7 @@ fn run(
             .expect("append after recovery");
         prop_assert_eq!(info.first_offset, leo);
         let data = log.read(leo, 10_000, None).expect("read the new batch");
-        prop_assert!(&data.records[..] == &more[..]);
+        prop_assert!(data.records[..] == more[..]);
     }
     Ok(())
 }
