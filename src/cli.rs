@@ -45,7 +45,7 @@ pub struct StorageBenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub record_bytes: u32,
     /// segment.bytes of the benchmarked log.
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     pub segment_bytes: u64,
     /// Seconds for each group-commit (flush = always) run.
     #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]

@@ -95,8 +95,8 @@ fn index_files_use_kafkas_layout() {
 
     let index = fs::read(path.join("00000000000000000000.index")).expect("index");
     let time_index = fs::read(path.join("00000000000000000000.timeindex")).expect("time index");
-    assert!(!index.is_empty() && index.len() % 8 == 0);
-    assert!(!time_index.is_empty() && time_index.len() % 12 == 0);
+    assert!(!index.is_empty() && index.len().is_multiple_of(8));
+    assert!(!time_index.is_empty() && time_index.len().is_multiple_of(12));
     // Batch start positions, to check each entry points at the start of the batch whose last
     // offset it records.
     let mut starts = std::collections::HashMap::new();
