@@ -236,8 +236,10 @@ impl Log {
             log_start = state.active().base_offset.max(log_start.min(leo));
         }
         state.log_start_offset = log_start;
-        epochs.truncate_from_end(leo);
+        // Start first: moving an old epoch up to the log start must not leave an entry that
+        // begins at the log end, which no batch vouches for.
         epochs.truncate_from_start(log_start);
+        epochs.truncate_from_end(leo);
         state.epochs = epochs;
 
         let durable_end = if clean { leo } else { recovery_point.min(leo) };

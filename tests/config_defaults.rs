@@ -1,0 +1,16 @@
+//! `assets/kdeck.toml` documents the defaults; it must say what the code does.
+
+use kdeck::storage::LogConfig;
+
+#[test]
+fn the_documented_log_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let log: LogConfig = table
+        .get("log")
+        .expect("a [log] section")
+        .clone()
+        .try_into()
+        .expect("[log] is a valid log config");
+    assert_eq!(log, LogConfig::default());
+}
