@@ -47,6 +47,9 @@ pub struct StorageBenchArgs {
     /// segment.bytes of the benchmarked log.
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     pub segment_bytes: u64,
+    /// Rounds of raw write and log append (medians are compared).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
     /// Seconds for each group-commit (flush = always) run.
     #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]
     pub group_commit_secs: f64,

@@ -22,6 +22,8 @@ fn bench_storage_prints_perf_lines_and_the_summary() {
         "0.2",
         "--writers",
         "2",
+        "--rounds",
+        "2",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -30,8 +32,8 @@ fn bench_storage_prints_perf_lines_and_the_summary() {
         String::from_utf8_lossy(&out.stderr)
     );
     for prefix in [
-        "storage raw write:",
-        "storage append (flush=never):",
+        "storage raw write (round 1):",
+        "storage append (round 2, flush=never):",
         "storage read:",
         "storage recovery scan:",
         "storage group commit (flush=always, 1 writers):",
