@@ -848,8 +848,9 @@ impl Log {
         checkpoint::write_offset(&self.files.recovery_point, self.durability.lock().durable_end)
     }
 
-    /// Flushes everything and leaves a clean-shutdown marker, so the next open skips recovery.
-    pub fn close(self) -> Result<(), LogError> {
+    /// Flushes everything and leaves a clean-shutdown marker, so the next open skips
+    /// recovery. The log refuses appends afterwards.
+    pub fn close(&self) -> Result<(), LogError> {
         self.durability.join_background();
         let mut state = self.write_state();
         if let Some(reason) = &state.offline {
@@ -864,7 +865,14 @@ impl Log {
         self.write_epochs(&state)?;
         checkpoint::write_offset(&self.files.log_start_offset, state.log_start_offset)?;
         checkpoint::write_offset(&self.files.recovery_point, leo)?;
-        checkpoint::write_atomically(&self.files.clean_shutdown, b"")
+        checkpoint::write_atomically(&self.files.clean_shutdown, b"")?;
+        state.offline = Some("closed".into());
+        Ok(())
+    }
+
+    /// Every offset below this is on stable storage (what a power loss would keep).
+    pub fn durable_offset(&self) -> i64 {
+        self.durability.lock().durable_end
     }
 }
 

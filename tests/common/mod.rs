@@ -73,3 +73,5 @@ pub fn scratch_dir() -> tempfile::TempDir {
     }
     tempfile::tempdir().expect("a temporary directory")
 }
+
+pub mod engine;

@@ -1,0 +1,720 @@
+//! One broker: it registers with the controller and heartbeats, hosts partition replicas in
+//! `broker-<id>/<topic>-<partition>/`, answers requests from its inbox, runs a fetcher for
+//! every partition it follows and checks its ISRs for laggards. When it hosts the
+//! controller, it also runs the controller's timers and forwards controller requests.
+//!
+//! Every task of a broker lives in one `JoinSet`: a kill aborts them all at once, so nothing
+//! of the broker's memory survives, only what it wrote to its files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::config::ClusterConfig;
+use super::controller::{Controller, ControllerError, MetadataImage};
+use super::events::{EventBus, EventKind};
+use super::network::{Envelope, NetError, Network, NodeId};
+use super::partition::{IsrProposal, Partition, Role};
+use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, Request, Response};
+use super::{BrokerId, Clock, TopicPartition};
+use crate::storage::Log;
+
+/// Replica fetches ask for up to this much per partition.
+const REPLICA_FETCH_MAX_BYTES: usize = 1 << 20;
+/// Time allowed for a request beyond its own wait.
+const REQUEST_SLACK: Duration = Duration::from_secs(5);
+
+/// What every broker shares with the rest of the cluster.
+#[derive(Clone)]
+pub(crate) struct BrokerContext {
+    pub config: ClusterConfig,
+    pub network: Network,
+    pub controller: Arc<Controller>,
+    pub events: EventBus,
+    pub clock: Clock,
+}
+
+pub(crate) struct Broker {
+    pub id: BrokerId,
+    ctx: BrokerContext,
+    dir: PathBuf,
+    me: Weak<Broker>,
+    partitions: Mutex<HashMap<TopicPartition, Arc<Partition>>>,
+    fetchers: Mutex<HashMap<TopicPartition, AbortHandle>>,
+    tasks: Mutex<JoinSet<()>>,
+    broker_epoch: AtomicI64,
+    metadata_version: AtomicU64,
+    paused: watch::Sender<bool>,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Broker {
+    /// Starts the broker: it listens, registers with the controller and begins heartbeats.
+    pub fn start(id: BrokerId, ctx: BrokerContext) -> Arc<Broker> {
+        let dir = ctx.config.data_dir.join(format!("broker-{id}"));
+        let broker = Arc::new_cyclic(|me| Broker {
+            id,
+            dir,
+            me: me.clone(),
+            ctx,
+            partitions: Mutex::new(HashMap::new()),
+            fetchers: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(JoinSet::new()),
+            broker_epoch: AtomicI64::new(-1),
+            metadata_version: AtomicU64::new(0),
+            paused: watch::channel(false).0,
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        broker.ctx.network.attach(id, tx);
+        broker.spawn(Arc::clone(&broker).serve(rx));
+        broker.spawn(Arc::clone(&broker).heartbeats());
+        broker.spawn(Arc::clone(&broker).isr_expiration());
+        broker
+    }
+
+    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) -> AbortHandle {
+        lock(&self.tasks).spawn(task)
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.ctx.clock.now_ms()
+    }
+
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    pub fn partition(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        lock(&self.partitions).get(tp).cloned()
+    }
+
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+        lock(&self.partitions).values().cloned().collect()
+    }
+
+    /// Freezes every task of the broker (a stopped process, a long GC pause): requests
+    /// queue up unanswered, heartbeats and fetches stop.
+    pub fn pause(&self) {
+        self.paused.send_replace(true);
+    }
+
+    pub fn resume(&self) {
+        self.paused.send_replace(false);
+    }
+
+    async fn unpaused(&self) {
+        let mut rx = self.paused.subscribe();
+        let _ = rx.wait_for(|p| !*p).await;
+    }
+
+    /// Hard crash: every task aborted, every in-memory state gone; files stay as written.
+    pub fn kill(&self) {
+        self.ctx.network.detach(self.id);
+        lock(&self.tasks).abort_all();
+        for (_, f) in lock(&self.fetchers).drain() {
+            f.abort();
+        }
+        lock(&self.partitions).clear();
+    }
+
+    /// Clean stop after a controlled shutdown: logs are flushed and closed.
+    pub fn shutdown(&self) {
+        self.ctx.network.detach(self.id);
+        lock(&self.tasks).abort_all();
+        for (_, f) in lock(&self.fetchers).drain() {
+            f.abort();
+        }
+        for (tp, p) in lock(&self.partitions).drain() {
+            if let Err(e) = p.log.close() {
+                tracing::warn!(broker = self.id, %tp, error = %e, "closing log");
+            }
+        }
+    }
+
+    /// Offsets on stable storage per partition (what a power loss keeps).
+    pub fn durable_offsets(&self) -> Vec<(PathBuf, i64)> {
+        lock(&self.partitions)
+            .values()
+            .map(|p| (p.log.dir().to_path_buf(), p.log.durable_offset()))
+            .collect()
+    }
+
+    async fn serve(self: Arc<Self>, mut inbox: mpsc::UnboundedReceiver<Envelope>) {
+        while let Some(envelope) = inbox.recv().await {
+            self.unpaused().await;
+            let me = Arc::clone(&self);
+            self.spawn(async move {
+                let response = me.handle(envelope.from, envelope.request).await;
+                let _ = envelope.reply.send(response);
+            });
+        }
+    }
+
+    async fn handle(self: Arc<Self>, _from: NodeId, request: Request) -> Response {
+        match request {
+            Request::Produce {
+                tp,
+                mut records,
+                acks,
+                timeout_ms,
+            } => self.handle_produce(tp, &mut records, acks, timeout_ms).await,
+            Request::Fetch(req) => self.handle_fetch(req).await,
+            Request::ListOffsets { tp, timestamp } => self.handle_list_offsets(&tp, timestamp),
+            Request::UpdateMetadata(image) => {
+                self.apply_image(&image);
+                Response::UpdateMetadata
+            }
+            request @ (Request::RegisterBroker { .. }
+            | Request::BrokerHeartbeat { .. }
+            | Request::AlterPartition { .. }) => self.handle_controller_request(request),
+        }
+    }
+
+    async fn handle_produce(&self, tp: TopicPartition, records: &mut [u8], acks: Acks, timeout_ms: u64) -> Response {
+        let reply = |error, base_offset, log_start_offset| Response::Produce {
+            error,
+            base_offset,
+            log_start_offset,
+        };
+        let Some(partition) = self.partition(&tp) else {
+            return reply(self.unknown_or_not_leader(&tp), -1, -1);
+        };
+        let mut progress = partition.subscribe();
+        let (info, epoch) = match partition.append_as_leader(records, acks == Acks::All, self.now_ms()) {
+            Ok(ok) => ok,
+            Err(error) => {
+                if error == ErrorCode::NotEnoughReplicas {
+                    self.ctx.events.publish(EventKind::ProduceRejected {
+                        tp: tp.clone(),
+                        error,
+                        reason: "the ISR is smaller than min.insync.replicas; nothing was written".into(),
+                    });
+                }
+                return reply(error, -1, -1);
+            }
+        };
+        self.bytes_in.fetch_add(info.bytes as u64, Ordering::Relaxed);
+        let log_start = partition.log.log_start_offset();
+        if acks != Acks::All {
+            return reply(ErrorCode::None, info.first_offset, log_start);
+        }
+        let wait = async {
+            loop {
+                match partition.check_acks_all(info.last_offset + 1, epoch) {
+                    Ok(true) => return ErrorCode::None,
+                    Ok(false) => {
+                        if progress.changed().await.is_err() {
+                            return ErrorCode::NotLeaderOrFollower;
+                        }
+                    }
+                    Err(e) => return e,
+                }
+            }
+        };
+        let error = tokio::time::timeout(Duration::from_millis(timeout_ms), wait)
+            .await
+            .unwrap_or(ErrorCode::RequestTimedOut);
+        if error == ErrorCode::NotEnoughReplicasAfterAppend {
+            self.ctx.events.publish(EventKind::ProduceRejected {
+                tp,
+                error,
+                reason: "the ISR shrank below min.insync.replicas while waiting; the records are in the log".into(),
+            });
+        }
+        reply(error, info.first_offset, log_start)
+    }
+
+    fn unknown_or_not_leader(&self, tp: &TopicPartition) -> ErrorCode {
+        if self.ctx.controller.image().partition(tp).is_some() {
+            ErrorCode::NotLeaderOrFollower
+        } else {
+            ErrorCode::UnknownTopicOrPartition
+        }
+    }
+
+    async fn handle_fetch(&self, req: FetchRequest) -> Response {
+        let Some(partition) = self.partition(&req.tp) else {
+            return Response::Fetch {
+                error: self.unknown_or_not_leader(&req.tp),
+                diverging_epoch: None,
+                data: FetchedRecords::default(),
+            };
+        };
+        let mut waited = false;
+        loop {
+            let mut progress = partition.subscribe();
+            let (result, proposal) = partition.read_for_fetch(&req, self.now_ms());
+            if let Some(p) = proposal {
+                self.propose_isr(p);
+            }
+            match result {
+                Err(error) => {
+                    let log = &partition.log;
+                    return Response::Fetch {
+                        error,
+                        diverging_epoch: None,
+                        data: FetchedRecords {
+                            high_watermark: partition.high_watermark(),
+                            log_start_offset: log.log_start_offset(),
+                            log_end_offset: log.log_end_offset(),
+                            records: Default::default(),
+                        },
+                    };
+                }
+                Ok((data, Some(diverging))) => {
+                    return Response::Fetch {
+                        error: ErrorCode::None,
+                        diverging_epoch: Some(diverging),
+                        data,
+                    };
+                }
+                Ok((data, None)) if data.records.is_empty() && !waited && req.max_wait_ms > 0 => {
+                    waited = true;
+                    let _ = tokio::time::timeout(Duration::from_millis(req.max_wait_ms), progress.changed()).await;
+                }
+                Ok((data, None)) => {
+                    self.bytes_out.fetch_add(data.records.len() as u64, Ordering::Relaxed);
+                    return Response::Fetch {
+                        error: ErrorCode::None,
+                        diverging_epoch: None,
+                        data,
+                    };
+                }
+            }
+        }
+    }
+
+    fn handle_list_offsets(&self, tp: &TopicPartition, timestamp: i64) -> Response {
+        let reply = |error, offset, timestamp| Response::ListOffsets {
+            error,
+            offset,
+            timestamp,
+        };
+        let Some(partition) = self.partition(tp) else {
+            return reply(self.unknown_or_not_leader(tp), -1, -1);
+        };
+        if partition.role().0 != Role::Leader {
+            return reply(ErrorCode::NotLeaderOrFollower, -1, -1);
+        }
+        let hw = partition.high_watermark();
+        match timestamp {
+            -2 => reply(ErrorCode::None, partition.log.log_start_offset(), -1),
+            -1 => reply(ErrorCode::None, hw, -1),
+            ts => match partition.log.offset_for_timestamp(ts) {
+                Ok(Some(found)) if found.offset < hw => reply(ErrorCode::None, found.offset, found.timestamp),
+                Ok(_) => reply(ErrorCode::None, -1, -1),
+                Err(e) => reply(ErrorCode::from_storage(e.kafka_error_code()), -1, -1),
+            },
+        }
+    }
+
+    fn is_controller(&self) -> bool {
+        self.ctx.network.controller() == Some(self.id)
+    }
+
+    fn handle_controller_request(&self, request: Request) -> Response {
+        let controller = &self.ctx.controller;
+        let not_controller = !self.is_controller();
+        match request {
+            Request::RegisterBroker { broker } => {
+                if not_controller {
+                    return Response::RegisterBroker {
+                        error: ErrorCode::NotController,
+                        broker_epoch: -1,
+                        image: Arc::default(),
+                    };
+                }
+                match controller.register_broker(broker) {
+                    Ok((broker_epoch, image)) => {
+                        self.publish(Arc::clone(&image));
+                        Response::RegisterBroker {
+                            error: ErrorCode::None,
+                            broker_epoch,
+                            image,
+                        }
+                    }
+                    Err(e) => Response::RegisterBroker {
+                        error: e.code(),
+                        broker_epoch: -1,
+                        image: Arc::default(),
+                    },
+                }
+            }
+            Request::BrokerHeartbeat {
+                broker,
+                broker_epoch,
+                metadata_version,
+                want_shutdown,
+            } => {
+                if not_controller {
+                    return Response::BrokerHeartbeat {
+                        error: ErrorCode::NotController,
+                        image: None,
+                        shutdown_ready: false,
+                    };
+                }
+                let result = if want_shutdown {
+                    controller.controlled_shutdown(broker)
+                } else {
+                    controller.heartbeat(broker, broker_epoch)
+                };
+                match result {
+                    Ok(changed) => {
+                        if let Some(image) = changed {
+                            self.publish(image);
+                        }
+                        let image = controller.image();
+                        let shutdown_ready = want_shutdown && image.leader_count(broker) == 0;
+                        Response::BrokerHeartbeat {
+                            error: ErrorCode::None,
+                            image: (image.version != metadata_version).then_some(image),
+                            shutdown_ready,
+                        }
+                    }
+                    Err(e) => Response::BrokerHeartbeat {
+                        error: e.code(),
+                        image: None,
+                        shutdown_ready: false,
+                    },
+                }
+            }
+            Request::AlterPartition {
+                tp,
+                leader,
+                broker_epoch,
+                leader_epoch,
+                partition_epoch,
+                new_isr,
+            } => {
+                if not_controller {
+                    return Response::AlterPartition {
+                        error: ErrorCode::NotController,
+                        state: None,
+                    };
+                }
+                match controller.alter_partition(&tp, leader, broker_epoch, leader_epoch, partition_epoch, new_isr) {
+                    Ok((state, changed)) => {
+                        if let Some(image) = changed {
+                            self.publish(image);
+                        }
+                        Response::AlterPartition {
+                            error: ErrorCode::None,
+                            state: Some(state),
+                        }
+                    }
+                    Err(e) => Response::AlterPartition {
+                        error: e.code(),
+                        state: None,
+                    },
+                }
+            }
+            _ => unreachable!("only controller requests are routed here"),
+        }
+    }
+
+    /// Sends new metadata to every registered broker (as the controller's host).
+    pub fn publish(&self, image: Arc<MetadataImage>) {
+        for &broker in image.brokers.keys() {
+            let network = self.ctx.network.clone();
+            let image = Arc::clone(&image);
+            tokio::spawn(async move {
+                let _ = network
+                    .call(
+                        NodeId::Controller,
+                        NodeId::Broker(broker),
+                        Request::UpdateMetadata(image),
+                        REQUEST_SLACK,
+                    )
+                    .await;
+            });
+        }
+    }
+
+    /// Publishes the result of a controller operation run from this (host) broker.
+    pub fn publish_result(&self, result: Result<Option<Arc<MetadataImage>>, ControllerError>) {
+        match result {
+            Ok(Some(image)) => self.publish(image),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(broker = self.id, error = %e, "controller operation failed"),
+        }
+    }
+
+    /// Runs the controller's timers while this broker hosts it: session expiry and the
+    /// automatic preferred-leader rebalance.
+    pub fn spawn_controller_duties(self: &Arc<Self>) {
+        let me = Arc::clone(self);
+        self.spawn(async move {
+            let tick = Duration::from_millis((me.ctx.config.broker_heartbeat_interval_ms / 2).max(10));
+            let rebalance_every = Duration::from_millis(me.ctx.config.leader_imbalance_check_interval_ms.max(1));
+            let mut next_rebalance = tokio::time::Instant::now() + rebalance_every;
+            loop {
+                tokio::time::sleep(tick).await;
+                me.unpaused().await;
+                if !me.is_controller() {
+                    return;
+                }
+                me.publish_result(me.ctx.controller.expire_sessions());
+                if me.ctx.config.auto_leader_rebalance && tokio::time::Instant::now() >= next_rebalance {
+                    next_rebalance += rebalance_every;
+                    let result = me.ctx.controller.elect_preferred(|_| true).map(|(_, image)| image);
+                    me.publish_result(result);
+                }
+            }
+        });
+    }
+
+    async fn heartbeats(self: Arc<Self>) {
+        let interval = Duration::from_millis(self.ctx.config.broker_heartbeat_interval_ms);
+        loop {
+            self.unpaused().await;
+            let epoch = self.broker_epoch();
+            let request = if epoch < 0 {
+                Request::RegisterBroker { broker: self.id }
+            } else {
+                Request::BrokerHeartbeat {
+                    broker: self.id,
+                    broker_epoch: epoch,
+                    metadata_version: self.metadata_version.load(Ordering::SeqCst),
+                    want_shutdown: false,
+                }
+            };
+            match self
+                .ctx
+                .network
+                .call(NodeId::Broker(self.id), NodeId::Controller, request, interval * 2)
+                .await
+            {
+                Ok(Response::RegisterBroker {
+                    error: ErrorCode::None,
+                    broker_epoch,
+                    image,
+                }) => {
+                    self.broker_epoch.store(broker_epoch, Ordering::SeqCst);
+                    self.apply_image(&image);
+                    // Heartbeat right away: it unfences us.
+                    continue;
+                }
+                Ok(Response::BrokerHeartbeat {
+                    error: ErrorCode::None,
+                    image,
+                    ..
+                }) => {
+                    if let Some(image) = image {
+                        self.apply_image(&image);
+                    }
+                }
+                Ok(Response::BrokerHeartbeat {
+                    error: ErrorCode::StaleBrokerEpoch,
+                    ..
+                }) => self.broker_epoch.store(-1, Ordering::SeqCst),
+                _ => {}
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }
+
+    async fn isr_expiration(self: Arc<Self>) {
+        let every = Duration::from_millis((self.ctx.config.replica_lag_time_max_ms / 2).max(10));
+        loop {
+            tokio::time::sleep(every).await;
+            self.unpaused().await;
+            let now = self.now_ms();
+            for p in self.partitions() {
+                if let Some(proposal) = p.shrink_proposal(now) {
+                    self.propose_isr(proposal);
+                }
+            }
+        }
+    }
+
+    /// Sends an ISR change to the controller and applies its answer.
+    fn propose_isr(&self, proposal: IsrProposal) {
+        let Some(me) = self.me.upgrade() else { return };
+        self.spawn(async move {
+            let Some(partition) = me.partition(&proposal.tp) else { return };
+            let request = Request::AlterPartition {
+                tp: proposal.tp.clone(),
+                leader: me.id,
+                broker_epoch: me.broker_epoch(),
+                leader_epoch: proposal.leader_epoch,
+                partition_epoch: proposal.partition_epoch,
+                new_isr: proposal.new_isr,
+            };
+            let response = me
+                .ctx
+                .network
+                .call(NodeId::Broker(me.id), NodeId::Controller, request, REQUEST_SLACK)
+                .await;
+            let committed = match response {
+                Ok(Response::AlterPartition {
+                    error: ErrorCode::None,
+                    state,
+                }) => state,
+                _ => None,
+            };
+            partition.isr_change_done(committed.as_ref(), me.now_ms());
+        });
+    }
+
+    /// Brings the replicas hosted here in line with the controller's metadata.
+    pub fn apply_image(&self, image: &MetadataImage) {
+        let now = self.now_ms();
+        let mut partitions = lock(&self.partitions);
+        if image.version < self.metadata_version.load(Ordering::SeqCst) {
+            return;
+        }
+        self.metadata_version.store(image.version, Ordering::SeqCst);
+        let mut hosted = Vec::new();
+        for (tp, reg) in image.partitions() {
+            if !reg.replicas.contains(&self.id) {
+                continue;
+            }
+            hosted.push(tp.clone());
+            let partition = match partitions.get(&tp) {
+                Some(p) => Arc::clone(p),
+                None => match Log::open(self.dir.join(tp.dir_name()), self.ctx.config.log.clone(), now) {
+                    Ok(log) => {
+                        let lag = self.ctx.config.replica_lag_time_max_ms as i64;
+                        let p = Arc::new(Partition::new(tp.clone(), self.id, log, lag));
+                        partitions.insert(tp.clone(), Arc::clone(&p));
+                        p
+                    }
+                    Err(e) => {
+                        tracing::error!(broker = self.id, %tp, error = %e, "cannot open the replica's log");
+                        continue;
+                    }
+                },
+            };
+            let min_isr = image
+                .topics
+                .get(&tp.topic)
+                .map_or(1, |t| t.config.min_insync_replicas);
+            match partition.apply(reg, min_isr, now) {
+                Ok(true) => self.restart_fetcher(&partition),
+                Ok(false) => {}
+                Err(e) => tracing::error!(broker = self.id, %tp, error = %e, "applying partition state"),
+            }
+        }
+        let gone: Vec<TopicPartition> = partitions.keys().filter(|tp| !hosted.contains(tp)).cloned().collect();
+        for tp in gone {
+            if let Some(f) = lock(&self.fetchers).remove(&tp) {
+                f.abort();
+            }
+            if let Some(p) = partitions.remove(&tp)
+                && !image.topics.contains_key(&tp.topic)
+            {
+                let dir = p.log.dir().to_path_buf();
+                drop(p);
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    tracing::warn!(broker = self.id, dir = %dir.display(), error = %e, "deleting a replica");
+                }
+            }
+        }
+    }
+
+    fn restart_fetcher(&self, partition: &Arc<Partition>) {
+        if let Some(old) = lock(&self.fetchers).remove(&partition.tp) {
+            old.abort();
+        }
+        if let (Role::Follower { leader }, epoch) = partition.role()
+            && let Some(me) = self.me.upgrade()
+        {
+            let handle = self.spawn(me.fetch_from_leader(Arc::clone(partition), leader, epoch));
+            lock(&self.fetchers).insert(partition.tp.clone(), handle);
+        }
+    }
+
+    /// The follower's fetch loop for one partition, as Kafka's replica fetcher.
+    async fn fetch_from_leader(self: Arc<Self>, partition: Arc<Partition>, leader: BrokerId, leader_epoch: i32) {
+        let backoff = Duration::from_millis(self.ctx.config.replica_fetch_backoff_ms);
+        let max_wait = self.ctx.config.replica_fetch_wait_max_ms;
+        loop {
+            self.unpaused().await;
+            if partition.role() != (Role::Follower { leader }, leader_epoch) {
+                return;
+            }
+            let (fetch_offset, last_fetched_epoch) = partition.fetch_position();
+            let request = Request::Fetch(FetchRequest {
+                replica: Some((self.id, self.broker_epoch())),
+                tp: partition.tp.clone(),
+                fetch_offset,
+                current_leader_epoch: leader_epoch,
+                last_fetched_epoch,
+                max_bytes: REPLICA_FETCH_MAX_BYTES,
+                max_wait_ms: max_wait,
+            });
+            let response = self
+                .ctx
+                .network
+                .call(
+                    NodeId::Broker(self.id),
+                    NodeId::Broker(leader),
+                    request,
+                    Duration::from_millis(max_wait) + REQUEST_SLACK,
+                )
+                .await;
+            let ok = match response {
+                Ok(Response::Fetch {
+                    error: ErrorCode::None,
+                    diverging_epoch: Some(diverging),
+                    ..
+                }) => match partition.truncate_diverging(diverging) {
+                    Ok((from, to)) => {
+                        if from != to {
+                            self.ctx.events.publish(EventKind::FollowerTruncated {
+                                tp: partition.tp.clone(),
+                                broker: self.id,
+                                from,
+                                to,
+                            });
+                        }
+                        true
+                    }
+                    Err(e) => {
+                        tracing::error!(broker = self.id, tp = %partition.tp, error = %e, "truncation failed");
+                        false
+                    }
+                },
+                Ok(Response::Fetch {
+                    error: ErrorCode::None,
+                    data,
+                    ..
+                }) => match partition.append_as_follower(&data, self.now_ms()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(broker = self.id, tp = %partition.tp, error = %e, "follower append failed");
+                        false
+                    }
+                },
+                Ok(Response::Fetch {
+                    error: ErrorCode::OffsetOutOfRange,
+                    data,
+                    ..
+                }) => {
+                    let result = if fetch_offset < data.log_start_offset {
+                        partition.reset_to(data.log_start_offset)
+                    } else {
+                        partition.log.truncate_to(data.log_end_offset).map(|_| ())
+                    };
+                    result.is_ok()
+                }
+                Ok(_) | Err(NetError::Refused) | Err(NetError::Timeout) => false,
+            };
+            if !ok {
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! `Cluster`: starts the brokers and the controller, creates and deletes topics, controls
+//! broker lifecycles and links, produces and fetches as an in-process client, and reports
+//! the whole state as a snapshot plus a stream of events.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use super::broker::{Broker, BrokerContext};
+use super::config::{ClusterConfig, TopicConfig};
+use super::controller::{Controller, MetadataImage, NO_LEADER};
+use super::events::{ClusterEvent, EventBus, EventKind};
+use super::network::{LinkFault, NetError, Network, NodeId};
+use super::partition::Role;
+use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, Request, Response};
+use super::{BrokerId, Clock, TopicPartition};
+use crate::storage::{Log, LogConfig};
+
+/// What a broker is doing, as the console shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerState {
+    Running,
+    Paused,
+    /// Shut down cleanly (controlled shutdown).
+    Stopped,
+    /// Crashed (killed); its files are as it left them.
+    Killed,
+}
+
+struct Slot {
+    state: BrokerState,
+    broker: Option<Arc<Broker>>,
+}
+
+struct Inner {
+    config: ClusterConfig,
+    ctx: BrokerContext,
+    slots: Mutex<BTreeMap<BrokerId, Slot>>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A running embedded cluster. Cheap to clone; dropping the last clone does not stop it:
+/// call [`Cluster::shutdown`].
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+/// The outcome of a produce: the base offset assigned, or the Kafka error.
+pub type ProduceOutcome = Result<i64, ErrorCode>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerView {
+    pub id: BrokerId,
+    pub state: BrokerState,
+    pub fenced: bool,
+    pub is_controller: bool,
+    pub broker_epoch: i64,
+    pub leaders: usize,
+    pub replicas: usize,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaView {
+    pub broker: BrokerId,
+    pub is_leader: bool,
+    pub in_isr: bool,
+    /// The broker is running and unfenced.
+    pub online: bool,
+    /// This replica's log end offset, when its broker is up.
+    pub log_end_offset: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionView {
+    pub tp: TopicPartition,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub replicas: Vec<ReplicaView>,
+    pub isr: Vec<BrokerId>,
+    pub offline_replicas: Vec<BrokerId>,
+    pub preferred_leader: BrokerId,
+    pub high_watermark: Option<i64>,
+    pub log_start_offset: Option<i64>,
+    pub under_replicated: bool,
+    pub min_insync_replicas: i32,
+}
+
+/// Everything a console needs, at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterSnapshot {
+    pub controller: Option<BrokerId>,
+    pub metadata_version: u64,
+    pub brokers: Vec<BrokerView>,
+    pub partitions: Vec<PartitionView>,
+}
+
+impl ClusterSnapshot {
+    pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionView> {
+        self.partitions.iter().find(|p| &p.tp == tp)
+    }
+
+    pub fn broker(&self, id: BrokerId) -> Option<&BrokerView> {
+        self.brokers.iter().find(|b| b.id == id)
+    }
+}
+
+impl Cluster {
+    /// Starts `config.brokers` brokers on `config.data_dir`, recovering whatever is there,
+    /// and returns once every broker has registered.
+    pub async fn start(config: ClusterConfig) -> Result<Cluster> {
+        if config.brokers < 1 {
+            bail!("a cluster needs at least one broker, not {}", config.brokers);
+        }
+        config.log.validate()?;
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+        let clock = Clock::new();
+        let events = EventBus::new(clock);
+        let controller = Arc::new(Controller::load(config.clone(), events.clone())?);
+        let network = Network::default();
+        network.set_controller(Some(0));
+        controller.reset_heartbeats();
+        let ctx = BrokerContext {
+            config: config.clone(),
+            network,
+            controller,
+            events,
+            clock,
+        };
+        let cluster = Cluster {
+            inner: Arc::new(Inner {
+                config: config.clone(),
+                ctx,
+                slots: Mutex::new(BTreeMap::new()),
+                supervisor: Mutex::new(None),
+            }),
+        };
+        for id in 0..config.brokers {
+            cluster.launch(id);
+        }
+        if let Some(host) = cluster.running_broker(0) {
+            host.spawn_controller_duties();
+        }
+        let supervisor = tokio::spawn(cluster.clone().supervise());
+        *lock(&cluster.inner.supervisor) = Some(supervisor);
+        cluster
+            .wait_for(Duration::from_secs(30), |s| s.brokers.iter().all(|b| !b.fenced))
+            .await
+            .context("brokers did not register with the controller")?;
+        Ok(cluster)
+    }
+
+    fn slots(&self) -> MutexGuard<'_, BTreeMap<BrokerId, Slot>> {
+        lock(&self.inner.slots)
+    }
+
+    fn launch(&self, id: BrokerId) {
+        let broker = Broker::start(id, self.inner.ctx.clone());
+        self.slots().insert(
+            id,
+            Slot {
+                state: BrokerState::Running,
+                broker: Some(broker),
+            },
+        );
+    }
+
+    fn running_broker(&self, id: BrokerId) -> Option<Arc<Broker>> {
+        let slots = self.slots();
+        let slot = slots.get(&id)?;
+        (slot.state == BrokerState::Running).then(|| slot.broker.clone()).flatten()
+    }
+
+    /// Moves the controller role when its broker is gone or frozen for
+    /// `controller_failover_ms` (the KRaft quorum electing a new active controller).
+    async fn supervise(self) {
+        let failover = Duration::from_millis(self.inner.config.controller_failover_ms);
+        let mut unhealthy_since: Option<tokio::time::Instant> = None;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let host = self.inner.ctx.network.controller();
+            if host.and_then(|h| self.running_broker(h)).is_some() {
+                unhealthy_since = None;
+                continue;
+            }
+            let since = *unhealthy_since.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() < failover {
+                continue;
+            }
+            let candidate = self
+                .slots()
+                .iter()
+                .find(|(_, s)| s.state == BrokerState::Running)
+                .and_then(|(id, s)| s.broker.clone().map(|b| (*id, b)));
+            if let Some((id, broker)) = candidate {
+                self.inner.ctx.network.set_controller(Some(id));
+                self.inner.ctx.controller.reset_heartbeats();
+                broker.spawn_controller_duties();
+                self.inner
+                    .ctx
+                    .events
+                    .publish(EventKind::ControllerMoved { from: host, to: id });
+                broker.publish(self.inner.ctx.controller.image());
+                unhealthy_since = None;
+            }
+        }
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.inner.config
+    }
+
+    pub fn metadata(&self) -> Arc<MetadataImage> {
+        self.inner.ctx.controller.image()
+    }
+
+    pub fn events(&self) -> broadcast::Receiver<ClusterEvent> {
+        self.inner.ctx.events.subscribe()
+    }
+
+    /// The broker hosting the controller, to run controller operations from.
+    fn controller_host(&self) -> Result<Arc<Broker>> {
+        let host = self
+            .inner
+            .ctx
+            .network
+            .controller()
+            .ok_or_else(|| anyhow!("no active controller"))?;
+        self.running_broker(host)
+            .ok_or_else(|| anyhow!("the controller's broker {host} is down; a new controller is being elected"))
+    }
+
+    pub async fn create_topic(&self, name: &str, config: TopicConfig) -> Result<()> {
+        let host = self.controller_host()?;
+        let image = self.inner.ctx.controller.create_topic(name, config)?;
+        host.publish(image);
+        Ok(())
+    }
+
+    pub async fn delete_topic(&self, name: &str) -> Result<()> {
+        let host = self.controller_host()?;
+        let image = self.inner.ctx.controller.delete_topic(name)?;
+        host.publish(image);
+        Ok(())
+    }
+
+    /// Preferred-leader election for every partition `scope` accepts.
+    pub async fn elect_preferred_leaders(
+        &self,
+        scope: impl Fn(&TopicPartition) -> bool,
+    ) -> Result<Vec<(TopicPartition, ErrorCode)>> {
+        let host = self.controller_host()?;
+        let (results, image) = self.inner.ctx.controller.elect_preferred(scope)?;
+        if let Some(image) = image {
+            host.publish(image);
+        }
+        Ok(results)
+    }
+
+    /// Hard crash of a broker: tasks aborted, memory gone, files kept as written.
+    pub fn kill(&self, id: BrokerId) -> Result<()> {
+        let broker = self.take_running(id, BrokerState::Killed)?;
+        broker.kill();
+        self.inner.ctx.events.publish(EventKind::BrokerStopped {
+            broker: id,
+            how: "killed".into(),
+        });
+        Ok(())
+    }
+
+    /// A crash that also loses what the broker never fsynced (a power cut): every log is
+    /// cut back to its durable offset. Shows why Kafka relies on replication.
+    pub fn kill_power_loss(&self, id: BrokerId) -> Result<()> {
+        let broker = self.take_running(id, BrokerState::Killed)?;
+        let durable = broker.durable_offsets();
+        broker.kill();
+        drop(broker);
+        for (dir, offset) in durable {
+            let log = Log::open(&dir, LogConfig::clone(&self.inner.config.log), self.inner.ctx.clock.now_ms())?;
+            log.truncate_to(offset)?;
+        }
+        self.inner.ctx.events.publish(EventKind::BrokerStopped {
+            broker: id,
+            how: "power loss: unflushed data dropped".into(),
+        });
+        Ok(())
+    }
+
+    /// Controlled shutdown: leadership moves away first, then logs close cleanly.
+    pub async fn stop(&self, id: BrokerId) -> Result<()> {
+        if self.running_broker(id).is_none() {
+            bail!("broker {id} is not running");
+        }
+        let host = self.controller_host()?;
+        let result = self.inner.ctx.controller.controlled_shutdown(id);
+        host.publish_result(result);
+        let broker = self.take_running(id, BrokerState::Stopped)?;
+        broker.shutdown();
+        self.inner.ctx.events.publish(EventKind::BrokerStopped {
+            broker: id,
+            how: "controlled shutdown".into(),
+        });
+        Ok(())
+    }
+
+    /// Starts a stopped or killed broker: it recovers its logs, registers, and its replicas
+    /// truncate by leader epoch and catch up.
+    pub fn start_broker(&self, id: BrokerId) -> Result<()> {
+        match self.slots().get(&id).map(|s| s.state) {
+            Some(BrokerState::Stopped | BrokerState::Killed) => {}
+            Some(state) => bail!("broker {id} is {state:?}"),
+            None => bail!("no broker {id}"),
+        }
+        self.launch(id);
+        Ok(())
+    }
+
+    pub fn pause(&self, id: BrokerId) -> Result<()> {
+        let broker = self.running_broker(id).ok_or_else(|| anyhow!("broker {id} is not running"))?;
+        broker.pause();
+        if let Some(slot) = self.slots().get_mut(&id) {
+            slot.state = BrokerState::Paused;
+        }
+        self.inner.ctx.events.publish(EventKind::BrokerPaused { broker: id });
+        Ok(())
+    }
+
+    pub fn resume(&self, id: BrokerId) -> Result<()> {
+        let mut slots = self.slots();
+        let slot = slots.get_mut(&id).ok_or_else(|| anyhow!("no broker {id}"))?;
+        if slot.state != BrokerState::Paused {
+            bail!("broker {id} is not paused");
+        }
+        slot.state = BrokerState::Running;
+        if let Some(b) = &slot.broker {
+            b.resume();
+        }
+        drop(slots);
+        self.inner.ctx.events.publish(EventKind::BrokerResumed { broker: id });
+        Ok(())
+    }
+
+    fn take_running(&self, id: BrokerId, new_state: BrokerState) -> Result<Arc<Broker>> {
+        let mut slots = self.slots();
+        let slot = slots.get_mut(&id).ok_or_else(|| anyhow!("no broker {id}"))?;
+        if !matches!(slot.state, BrokerState::Running | BrokerState::Paused) {
+            bail!("broker {id} is not running");
+        }
+        slot.state = new_state;
+        slot.broker.take().ok_or_else(|| anyhow!("broker {id} is not running"))
+    }
+
+    /// Injects (or with `None` heals) a fault on the link between two nodes.
+    pub fn set_link(&self, a: NodeId, b: NodeId, fault: Option<LinkFault>) {
+        self.inner.ctx.network.set_link(a, b, fault);
+        self.inner.ctx.events.publish(EventKind::LinkChanged {
+            a: format!("{a:?}"),
+            b: format!("{b:?}"),
+            fault: fault.map(|f| format!("{f:?}")),
+        });
+    }
+
+    /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
+    pub async fn produce(&self, tp: &TopicPartition, records: Vec<u8>, acks: Acks, timeout: Duration) -> ProduceOutcome {
+        let leader = self.leader_of(tp)?;
+        let request = Request::Produce {
+            tp: tp.clone(),
+            records,
+            acks,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(leader, request, timeout + Duration::from_secs(1)).await? {
+            Response::Produce {
+                error: ErrorCode::None,
+                base_offset,
+                ..
+            } => Ok(base_offset),
+            Response::Produce { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// A consumer fetch from the leader: committed records only (up to the HW).
+    pub async fn fetch(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Result<FetchedRecords, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        let request = Request::Fetch(FetchRequest {
+            replica: None,
+            tp: tp.clone(),
+            fetch_offset: offset,
+            current_leader_epoch: -1,
+            last_fetched_epoch: None,
+            max_bytes,
+            max_wait_ms: 0,
+        });
+        match self.call(leader, request, Duration::from_secs(5)).await? {
+            Response::Fetch {
+                error: ErrorCode::None,
+                data,
+                ..
+            } => Ok(data),
+            Response::Fetch { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// ListOffsets: -2 earliest, -1 latest (the HW), otherwise the first offset at or after
+    /// a timestamp (-1 when none).
+    pub async fn list_offset(&self, tp: &TopicPartition, timestamp: i64) -> Result<i64, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        let request = Request::ListOffsets {
+            tp: tp.clone(),
+            timestamp,
+        };
+        match self.call(leader, request, Duration::from_secs(5)).await? {
+            Response::ListOffsets {
+                error: ErrorCode::None,
+                offset,
+                ..
+            } => Ok(offset),
+            Response::ListOffsets { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
+        let image = self.metadata();
+        let p = image.partition(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        if p.leader == NO_LEADER {
+            return Err(ErrorCode::LeaderNotAvailable);
+        }
+        Ok(p.leader)
+    }
+
+    async fn call(&self, broker: BrokerId, request: Request, timeout: Duration) -> Result<Response, ErrorCode> {
+        self.inner
+            .ctx
+            .network
+            .call(NodeId::Client(0), NodeId::Broker(broker), request, timeout)
+            .await
+            .map_err(|e| match e {
+                NetError::Refused => ErrorCode::NetworkException,
+                NetError::Timeout => ErrorCode::RequestTimedOut,
+            })
+    }
+
+    pub fn snapshot(&self) -> ClusterSnapshot {
+        let image = self.metadata();
+        let controller = self.inner.ctx.network.controller();
+        let slots = self.slots();
+        let mut brokers = Vec::new();
+        let mut status = BTreeMap::new();
+        for (id, slot) in slots.iter() {
+            let reg = image.brokers.get(id);
+            let (bytes_in, bytes_out, epoch) = match &slot.broker {
+                Some(b) => {
+                    for p in b.partitions() {
+                        status.insert((p.tp.clone(), *id), p.status());
+                    }
+                    (
+                        b.bytes_in.load(Ordering::Relaxed),
+                        b.bytes_out.load(Ordering::Relaxed),
+                        b.broker_epoch(),
+                    )
+                }
+                None => (0, 0, reg.map_or(-1, |r| r.epoch)),
+            };
+            brokers.push(BrokerView {
+                id: *id,
+                state: slot.state,
+                fenced: reg.is_none_or(|r| r.fenced),
+                is_controller: controller == Some(*id),
+                broker_epoch: epoch,
+                leaders: image.leader_count(*id),
+                replicas: image.partitions().filter(|(_, p)| p.replicas.contains(id)).count(),
+                bytes_in,
+                bytes_out,
+            });
+        }
+        let running = |b: BrokerId| slots.get(&b).is_some_and(|s| s.state == BrokerState::Running);
+        let partitions = image
+            .partitions()
+            .map(|(tp, p)| {
+                let leader_status = status.get(&(tp.clone(), p.leader)).filter(|s| s.role == Role::Leader);
+                let replicas: Vec<ReplicaView> = p
+                    .replicas
+                    .iter()
+                    .map(|r| ReplicaView {
+                        broker: *r,
+                        is_leader: p.leader == *r,
+                        in_isr: p.isr.contains(r),
+                        online: running(*r) && image.is_live(*r),
+                        log_end_offset: status.get(&(tp.clone(), *r)).map(|s| s.log_end_offset),
+                    })
+                    .collect();
+                let offline_replicas = replicas.iter().filter(|r| !r.online).map(|r| r.broker).collect();
+                let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
+                PartitionView {
+                    leader: (p.leader != NO_LEADER).then_some(p.leader),
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                    isr: p.isr.clone(),
+                    offline_replicas,
+                    preferred_leader: p.preferred(),
+                    high_watermark: leader_status.map(|s| s.high_watermark),
+                    log_start_offset: leader_status.map(|s| s.log_start_offset),
+                    under_replicated: p.isr.len() < p.replicas.len(),
+                    min_insync_replicas: min_isr,
+                    replicas,
+                    tp,
+                }
+            })
+            .collect();
+        ClusterSnapshot {
+            controller,
+            metadata_version: image.version,
+            brokers,
+            partitions,
+        }
+    }
+
+    /// Waits until `condition` holds for a snapshot, checking every 10 ms of (tokio) time.
+    pub async fn wait_for(&self, limit: Duration, condition: impl Fn(&ClusterSnapshot) -> bool) -> Result<ClusterSnapshot> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let snapshot = self.snapshot();
+            if condition(&snapshot) {
+                return Ok(snapshot);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!("condition not reached within {limit:?}; last snapshot: {snapshot:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Stops every broker cleanly (logs flushed and closed) and the supervisor.
+    pub async fn shutdown(&self) {
+        if let Some(s) = lock(&self.inner.supervisor).take() {
+            s.abort();
+        }
+        let ids: Vec<BrokerId> = self.slots().keys().copied().collect();
+        for id in ids {
+            if let Ok(broker) = self.take_running(id, BrokerState::Stopped) {
+                broker.shutdown();
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,104 @@
+//! Cluster settings. Timeouts default shorter than Kafka's so a live demo reacts within
+//! seconds; each says what Kafka's default is.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::storage::LogConfig;
+
+/// How the controller picks a new leader among the eligible replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaderElection {
+    /// Kafka's rule: the first eligible replica in assignment order.
+    #[default]
+    Kafka,
+    /// The eligible replica that leads the fewest partitions (ties: assignment order).
+    Balanced,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Where each broker keeps its logs (`broker-<id>/`) and the controller its metadata.
+    pub data_dir: PathBuf,
+    /// Brokers started with the cluster (ids 0..brokers).
+    pub brokers: i32,
+    /// `replica.lag.time.max.ms` (Kafka 30000): a follower not caught up for this long
+    /// leaves the ISR.
+    pub replica_lag_time_max_ms: u64,
+    /// `broker.heartbeat.interval.ms` (Kafka 2000).
+    pub broker_heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms` (Kafka 9000): a broker silent this long is fenced.
+    pub broker_session_timeout_ms: u64,
+    /// `replica.fetch.wait.max.ms` (Kafka 500): how long a follower fetch waits for data.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.backoff.ms` (Kafka 1000): pause after a failed follower fetch.
+    pub replica_fetch_backoff_ms: u64,
+    /// `unclean.leader.election.enable` (Kafka false).
+    pub unclean_leader_election: bool,
+    /// Kafka's rule or the balanced rule, see [`LeaderElection`].
+    pub leader_election: LeaderElection,
+    /// `auto.leader.rebalance.enable` (Kafka true).
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds` in ms (Kafka 300000).
+    pub leader_imbalance_check_interval_ms: u64,
+    /// How long the controller's broker may be gone before another takes the role.
+    pub controller_failover_ms: u64,
+    /// `min.insync.replicas` default for new topics (Kafka 1).
+    pub min_insync_replicas: i32,
+    /// Default log settings for every replica.
+    pub log: LogConfig,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            data_dir: PathBuf::from("kdeck-data"),
+            brokers: 3,
+            replica_lag_time_max_ms: 6_000,
+            broker_heartbeat_interval_ms: 500,
+            broker_session_timeout_ms: 3_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_backoff_ms: 200,
+            unclean_leader_election: false,
+            leader_election: LeaderElection::Kafka,
+            auto_leader_rebalance: true,
+            leader_imbalance_check_interval_ms: 30_000,
+            controller_failover_ms: 1_500,
+            min_insync_replicas: 1,
+            log: LogConfig::default(),
+        }
+    }
+}
+
+/// Per-topic settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfig {
+    pub partitions: i32,
+    pub replication_factor: i32,
+    pub min_insync_replicas: i32,
+    pub unclean_leader_election: bool,
+}
+
+impl TopicConfig {
+    pub fn new(partitions: i32, replication_factor: i32) -> Self {
+        TopicConfig {
+            partitions,
+            replication_factor,
+            min_insync_replicas: 1,
+            unclean_leader_election: false,
+        }
+    }
+
+    pub fn with_min_insync_replicas(mut self, n: i32) -> Self {
+        self.min_insync_replicas = n;
+        self
+    }
+
+    pub fn with_unclean_leader_election(mut self, on: bool) -> Self {
+        self.unclean_leader_election = on;
+        self
+    }
+}

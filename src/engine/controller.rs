@@ -1,0 +1,681 @@
+//! The controller: cluster metadata (topics, partition assignments, leaders, epochs, ISR,
+//! broker registrations), broker liveness, and every election. It is a single writer: each
+//! change is applied to a copy of the metadata image, persisted, then swapped in, so a
+//! restart (or another broker taking over the controller role) sees exactly what took effect.
+//!
+//! The rules are Kafka's KRaft controller's (`ReplicationControlManager`,
+//! `PartitionChangeBuilder`): brokers register and heartbeat; one silent for the session
+//! timeout is fenced and removed from every ISR; a leader change bumps the leader epoch and
+//! every change bumps the partition epoch; leaders ask for ISR changes with AlterPartition,
+//! validated in Kafka's order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::config::{ClusterConfig, LeaderElection, TopicConfig};
+use super::events::{ElectionReason, EventBus, EventKind};
+use super::protocol::ErrorCode;
+use super::{BrokerId, TopicPartition};
+use crate::storage::checkpoint;
+
+pub const NO_LEADER: BrokerId = -1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionRegistration {
+    pub replicas: Vec<BrokerId>,
+    pub leader: BrokerId,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub isr: Vec<BrokerId>,
+    /// Set by an unclean election until the new leader widens the ISR again.
+    pub recovering: bool,
+}
+
+impl PartitionRegistration {
+    pub fn preferred(&self) -> BrokerId {
+        self.replicas.first().copied().unwrap_or(NO_LEADER)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMetadata {
+    pub id: String,
+    pub config: TopicConfig,
+    pub partitions: Vec<PartitionRegistration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub epoch: i64,
+    pub fenced: bool,
+    pub shutting_down: bool,
+}
+
+/// Everything the controller knows, as one immutable, versioned value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataImage {
+    pub version: u64,
+    pub topics: BTreeMap<String, TopicMetadata>,
+    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
+    pub next_broker_epoch: i64,
+}
+
+impl MetadataImage {
+    pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionRegistration> {
+        self.topics.get(&tp.topic)?.partitions.get(usize::try_from(tp.partition).ok()?)
+    }
+
+    fn partition_mut(&mut self, tp: &TopicPartition) -> Option<&mut PartitionRegistration> {
+        self.topics.get_mut(&tp.topic)?.partitions.get_mut(usize::try_from(tp.partition).ok()?)
+    }
+
+    pub fn is_live(&self, broker: BrokerId) -> bool {
+        self.brokers.get(&broker).is_some_and(|b| !b.fenced && !b.shutting_down)
+    }
+
+    pub fn leader_count(&self, broker: BrokerId) -> usize {
+        self.topics
+            .values()
+            .flat_map(|t| &t.partitions)
+            .filter(|p| p.leader == broker)
+            .count()
+    }
+
+    pub fn partitions(&self) -> impl Iterator<Item = (TopicPartition, &PartitionRegistration)> {
+        self.topics.iter().flat_map(|(name, t)| {
+            t.partitions
+                .iter()
+                .enumerate()
+                .map(move |(i, p)| (TopicPartition::new(name.clone(), i as i32), p))
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("{code:?}: {message}")]
+    Rejected { code: ErrorCode, message: String },
+    #[error("persisting cluster metadata: {0}")]
+    Persist(String),
+}
+
+impl ControllerError {
+    fn rejected(code: ErrorCode, message: impl Into<String>) -> Self {
+        ControllerError::Rejected {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ControllerError::Rejected { code, .. } => *code,
+            ControllerError::Persist(_) => ErrorCode::KafkaStorageError,
+        }
+    }
+}
+
+struct ControllerState {
+    image: Arc<MetadataImage>,
+    last_heartbeat: HashMap<BrokerId, Instant>,
+}
+
+pub(crate) struct Controller {
+    config: ClusterConfig,
+    path: PathBuf,
+    events: EventBus,
+    state: Mutex<ControllerState>,
+}
+
+impl Controller {
+    /// Loads persisted metadata, or starts empty. Every broker starts fenced until it
+    /// registers again.
+    pub fn load(config: ClusterConfig, events: EventBus) -> Result<Controller, ControllerError> {
+        let dir = config.data_dir.join("metadata");
+        std::fs::create_dir_all(&dir).map_err(|e| ControllerError::Persist(format!("{}: {e}", dir.display())))?;
+        let path = dir.join("cluster-metadata.json");
+        let mut image = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<MetadataImage>(&bytes).map_err(|e| {
+                ControllerError::Persist(format!("{} is not valid cluster metadata: {e}", path.display()))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => MetadataImage::default(),
+            Err(e) => return Err(ControllerError::Persist(format!("{}: {e}", path.display()))),
+        };
+        for b in image.brokers.values_mut() {
+            b.fenced = true;
+            b.shutting_down = false;
+        }
+        Ok(Controller {
+            config,
+            path,
+            events,
+            state: Mutex::new(ControllerState {
+                image: Arc::new(image),
+                last_heartbeat: HashMap::new(),
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ControllerState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn image(&self) -> Arc<MetadataImage> {
+        Arc::clone(&self.lock().image)
+    }
+
+    /// Applies `change` to a copy of the image; if anything changed, persists the copy
+    /// before it takes effect, then publishes the events the change produced.
+    fn mutate<T>(
+        &self,
+        change: impl FnOnce(&mut MetadataImage, &mut Vec<EventKind>, &mut ControllerState) -> Result<T, ControllerError>,
+    ) -> Result<(T, Option<Arc<MetadataImage>>), ControllerError> {
+        let mut state = self.lock();
+        let mut next = (*state.image).clone();
+        let mut events = Vec::new();
+        let out = change(&mut next, &mut events, &mut state)?;
+        if next == *state.image {
+            return Ok((out, None));
+        }
+        next.version = state.image.version + 1;
+        let bytes = serde_json::to_vec_pretty(&next).map_err(|e| ControllerError::Persist(e.to_string()))?;
+        checkpoint::write_atomically(&self.path, &bytes).map_err(|e| ControllerError::Persist(e.to_string()))?;
+        let next = Arc::new(next);
+        state.image = Arc::clone(&next);
+        drop(state);
+        for e in events {
+            self.events.publish(e);
+        }
+        Ok((out, Some(next)))
+    }
+
+    /// Gives every broker a full session timeout from now (a new controller does not know
+    /// when they last spoke).
+    pub fn reset_heartbeats(&self) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let ids: Vec<BrokerId> = state.image.brokers.keys().copied().collect();
+        for id in ids {
+            state.last_heartbeat.insert(id, now);
+        }
+    }
+
+    pub fn register_broker(&self, broker: BrokerId) -> Result<(i64, Arc<MetadataImage>), ControllerError> {
+        let (epoch, _) = self.mutate(|image, events, state| {
+            let epoch = image.next_broker_epoch;
+            image.next_broker_epoch += 1;
+            image.brokers.insert(
+                broker,
+                BrokerRegistration {
+                    epoch,
+                    fenced: true,
+                    shutting_down: false,
+                },
+            );
+            state.last_heartbeat.insert(broker, Instant::now());
+            events.push(EventKind::BrokerStarted {
+                broker,
+                broker_epoch: epoch,
+            });
+            Ok(epoch)
+        })?;
+        Ok((epoch, self.image()))
+    }
+
+    /// A heartbeat: keeps the broker's session alive and unfences it (it has the metadata).
+    pub fn heartbeat(&self, broker: BrokerId, broker_epoch: i64) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, state| {
+            let Some(reg) = image.brokers.get_mut(&broker) else {
+                return Err(ControllerError::rejected(ErrorCode::StaleBrokerEpoch, "broker is not registered"));
+            };
+            if reg.epoch != broker_epoch {
+                return Err(ControllerError::rejected(
+                    ErrorCode::StaleBrokerEpoch,
+                    format!("broker epoch {broker_epoch} is not the registered {}", reg.epoch),
+                ));
+            }
+            state.last_heartbeat.insert(broker, Instant::now());
+            if reg.fenced && !reg.shutting_down {
+                reg.fenced = false;
+                events.push(EventKind::BrokerUnfenced { broker });
+                self.elect_where_leaderless(image, events);
+            }
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// Fences every broker whose session expired. Returns the new image if any was.
+    pub fn expire_sessions(&self) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let timeout = std::time::Duration::from_millis(self.config.broker_session_timeout_ms);
+        let (_, changed) = self.mutate(|image, events, state| {
+            let now = Instant::now();
+            let expired: Vec<BrokerId> = image
+                .brokers
+                .iter()
+                .filter(|(id, b)| {
+                    !b.fenced && state.last_heartbeat.get(id).is_none_or(|t| now.duration_since(*t) > timeout)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for broker in expired {
+                self.fence(image, events, broker, "missed heartbeats for the session timeout");
+            }
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// Controlled shutdown: leadership moves away and the broker leaves every ISR first.
+    pub fn controlled_shutdown(&self, broker: BrokerId) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, _| {
+            if image.brokers.contains_key(&broker) {
+                self.fence(image, events, broker, "controlled shutdown");
+                if let Some(reg) = image.brokers.get_mut(&broker) {
+                    reg.shutting_down = true;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// Removes `broker` from every ISR and moves its leaderships (Kafka's
+    /// `handleBrokerFenced`). An ISR never becomes empty: its last member stays, leaderless.
+    fn fence(&self, image: &mut MetadataImage, events: &mut Vec<EventKind>, broker: BrokerId, reason: &str) {
+        let Some(reg) = image.brokers.get_mut(&broker) else { return };
+        if reg.fenced {
+            return;
+        }
+        reg.fenced = true;
+        events.push(EventKind::BrokerFenced {
+            broker,
+            reason: reason.to_string(),
+        });
+        let tps: Vec<TopicPartition> = image
+            .partitions()
+            .filter(|(_, p)| p.isr.contains(&broker) || p.leader == broker)
+            .map(|(tp, _)| tp)
+            .collect();
+        for tp in tps {
+            let unclean = self.unclean_allowed(image, &tp);
+            let snapshot = image.clone();
+            let Some(p) = image.partition_mut(&tp) else { continue };
+            if p.leader == broker {
+                let candidates: Vec<BrokerId> = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .filter(|r| *r != broker && p.isr.contains(r) && snapshot.is_live(*r))
+                    .collect();
+                let old = Some(broker);
+                if let Some(new) = self.choose(&snapshot, &candidates) {
+                    p.leader = new;
+                    p.leader_epoch += 1;
+                    p.isr.retain(|r| *r != broker);
+                    events.push(EventKind::LeaderElected {
+                        tp: tp.clone(),
+                        old,
+                        new,
+                        leader_epoch: p.leader_epoch,
+                        reason: ElectionReason::LeaderUnavailable,
+                    });
+                } else if let Some(new) = unclean
+                    .then(|| p.replicas.iter().copied().find(|r| *r != broker && snapshot.is_live(*r)))
+                    .flatten()
+                {
+                    p.leader = new;
+                    p.leader_epoch += 1;
+                    p.isr = vec![new];
+                    p.recovering = true;
+                    events.push(EventKind::LeaderElected {
+                        tp: tp.clone(),
+                        old,
+                        new,
+                        leader_epoch: p.leader_epoch,
+                        reason: ElectionReason::Unclean,
+                    });
+                } else {
+                    p.leader = NO_LEADER;
+                    p.leader_epoch += 1;
+                    if p.isr.len() > 1 {
+                        p.isr.retain(|r| *r != broker);
+                    }
+                    events.push(EventKind::PartitionOffline {
+                        tp: tp.clone(),
+                        isr: p.isr.clone(),
+                    });
+                }
+                p.partition_epoch += 1;
+            } else if p.isr.len() > 1 {
+                p.isr.retain(|r| *r != broker);
+                p.partition_epoch += 1;
+                events.push(EventKind::IsrShrunk {
+                    tp: tp.clone(),
+                    removed: vec![broker],
+                    isr: p.isr.clone(),
+                    reason: format!("broker {broker} fenced: {reason}"),
+                });
+            }
+        }
+    }
+
+    fn unclean_allowed(&self, image: &MetadataImage, tp: &TopicPartition) -> bool {
+        self.config.unclean_leader_election
+            || image
+                .topics
+                .get(&tp.topic)
+                .is_some_and(|t| t.config.unclean_leader_election)
+    }
+
+    /// Elects leaders for leaderless partitions that have a live in-sync replica again (or,
+    /// where unclean election is allowed, any live replica).
+    fn elect_where_leaderless(&self, image: &mut MetadataImage, events: &mut Vec<EventKind>) {
+        let tps: Vec<TopicPartition> = image
+            .partitions()
+            .filter(|(_, p)| p.leader == NO_LEADER)
+            .map(|(tp, _)| tp)
+            .collect();
+        for tp in tps {
+            let unclean = self.unclean_allowed(image, &tp);
+            let snapshot = image.clone();
+            let Some(p) = image.partition_mut(&tp) else { continue };
+            let in_sync: Vec<BrokerId> = p
+                .replicas
+                .iter()
+                .copied()
+                .filter(|r| p.isr.contains(r) && snapshot.is_live(*r))
+                .collect();
+            let (new, reason) = match self.choose(&snapshot, &in_sync) {
+                Some(new) => (new, ElectionReason::ReplicaReturned),
+                None if unclean => match p.replicas.iter().copied().find(|r| snapshot.is_live(*r)) {
+                    Some(new) => (new, ElectionReason::Unclean),
+                    None => continue,
+                },
+                None => continue,
+            };
+            p.leader = new;
+            p.leader_epoch += 1;
+            p.partition_epoch += 1;
+            if reason == ElectionReason::Unclean {
+                p.isr = vec![new];
+                p.recovering = true;
+            }
+            events.push(EventKind::LeaderElected {
+                tp,
+                old: None,
+                new,
+                leader_epoch: p.leader_epoch,
+                reason,
+            });
+        }
+    }
+
+    /// Picks a leader among `candidates` (already in assignment order and eligible).
+    fn choose(&self, image: &MetadataImage, candidates: &[BrokerId]) -> Option<BrokerId> {
+        match self.config.leader_election {
+            LeaderElection::Kafka => candidates.first().copied(),
+            LeaderElection::Balanced => candidates
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, b)| (image.leader_count(**b), *i))
+                .map(|(_, b)| *b),
+        }
+    }
+
+    pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<Arc<MetadataImage>, ControllerError> {
+        validate_topic_name(name)?;
+        if config.partitions < 1 {
+            return Err(ControllerError::rejected(
+                ErrorCode::InvalidPartitions,
+                format!("a topic needs at least one partition, not {}", config.partitions),
+            ));
+        }
+        let (_, changed) = self.mutate(|image, events, _| {
+            if image.topics.contains_key(name) {
+                return Err(ControllerError::rejected(
+                    ErrorCode::TopicAlreadyExists,
+                    format!("topic {name:?} already exists"),
+                ));
+            }
+            let live: Vec<BrokerId> = image.brokers.keys().copied().filter(|b| image.is_live(*b)).collect();
+            if config.replication_factor < 1 || config.replication_factor as usize > live.len() {
+                return Err(ControllerError::rejected(
+                    ErrorCode::InvalidReplicationFactor,
+                    format!(
+                        "replication factor {} needs that many live brokers; {} are live",
+                        config.replication_factor,
+                        live.len()
+                    ),
+                ));
+            }
+            let seed = name.bytes().fold(image.version ^ 0x9e37_79b9, |h, b| {
+                h.wrapping_mul(31).wrapping_add(u64::from(b))
+            });
+            let assignment = assign_replicas(&live, config.partitions, config.replication_factor, seed);
+            let mut partitions = Vec::new();
+            for (i, replicas) in assignment.into_iter().enumerate() {
+                let leader = replicas[0];
+                events.push(EventKind::LeaderElected {
+                    tp: TopicPartition::new(name, i as i32),
+                    old: None,
+                    new: leader,
+                    leader_epoch: 0,
+                    reason: ElectionReason::Created,
+                });
+                partitions.push(PartitionRegistration {
+                    isr: replicas.clone(),
+                    replicas,
+                    leader,
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                    recovering: false,
+                });
+            }
+            events.insert(
+                0,
+                EventKind::TopicCreated {
+                    topic: name.to_string(),
+                    partitions: config.partitions,
+                    replication_factor: config.replication_factor,
+                },
+            );
+            image.topics.insert(
+                name.to_string(),
+                TopicMetadata {
+                    id: format!("{seed:016x}"),
+                    config: config.clone(),
+                    partitions,
+                },
+            );
+            Ok(())
+        })?;
+        Ok(changed.unwrap_or_else(|| self.image()))
+    }
+
+    pub fn delete_topic(&self, name: &str) -> Result<Arc<MetadataImage>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, _| {
+            if image.topics.remove(name).is_none() {
+                return Err(ControllerError::rejected(
+                    ErrorCode::UnknownTopicOrPartition,
+                    format!("no topic {name:?}"),
+                ));
+            }
+            events.push(EventKind::TopicDeleted { topic: name.to_string() });
+            Ok(())
+        })?;
+        Ok(changed.unwrap_or_else(|| self.image()))
+    }
+
+    /// Preferred-leader election for the partitions `scope` selects. Returns per partition
+    /// the outcome (None = elected).
+    pub fn elect_preferred(
+        &self,
+        scope: impl Fn(&TopicPartition) -> bool,
+    ) -> Result<(Vec<(TopicPartition, ErrorCode)>, Option<Arc<MetadataImage>>), ControllerError> {
+        self.mutate(|image, events, _| {
+            let snapshot = image.clone();
+            let tps: Vec<TopicPartition> = snapshot.partitions().map(|(tp, _)| tp).filter(|tp| scope(tp)).collect();
+            let mut results = Vec::new();
+            for tp in tps {
+                let Some(p) = image.partition_mut(&tp) else { continue };
+                let preferred = p.preferred();
+                let outcome = if p.leader == preferred {
+                    ErrorCode::ElectionNotNeeded
+                } else if !p.isr.contains(&preferred) || !snapshot.is_live(preferred) {
+                    ErrorCode::PreferredLeaderNotAvailable
+                } else {
+                    let old = (p.leader != NO_LEADER).then_some(p.leader);
+                    p.leader = preferred;
+                    p.leader_epoch += 1;
+                    p.partition_epoch += 1;
+                    events.push(EventKind::LeaderElected {
+                        tp: tp.clone(),
+                        old,
+                        new: preferred,
+                        leader_epoch: p.leader_epoch,
+                        reason: ElectionReason::Preferred,
+                    });
+                    ErrorCode::None
+                };
+                results.push((tp, outcome));
+            }
+            Ok(results)
+        })
+    }
+
+    /// AlterPartition from a leader, validated in Kafka's order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alter_partition(
+        &self,
+        tp: &TopicPartition,
+        leader: BrokerId,
+        broker_epoch: i64,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<BrokerId>,
+    ) -> Result<(PartitionRegistration, Option<Arc<MetadataImage>>), ControllerError> {
+        self.mutate(|image, events, _| {
+            let snapshot = image.clone();
+            let Some(p) = image.partition_mut(tp) else {
+                return Err(ControllerError::rejected(ErrorCode::UnknownTopicOrPartition, tp.to_string()));
+            };
+            let reject = |code, message: String| Err(ControllerError::rejected(code, message));
+            if leader_epoch > p.leader_epoch || partition_epoch > p.partition_epoch {
+                return reject(ErrorCode::NotController, "request is ahead of the controller".into());
+            }
+            if leader_epoch < p.leader_epoch {
+                return reject(
+                    ErrorCode::FencedLeaderEpoch,
+                    format!("leader epoch {leader_epoch} < {}", p.leader_epoch),
+                );
+            }
+            if leader != p.leader {
+                return reject(ErrorCode::InvalidRequest, format!("{leader} is not the leader"));
+            }
+            if partition_epoch < p.partition_epoch {
+                return reject(
+                    ErrorCode::InvalidUpdateVersion,
+                    format!("partition epoch {partition_epoch} < {}", p.partition_epoch),
+                );
+            }
+            if !new_isr.contains(&leader) || new_isr.iter().any(|r| !p.replicas.contains(r)) {
+                return reject(ErrorCode::InvalidRequest, format!("ISR {new_isr:?} is not within the replicas"));
+            }
+            if snapshot.brokers.get(&leader).map(|b| b.epoch) != Some(broker_epoch) {
+                return reject(ErrorCode::StaleBrokerEpoch, format!("broker epoch {broker_epoch} is stale"));
+            }
+            let added: Vec<BrokerId> = new_isr.iter().copied().filter(|r| !p.isr.contains(r)).collect();
+            if let Some(bad) = added.iter().find(|r| !snapshot.is_live(**r)) {
+                return reject(ErrorCode::IneligibleReplica, format!("broker {bad} is fenced or shutting down"));
+            }
+            let removed: Vec<BrokerId> = p.isr.iter().copied().filter(|r| !new_isr.contains(r)).collect();
+            let mut isr: Vec<BrokerId> = p.replicas.iter().copied().filter(|r| new_isr.contains(r)).collect();
+            isr.dedup();
+            if isr != p.isr {
+                p.isr = isr.clone();
+                p.partition_epoch += 1;
+                if p.isr.len() > 1 {
+                    p.recovering = false;
+                }
+                if !removed.is_empty() {
+                    events.push(EventKind::IsrShrunk {
+                        tp: tp.clone(),
+                        removed,
+                        isr: isr.clone(),
+                        reason: "follower fell behind by more than replica.lag.time.max.ms".into(),
+                    });
+                }
+                if !added.is_empty() {
+                    events.push(EventKind::IsrExpanded {
+                        tp: tp.clone(),
+                        added,
+                        isr,
+                    });
+                }
+            }
+            Ok(p.clone())
+        })
+    }
+}
+
+/// Kafka's rack-unaware assignment: a random start broker and a random shift for the
+/// followers, so leaders and followers spread evenly.
+fn assign_replicas(brokers: &[BrokerId], partitions: i32, replication_factor: i32, seed: u64) -> Vec<Vec<BrokerId>> {
+    let n = brokers.len();
+    let start = (seed % n as u64) as usize;
+    let mut shift = ((seed >> 17) % n as u64) as usize;
+    (0..partitions as usize)
+        .map(|p| {
+            if p > 0 && p % n == 0 {
+                shift += 1;
+            }
+            let first = (p + start) % n;
+            let mut replicas = vec![brokers[first]];
+            for j in 0..(replication_factor as usize).saturating_sub(1) {
+                let s = 1 + (shift + j) % (n - 1);
+                replicas.push(brokers[(first + s) % n]);
+            }
+            replicas
+        })
+        .collect()
+}
+
+fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
+    let legal = !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if legal {
+        Ok(())
+    } else {
+        Err(ControllerError::rejected(
+            ErrorCode::InvalidRequest,
+            format!("{name:?} is not a legal topic name: use 1 to 249 of [a-zA-Z0-9._-]"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assignment_spreads_leaders_and_never_repeats_a_broker() {
+        let a = assign_replicas(&[0, 1, 2], 6, 3, 7);
+        for r in &a {
+            let mut s = r.clone();
+            s.sort();
+            s.dedup();
+            assert_eq!(s.len(), 3);
+        }
+        for b in 0..3 {
+            assert_eq!(a.iter().filter(|r| r[0] == b).count(), 2);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! What changed in the cluster, when, and why: the timeline the console shows.
+
+use chrono::{DateTime, Utc};
+use tokio::sync::broadcast;
+
+use super::protocol::ErrorCode;
+use super::{BrokerId, TopicPartition};
+
+/// Why a leader was elected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionReason {
+    /// The partition was created.
+    Created,
+    /// The leader was fenced or shut down; an in-sync replica took over.
+    LeaderUnavailable,
+    /// The partition had no leader and an in-sync replica came back.
+    ReplicaReturned,
+    /// Preferred-leader election (on demand or by the automatic rebalance).
+    Preferred,
+    /// No in-sync replica was alive; an out-of-sync one was elected. Data may be lost.
+    Unclean,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    BrokerStarted { broker: BrokerId, broker_epoch: i64 },
+    BrokerFenced { broker: BrokerId, reason: String },
+    BrokerUnfenced { broker: BrokerId },
+    BrokerStopped { broker: BrokerId, how: String },
+    BrokerPaused { broker: BrokerId },
+    BrokerResumed { broker: BrokerId },
+    ControllerMoved { from: Option<BrokerId>, to: BrokerId },
+    TopicCreated { topic: String, partitions: i32, replication_factor: i32 },
+    TopicDeleted { topic: String },
+    LeaderElected {
+        tp: TopicPartition,
+        old: Option<BrokerId>,
+        new: BrokerId,
+        leader_epoch: i32,
+        reason: ElectionReason,
+    },
+    PartitionOffline { tp: TopicPartition, isr: Vec<BrokerId> },
+    IsrShrunk { tp: TopicPartition, removed: Vec<BrokerId>, isr: Vec<BrokerId>, reason: String },
+    IsrExpanded { tp: TopicPartition, added: Vec<BrokerId>, isr: Vec<BrokerId> },
+    FollowerTruncated { tp: TopicPartition, broker: BrokerId, from: i64, to: i64 },
+    ProduceRejected { tp: TopicPartition, error: ErrorCode, reason: String },
+    LinkChanged { a: String, b: String, fault: Option<String> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterEvent {
+    pub at: DateTime<Utc>,
+    pub kind: EventKind,
+}
+
+/// Publishes events to every subscriber; slow subscribers lose the oldest ones.
+#[derive(Clone)]
+pub(crate) struct EventBus {
+    tx: broadcast::Sender<ClusterEvent>,
+    clock: super::Clock,
+}
+
+impl EventBus {
+    pub fn new(clock: super::Clock) -> Self {
+        EventBus {
+            tx: broadcast::channel(4096).0,
+            clock,
+        }
+    }
+
+    pub fn publish(&self, kind: EventKind) {
+        tracing::info!(event = ?kind);
+        let at = DateTime::from_timestamp_millis(self.clock.now_ms()).unwrap_or_default();
+        let _ = self.tx.send(ClusterEvent { at, kind });
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
+        self.tx.subscribe()
+    }
+}

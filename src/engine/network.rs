@@ -1,0 +1,153 @@
+//! The in-process network between brokers, the controller and clients. Every request crosses
+//! it, so faults are injected here: a link between two nodes can be cut (requests vanish
+//! and time out), delayed, or made to drop a share of requests; a stopped broker refuses
+//! connections, a paused one accepts them and never answers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::BrokerId;
+use super::protocol::{Request, Response};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeId {
+    Broker(BrokerId),
+    /// The active controller, wherever it runs.
+    Controller,
+    /// An in-process client (producer, consumer, admin, test).
+    Client(u32),
+}
+
+/// What is wrong with a link, in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkFault {
+    /// Requests are lost: the caller times out.
+    Cut,
+    /// Requests arrive after this delay.
+    Delay(Duration),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    #[error("connection refused")]
+    Refused,
+    #[error("request timed out")]
+    Timeout,
+}
+
+pub(crate) struct Envelope {
+    pub from: NodeId,
+    pub request: Request,
+    pub reply: oneshot::Sender<Response>,
+}
+
+#[derive(Default)]
+struct Routes {
+    inboxes: HashMap<BrokerId, mpsc::UnboundedSender<Envelope>>,
+    controller_on: Option<BrokerId>,
+    faults: HashMap<(NodeId, NodeId), LinkFault>,
+}
+
+/// Shared by every node; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Network {
+    routes: Arc<Mutex<Routes>>,
+}
+
+impl Network {
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A broker starts listening.
+    pub(crate) fn attach(&self, broker: BrokerId, inbox: mpsc::UnboundedSender<Envelope>) {
+        self.routes().inboxes.insert(broker, inbox);
+    }
+
+    /// A broker stops listening: connections to it are refused.
+    pub(crate) fn detach(&self, broker: BrokerId) {
+        self.routes().inboxes.remove(&broker);
+    }
+
+    pub(crate) fn set_controller(&self, broker: Option<BrokerId>) {
+        self.routes().controller_on = broker;
+    }
+
+    pub fn controller(&self) -> Option<BrokerId> {
+        self.routes().controller_on
+    }
+
+    /// Sets or clears the fault on the link between `a` and `b` (both directions).
+    pub fn set_link(&self, a: NodeId, b: NodeId, fault: Option<LinkFault>) {
+        let mut routes = self.routes();
+        for key in [(a, b), (b, a)] {
+            match fault {
+                Some(f) => routes.faults.insert(key, f),
+                None => routes.faults.remove(&key),
+            };
+        }
+    }
+
+    pub fn heal_all(&self) {
+        self.routes().faults.clear();
+    }
+
+    /// The node a message to `to` is delivered to (the controller's host for `Controller`).
+    fn resolve(&self, to: NodeId) -> Option<(BrokerId, mpsc::UnboundedSender<Envelope>)> {
+        let routes = self.routes();
+        let broker = match to {
+            NodeId::Broker(b) => b,
+            NodeId::Controller => routes.controller_on?,
+            NodeId::Client(_) => return None,
+        };
+        routes.inboxes.get(&broker).map(|tx| (broker, tx.clone()))
+    }
+
+    fn fault(&self, from: NodeId, to_broker: BrokerId) -> Option<LinkFault> {
+        let routes = self.routes();
+        let from = match from {
+            NodeId::Controller => NodeId::Broker(routes.controller_on?),
+            other => other,
+        };
+        routes.faults.get(&(from, NodeId::Broker(to_broker))).copied()
+    }
+
+    /// Sends `request` from `from` to `to` and waits for the answer, at most `timeout`.
+    pub(crate) async fn call(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, NetError> {
+        let Some((broker, inbox)) = self.resolve(to) else {
+            return Err(NetError::Refused);
+        };
+        let fault = self.fault(from, broker);
+        let exchange = async {
+            match fault {
+                Some(LinkFault::Cut) => std::future::pending::<()>().await,
+                Some(LinkFault::Delay(d)) => tokio::time::sleep(d).await,
+                None => {}
+            }
+            let (tx, rx) = oneshot::channel();
+            inbox
+                .send(Envelope {
+                    from,
+                    request,
+                    reply: tx,
+                })
+                .map_err(|_| NetError::Refused)?;
+            // A dropped reply (the broker died with the request in hand) looks like a broken
+            // connection to the caller.
+            rx.await.map_err(|_| NetError::Refused)
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(NetError::Timeout),
+        }
+    }
+}

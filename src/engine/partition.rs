@@ -1,0 +1,478 @@
+//! One replica of one partition on one broker: leader or follower state on top of its log.
+//!
+//! Leader side (Kafka's `Partition`): tracks every follower's LEO and last-caught-up time
+//! from their fetches; HW = the smallest LEO among the ISR (and caught-up replicas about to
+//! join), never moving back, frozen while the ISR is below min.insync.replicas; proposes ISR
+//! shrinks (a follower not caught up for `replica.lag.time.max.ms`) and expansions (a
+//! follower that reached the HW within the current leader epoch) to the controller.
+//!
+//! Follower side: appends what it fetched as it is, learns the HW from the leader, and
+//! truncates where its log diverged from the leader's (by leader epoch, never to its HW).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+
+use super::controller::{NO_LEADER, PartitionRegistration};
+use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
+use super::{BrokerId, TopicPartition};
+use crate::storage::{EpochEndOffset, Log, LogAppendInfo, LogError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower { leader: BrokerId },
+    /// The partition has no leader; this replica waits.
+    Leaderless,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RemoteReplica {
+    /// -1 until the first fetch in this leader epoch.
+    leo: i64,
+    last_fetch_ms: i64,
+    last_fetch_leader_leo: i64,
+    last_caught_up_ms: i64,
+    broker_epoch: i64,
+}
+
+struct ReplicaState {
+    role: Role,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    replicas: Vec<BrokerId>,
+    isr: Vec<BrokerId>,
+    /// An AlterPartition in flight; while it is, the HW uses the larger of both sets.
+    pending_isr: Option<Vec<BrokerId>>,
+    high_watermark: i64,
+    /// Log end offset when this replica became leader in the current epoch.
+    epoch_start_offset: i64,
+    min_isr: usize,
+    remotes: HashMap<BrokerId, RemoteReplica>,
+}
+
+impl ReplicaState {
+    fn maximal_isr(&self) -> Vec<BrokerId> {
+        let mut all = self.isr.clone();
+        if let Some(p) = &self.pending_isr {
+            for r in p {
+                if !all.contains(r) {
+                    all.push(*r);
+                }
+            }
+        }
+        all
+    }
+}
+
+/// Something a broker must do after a state change (it owns the network).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrProposal {
+    pub tp: TopicPartition,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<BrokerId>,
+}
+
+/// A snapshot of this replica for the cluster view.
+#[derive(Debug, Clone)]
+pub struct ReplicaStatus {
+    pub role: Role,
+    pub leader_epoch: i32,
+    pub log_end_offset: i64,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub size_bytes: u64,
+    /// On a leader: each follower's LEO as last fetched (-1 unknown).
+    pub follower_leo: Vec<(BrokerId, i64)>,
+}
+
+pub struct Partition {
+    pub tp: TopicPartition,
+    pub broker: BrokerId,
+    pub log: Arc<Log>,
+    /// `replica.lag.time.max.ms`.
+    lag_time_ms: i64,
+    state: Mutex<ReplicaState>,
+    /// Bumped whenever the LEO, HW or role changes: wakes long polls and acks=all waiters.
+    progress: watch::Sender<u64>,
+}
+
+impl Partition {
+    pub fn new(tp: TopicPartition, broker: BrokerId, log: Log, lag_time_ms: i64) -> Self {
+        let log = Arc::new(log);
+        let hw = log.log_start_offset();
+        Partition {
+            tp,
+            broker,
+            log,
+            lag_time_ms,
+            state: Mutex::new(ReplicaState {
+                role: Role::Leaderless,
+                leader_epoch: -1,
+                partition_epoch: -1,
+                replicas: Vec::new(),
+                isr: Vec::new(),
+                pending_isr: None,
+                high_watermark: hw,
+                epoch_start_offset: 0,
+                min_isr: 1,
+                remotes: HashMap::new(),
+            }),
+            progress: watch::channel(0).0,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ReplicaState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn notify(&self) {
+        self.progress.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.progress.subscribe()
+    }
+
+    pub fn role(&self) -> (Role, i32) {
+        let s = self.lock();
+        (s.role, s.leader_epoch)
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.lock().high_watermark
+    }
+
+    pub fn status(&self) -> ReplicaStatus {
+        let s = self.lock();
+        let mut follower_leo: Vec<(BrokerId, i64)> = s.remotes.iter().map(|(b, r)| (*b, r.leo)).collect();
+        follower_leo.sort_unstable();
+        ReplicaStatus {
+            role: s.role,
+            leader_epoch: s.leader_epoch,
+            log_end_offset: self.log.log_end_offset(),
+            log_start_offset: self.log.log_start_offset(),
+            high_watermark: s.high_watermark,
+            size_bytes: self.log.size_bytes(),
+            follower_leo,
+        }
+    }
+
+    /// Applies the controller's state for this partition. Returns whether the role or leader
+    /// epoch changed (the broker then restarts its fetcher).
+    pub fn apply(&self, reg: &PartitionRegistration, min_isr: i32, now_ms: i64) -> Result<bool, LogError> {
+        let mut s = self.lock();
+        if reg.leader_epoch < s.leader_epoch
+            || (reg.leader_epoch == s.leader_epoch && reg.partition_epoch < s.partition_epoch)
+        {
+            return Ok(false);
+        }
+        let new_role = if reg.leader == self.broker {
+            Role::Leader
+        } else if reg.leader == NO_LEADER {
+            Role::Leaderless
+        } else {
+            Role::Follower { leader: reg.leader }
+        };
+        let changed = new_role != s.role || reg.leader_epoch != s.leader_epoch;
+        s.replicas = reg.replicas.clone();
+        s.isr = reg.isr.clone();
+        s.partition_epoch = reg.partition_epoch;
+        s.min_isr = min_isr.max(1) as usize;
+        if s.pending_isr.as_ref().is_some_and(|p| *p == reg.isr) || changed {
+            s.pending_isr = None;
+        }
+        if changed {
+            s.role = new_role;
+            s.leader_epoch = reg.leader_epoch;
+            if new_role == Role::Leader {
+                let leo = self.log.log_end_offset();
+                // A new leader records where its epoch starts before appending anything
+                // (KIP-279: back-to-back elections).
+                self.log.assign_epoch(reg.leader_epoch, leo)?;
+                s.epoch_start_offset = leo;
+                let isr = s.isr.clone();
+                s.remotes = s
+                    .replicas
+                    .iter()
+                    .filter(|r| **r != self.broker)
+                    .map(|r| {
+                        let caught_up = if isr.contains(r) { now_ms } else { 0 };
+                        (
+                            *r,
+                            RemoteReplica {
+                                leo: -1,
+                                last_fetch_ms: 0,
+                                last_fetch_leader_leo: -1,
+                                last_caught_up_ms: caught_up,
+                                broker_epoch: -1,
+                            },
+                        )
+                    })
+                    .collect();
+            } else {
+                s.remotes.clear();
+            }
+        }
+        if s.role == Role::Leader {
+            self.maybe_increment_hw(&mut s, now_ms);
+        }
+        drop(s);
+        self.notify();
+        Ok(changed)
+    }
+
+    /// Leader append for a producer. Checks min.insync.replicas first for acks=all.
+    pub fn append_as_leader(&self, records: &mut [u8], acks_all: bool, now_ms: i64) -> Result<(LogAppendInfo, i32), ErrorCode> {
+        let leader_epoch = {
+            let s = self.lock();
+            if s.role != Role::Leader {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            if acks_all && s.isr.len() < s.min_isr {
+                return Err(ErrorCode::NotEnoughReplicas);
+            }
+            s.leader_epoch
+        };
+        let info = self
+            .log
+            .append_as_leader(records, leader_epoch, now_ms)
+            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
+        let mut s = self.lock();
+        self.maybe_increment_hw(&mut s, now_ms);
+        drop(s);
+        self.notify();
+        Ok((info, leader_epoch))
+    }
+
+    /// Where an acks=all produce stands: `Ok(true)` done, `Ok(false)` keep waiting.
+    pub fn check_acks_all(&self, required_offset: i64, leader_epoch: i32) -> Result<bool, ErrorCode> {
+        let s = self.lock();
+        if s.role != Role::Leader || s.leader_epoch != leader_epoch {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        if s.high_watermark < required_offset {
+            return Ok(false);
+        }
+        if s.maximal_isr().len() >= s.min_isr {
+            Ok(true)
+        } else {
+            Err(ErrorCode::NotEnoughReplicasAfterAppend)
+        }
+    }
+
+    /// Kafka's `maybeIncrementLeaderHW`.
+    fn maybe_increment_hw(&self, s: &mut ReplicaState, now_ms: i64) -> bool {
+        let effective_min_isr = s.min_isr.min(s.replicas.len().max(1));
+        if s.isr.len() < effective_min_isr {
+            return false;
+        }
+        let leo = self.log.log_end_offset();
+        let maximal = s.maximal_isr();
+        let mut new_hw = leo;
+        for (id, r) in &s.remotes {
+            let counts = maximal.contains(id) || (self.is_caught_up(r, leo, now_ms) && r.leo >= 0);
+            if counts && r.leo < new_hw {
+                new_hw = r.leo;
+            }
+        }
+        if new_hw > s.high_watermark && new_hw <= leo {
+            s.high_watermark = new_hw;
+            return true;
+        }
+        false
+    }
+
+    fn is_caught_up(&self, r: &RemoteReplica, leader_leo: i64, now_ms: i64) -> bool {
+        r.leo == leader_leo || now_ms - r.last_caught_up_ms <= self.lag_time_ms
+    }
+
+    /// Serves a fetch on the leader (follower or consumer). Returns the records or an error,
+    /// plus an ISR expansion to propose when a follower caught up.
+    pub fn read_for_fetch(
+        &self,
+        req: &FetchRequest,
+        now_ms: i64,
+    ) -> (Result<(FetchedRecords, Option<EpochEndOffset>), ErrorCode>, Option<IsrProposal>) {
+        let mut s = self.lock();
+        if s.role != Role::Leader {
+            return (Err(ErrorCode::NotLeaderOrFollower), None);
+        }
+        if req.current_leader_epoch >= 0 {
+            if req.current_leader_epoch < s.leader_epoch {
+                return (Err(ErrorCode::FencedLeaderEpoch), None);
+            }
+            if req.current_leader_epoch > s.leader_epoch {
+                return (Err(ErrorCode::UnknownLeaderEpoch), None);
+            }
+        }
+        let leo = self.log.log_end_offset();
+        let log_start = self.log.log_start_offset();
+        if req.replica.is_some()
+            && let Some(last_epoch) = req.last_fetched_epoch
+        {
+            let end = self.log.end_offset_for_epoch(last_epoch);
+            if req.fetch_offset >= log_start && (end.epoch < last_epoch || end.end_offset < req.fetch_offset) {
+                let data = FetchedRecords {
+                    high_watermark: s.high_watermark,
+                    log_start_offset: log_start,
+                    log_end_offset: leo,
+                    records: Default::default(),
+                };
+                return (Ok((data, Some(end))), None);
+            }
+        }
+        let upper = if req.replica.is_some() { None } else { Some(s.high_watermark) };
+        let data = match self.log.read(req.fetch_offset, req.max_bytes, upper) {
+            Ok(d) => d,
+            Err(e) => return (Err(ErrorCode::from_storage(e.kafka_error_code())), None),
+        };
+        let mut proposal = None;
+        if let Some((follower, broker_epoch)) = req.replica {
+            proposal = self.update_follower(&mut s, follower, broker_epoch, req.fetch_offset, leo, now_ms);
+        }
+        let out = FetchedRecords {
+            high_watermark: s.high_watermark,
+            log_start_offset: data.log_start_offset,
+            log_end_offset: data.log_end_offset,
+            records: data.records,
+        };
+        (Ok((out, None)), proposal)
+    }
+
+    /// Kafka's `updateFollowerFetchState`, then ISR expansion and HW increment.
+    fn update_follower(
+        &self,
+        s: &mut ReplicaState,
+        follower: BrokerId,
+        broker_epoch: i64,
+        fetch_offset: i64,
+        leader_leo: i64,
+        now_ms: i64,
+    ) -> Option<IsrProposal> {
+        let r = s.remotes.get_mut(&follower)?;
+        if fetch_offset >= leader_leo {
+            r.last_caught_up_ms = r.last_caught_up_ms.max(now_ms);
+        } else if fetch_offset >= r.last_fetch_leader_leo && r.last_fetch_leader_leo >= 0 {
+            r.last_caught_up_ms = r.last_caught_up_ms.max(r.last_fetch_ms);
+        }
+        r.leo = fetch_offset;
+        r.last_fetch_leader_leo = leader_leo;
+        r.last_fetch_ms = now_ms;
+        r.broker_epoch = broker_epoch;
+        if self.maybe_increment_hw(s, now_ms) {
+            self.notify();
+        }
+        // Expand: not in ISR, caught up to the HW and into the current leader epoch.
+        let r = s.remotes.get(&follower).copied()?;
+        let in_isr = s.maximal_isr().contains(&follower);
+        if !in_isr && s.pending_isr.is_none() && r.leo >= s.high_watermark && r.leo >= s.epoch_start_offset {
+            let mut new_isr = s.isr.clone();
+            new_isr.push(follower);
+            s.pending_isr = Some(new_isr.clone());
+            return Some(IsrProposal {
+                tp: self.tp.clone(),
+                leader_epoch: s.leader_epoch,
+                partition_epoch: s.partition_epoch,
+                new_isr,
+            });
+        }
+        None
+    }
+
+    /// Followers that have not caught up within the lag time leave the ISR (Kafka's
+    /// `maybeShrinkIsr`). Only one ISR change is in flight at a time.
+    pub fn shrink_proposal(&self, now_ms: i64) -> Option<IsrProposal> {
+        let mut s = self.lock();
+        if s.role != Role::Leader || s.pending_isr.is_some() {
+            return None;
+        }
+        let leo = self.log.log_end_offset();
+        let lagging: Vec<BrokerId> = s
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| *r != self.broker)
+            .filter(|r| {
+                s.remotes
+                    .get(r)
+                    .is_some_and(|rr| !(rr.leo == leo || now_ms - rr.last_caught_up_ms <= self.lag_time_ms))
+            })
+            .collect();
+        if lagging.is_empty() {
+            return None;
+        }
+        let new_isr: Vec<BrokerId> = s.isr.iter().copied().filter(|r| !lagging.contains(r)).collect();
+        s.pending_isr = Some(new_isr.clone());
+        Some(IsrProposal {
+            tp: self.tp.clone(),
+            leader_epoch: s.leader_epoch,
+            partition_epoch: s.partition_epoch,
+            new_isr,
+        })
+    }
+
+    /// The controller answered an ISR proposal.
+    pub fn isr_change_done(&self, committed: Option<&PartitionRegistration>, now_ms: i64) {
+        let mut s = self.lock();
+        s.pending_isr = None;
+        if let Some(reg) = committed
+            && reg.leader_epoch == s.leader_epoch
+            && reg.partition_epoch >= s.partition_epoch
+        {
+            s.isr = reg.isr.clone();
+            s.partition_epoch = reg.partition_epoch;
+        }
+        if s.role == Role::Leader {
+            self.maybe_increment_hw(&mut s, now_ms);
+        }
+        drop(s);
+        self.notify();
+    }
+
+    /// What a follower sends: its LEO and the epoch of its last batch.
+    pub fn fetch_position(&self) -> (i64, Option<i32>) {
+        (self.log.log_end_offset(), self.log.latest_epoch())
+    }
+
+    /// Follower: appends fetched batches and learns the leader's HW.
+    pub fn append_as_follower(&self, data: &FetchedRecords, now_ms: i64) -> Result<(), LogError> {
+        if !data.records.is_empty() {
+            self.log.append_as_follower(&data.records, now_ms)?;
+        }
+        let mut s = self.lock();
+        let leo = self.log.log_end_offset();
+        let hw = data.high_watermark.min(leo);
+        if hw > s.high_watermark {
+            s.high_watermark = hw;
+        }
+        drop(s);
+        self.notify();
+        Ok(())
+    }
+
+    /// Follower: the leader says our log diverged; cut it where the leader's epoch ends.
+    pub fn truncate_diverging(&self, diverging: EpochEndOffset) -> Result<(i64, i64), LogError> {
+        let before = self.log.log_end_offset();
+        let target = diverging.end_offset.min(before);
+        self.log.truncate_to(target)?;
+        let after = self.log.log_end_offset();
+        let mut s = self.lock();
+        s.high_watermark = s.high_watermark.min(after);
+        drop(s);
+        self.notify();
+        Ok((before, after))
+    }
+
+    /// Follower: our fetch offset is below the leader's log start; restart the log there.
+    pub fn reset_to(&self, offset: i64) -> Result<(), LogError> {
+        self.log.truncate_fully_and_start_at(offset)?;
+        let mut s = self.lock();
+        s.high_watermark = offset;
+        drop(s);
+        self.notify();
+        Ok(())
+    }
+}

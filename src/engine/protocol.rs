@@ -1,0 +1,184 @@
+//! The messages nodes exchange over the in-process network. Names and fields follow Kafka's
+//! APIs (Produce, Fetch, ListOffsets, BrokerRegistration, BrokerHeartbeat, AlterPartition);
+//! error codes are Kafka's, so the wire layer maps them one to one.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::controller::{MetadataImage, PartitionRegistration};
+use super::{BrokerId, TopicPartition};
+use crate::storage::EpochEndOffset;
+
+/// Kafka protocol error codes the engine returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i16)]
+pub enum ErrorCode {
+    None = 0,
+    OffsetOutOfRange = 1,
+    CorruptMessage = 2,
+    UnknownTopicOrPartition = 3,
+    LeaderNotAvailable = 5,
+    NotLeaderOrFollower = 6,
+    RequestTimedOut = 7,
+    MessageTooLarge = 10,
+    NetworkException = 13,
+    NotEnoughReplicas = 19,
+    NotEnoughReplicasAfterAppend = 20,
+    TopicAlreadyExists = 36,
+    InvalidPartitions = 37,
+    InvalidReplicationFactor = 38,
+    NotController = 41,
+    InvalidRequest = 42,
+    KafkaStorageError = 56,
+    FencedLeaderEpoch = 74,
+    UnknownLeaderEpoch = 75,
+    StaleBrokerEpoch = 77,
+    OffsetNotAvailable = 78,
+    PreferredLeaderNotAvailable = 80,
+    EligibleLeadersNotAvailable = 83,
+    ElectionNotNeeded = 84,
+    InvalidRecord = 87,
+    InvalidUpdateVersion = 96,
+    IneligibleReplica = 107,
+    UnknownServerError = -1,
+}
+
+impl ErrorCode {
+    pub fn code(self) -> i16 {
+        self as i16
+    }
+
+    pub fn from_storage(code: i16) -> ErrorCode {
+        match code {
+            1 => ErrorCode::OffsetOutOfRange,
+            2 => ErrorCode::CorruptMessage,
+            10 => ErrorCode::MessageTooLarge,
+            56 => ErrorCode::KafkaStorageError,
+            87 => ErrorCode::InvalidRecord,
+            _ => ErrorCode::UnknownServerError,
+        }
+    }
+
+    /// Errors a client retries after refreshing metadata.
+    pub fn is_retriable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotLeaderOrFollower
+                | ErrorCode::LeaderNotAvailable
+                | ErrorCode::RequestTimedOut
+                | ErrorCode::NetworkException
+                | ErrorCode::NotEnoughReplicas
+                | ErrorCode::NotEnoughReplicasAfterAppend
+                | ErrorCode::FencedLeaderEpoch
+                | ErrorCode::UnknownLeaderEpoch
+                | ErrorCode::OffsetNotAvailable
+                | ErrorCode::KafkaStorageError
+        )
+    }
+}
+
+/// Produce acknowledgement modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// No response expected (the engine still reports errors to in-process callers).
+    None,
+    /// After the leader's local append.
+    Leader,
+    /// After every in-sync replica has the records (HW passed them).
+    All,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    /// The fetching follower and its broker epoch; `None` for consumers.
+    pub replica: Option<(BrokerId, i64)>,
+    pub tp: TopicPartition,
+    pub fetch_offset: i64,
+    pub current_leader_epoch: i32,
+    /// Epoch of the last batch the follower has (KIP-320 divergence check).
+    pub last_fetched_epoch: Option<i32>,
+    pub max_bytes: usize,
+    pub max_wait_ms: u64,
+}
+
+/// Batches a fetch returned, with the partition's state at that time.
+#[derive(Debug, Clone, Default)]
+pub struct FetchedRecords {
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub records: Bytes,
+}
+
+#[derive(Debug)]
+pub enum Request {
+    Produce {
+        tp: TopicPartition,
+        records: Vec<u8>,
+        acks: Acks,
+        timeout_ms: u64,
+    },
+    Fetch(FetchRequest),
+    ListOffsets {
+        tp: TopicPartition,
+        /// -1 latest, -2 earliest, otherwise a timestamp.
+        timestamp: i64,
+    },
+    /// Broker -> controller on start.
+    RegisterBroker { broker: BrokerId },
+    /// Broker -> controller every heartbeat interval.
+    BrokerHeartbeat {
+        broker: BrokerId,
+        broker_epoch: i64,
+        metadata_version: u64,
+        want_shutdown: bool,
+    },
+    /// Leader -> controller: change the ISR.
+    AlterPartition {
+        tp: TopicPartition,
+        leader: BrokerId,
+        broker_epoch: i64,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<BrokerId>,
+    },
+    /// Controller -> broker: the metadata changed.
+    UpdateMetadata(Arc<MetadataImage>),
+}
+
+#[derive(Debug)]
+pub enum Response {
+    Produce {
+        error: ErrorCode,
+        base_offset: i64,
+        log_start_offset: i64,
+    },
+    Fetch {
+        error: ErrorCode,
+        diverging_epoch: Option<EpochEndOffset>,
+        data: FetchedRecords,
+    },
+    ListOffsets {
+        error: ErrorCode,
+        offset: i64,
+        timestamp: i64,
+    },
+    RegisterBroker {
+        error: ErrorCode,
+        broker_epoch: i64,
+        image: Arc<MetadataImage>,
+    },
+    BrokerHeartbeat {
+        error: ErrorCode,
+        /// Newer metadata, when the broker is behind.
+        image: Option<Arc<MetadataImage>>,
+        /// Controlled shutdown may proceed: no partition is led here any more.
+        shutdown_ready: bool,
+    },
+    AlterPartition {
+        error: ErrorCode,
+        state: Option<PartitionRegistration>,
+    },
+    UpdateMetadata,
+}

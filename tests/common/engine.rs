@@ -1,0 +1,102 @@
+//! Helpers for the cluster tests: a producer that retries like a real client, and the
+//! checks every failure scenario ends with.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kdeck::engine::{Acks, Cluster, ClusterConfig, ErrorCode, TopicPartition};
+use kdeck::storage::records;
+
+use super::producer_batch;
+
+pub fn config(dir: &std::path::Path) -> ClusterConfig {
+    ClusterConfig {
+        data_dir: dir.to_path_buf(),
+        ..ClusterConfig::default()
+    }
+}
+
+/// Acknowledged records by offset, as the producer learned them.
+#[derive(Default)]
+pub struct Acked {
+    pub values: BTreeMap<i64, Vec<u8>>,
+}
+
+impl Acked {
+    /// Produces one single-record batch tagged `n`, retrying retriable errors (as a client
+    /// refreshing metadata would) until `patience` runs out. Returns the final outcome.
+    pub async fn produce(
+        &mut self,
+        cluster: &Cluster,
+        tp: &TopicPartition,
+        n: u64,
+        acks: Acks,
+        patience: Duration,
+    ) -> Result<i64, ErrorCode> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let batch = producer_batch(1, 0, n, 16);
+            let value = records::decode(&batch).expect("decodes")[0].value.clone().expect("value").to_vec();
+            match cluster.produce(tp, batch, acks, Duration::from_secs(5)).await {
+                Ok(offset) => {
+                    if acks == Acks::All {
+                        self.values.insert(offset, value);
+                    }
+                    return Ok(offset);
+                }
+                Err(e) if e.is_retriable() && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Every acknowledged record is readable at its offset, and the committed log holds
+    /// no offset twice.
+    pub async fn verify(&self, cluster: &Cluster, tp: &TopicPartition) {
+        let committed = read_committed(cluster, tp).await;
+        for (offset, value) in &self.values {
+            assert_eq!(
+                committed.get(offset),
+                Some(value),
+                "acknowledged record at offset {offset} is missing or different"
+            );
+        }
+    }
+}
+
+/// All committed records of a partition, by offset (retrying while leadership moves).
+pub async fn read_committed(cluster: &Cluster, tp: &TopicPartition) -> BTreeMap<i64, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut offset = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let end = match cluster.list_offset(tp, -1).await {
+            Ok(end) => end,
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "no leader to read from: {e:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if offset >= end {
+            return out;
+        }
+        match cluster.fetch(tp, offset, 1 << 20).await {
+            Ok(data) => {
+                for r in records::decode(&data.records).expect("valid batches") {
+                    if r.offset >= offset {
+                        let value = r.value.map(|v| v.to_vec()).unwrap_or_default();
+                        assert!(out.insert(r.offset, value).is_none(), "offset {} served twice", r.offset);
+                        offset = r.offset + 1;
+                    }
+                }
+            }
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "fetch keeps failing: {e:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
