@@ -62,3 +62,198 @@ async fn killing_the_leader_elects_a_new_one_with_a_higher_epoch_and_loses_nothi
     assert!(saw_election, "the timeline shows the election");
     cluster.shutdown().await;
 }
+
+async fn ready(cluster: &Cluster, topic: &str, partitions: i32, rf: usize) {
+    cluster
+        .wait_for(Duration::from_secs(20), |s| {
+            (0..partitions).all(|i| {
+                s.partition(&TopicPartition::new(topic, i))
+                    .is_some_and(|p| p.leader.is_some() && p.isr.len() == rf && p.high_watermark.is_some())
+            })
+        })
+        .await
+        .expect("partitions ready");
+}
+
+#[tokio::test(start_paused = true)]
+async fn below_min_insync_replicas_writes_fail_and_committed_reads_continue() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("pay", TopicConfig::new(1, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "pay", 1, 3).await;
+    let pay = tp("pay");
+    let mut acked = Acked::default();
+    for n in 0..20 {
+        acked.produce(&cluster, &pay, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    }
+    let leader = cluster.snapshot().partition(&pay).and_then(|p| p.leader).expect("leader");
+    let followers: Vec<i32> = (0..3).filter(|b| *b != leader).collect();
+    let hw_before = cluster.snapshot().partition(&pay).and_then(|p| p.high_watermark).expect("hw");
+    cluster.kill(followers[0]).expect("kill");
+    cluster.kill(followers[1]).expect("kill");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&pay).is_some_and(|p| p.isr == vec![leader]))
+        .await
+        .expect("ISR shrinks to the leader");
+    let refused = cluster.produce(&pay, common::producer_batch(1, 0, 99, 8), Acks::All, Duration::from_secs(5)).await;
+    assert_eq!(refused, Err(kdeck::engine::ErrorCode::NotEnoughReplicas));
+    let hw_after = cluster.snapshot().partition(&pay).and_then(|p| p.high_watermark).expect("hw");
+    assert!(hw_after >= hw_before, "the high watermark never moves back");
+    acked.verify(&cluster, &pay).await;
+
+    cluster.start_broker(followers[0]).expect("restart");
+    for n in 20..30 {
+        acked.produce(&cluster, &pay, n, Acks::All, Duration::from_secs(60)).await.expect("writes resume");
+    }
+    acked.verify(&cluster, &pay).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() {
+    use kdeck::engine::{LinkFault, NodeId};
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster.create_topic("kip101", TopicConfig::new(1, 3)).await.expect("create");
+    ready(&cluster, "kip101", 1, 3).await;
+    let t = tp("kip101");
+    let mut acked = Acked::default();
+    for n in 0..10 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    }
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let committed_end = cluster.snapshot().partition(&t).and_then(|p| p.high_watermark).expect("hw");
+    // Isolate the leader's replication: acks=1 writes land only in its log.
+    for b in (0..3).filter(|b| *b != leader) {
+        cluster.set_link(NodeId::Broker(leader), NodeId::Broker(b), Some(LinkFault::Cut));
+    }
+    for n in 100..105 {
+        let r = cluster.produce(&t, common::producer_batch(1, 0, n, 8), Acks::Leader, Duration::from_secs(5)).await;
+        assert!(r.is_ok(), "acks=1 is answered by the leader alone");
+    }
+    let leo_with_suffix = committed_end + 5;
+    cluster.kill(leader).expect("kill");
+    cluster.set_link(NodeId::Broker(leader), NodeId::Broker(0), None);
+    for b in 0..3 {
+        cluster.set_link(NodeId::Broker(leader), NodeId::Broker(b), None);
+    }
+    for n in 10..20 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("new leader takes writes");
+    }
+    let mut events = cluster.events();
+    cluster.start_broker(leader).expect("restart");
+    let s = cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t).is_some_and(|p| {
+                p.isr.len() == 3 && p.replicas.iter().all(|r| r.log_end_offset.is_some() && r.log_end_offset == p.high_watermark)
+            })
+        })
+        .await
+        .expect("the old leader catches up and rejoins the ISR");
+    assert!(s.partition(&t).is_some_and(|p| p.leader != Some(leader)));
+    let mut truncated = None;
+    while let Ok(e) = events.try_recv() {
+        if let EventKind::FollowerTruncated { broker, from, to, .. } = e.kind
+            && broker == leader
+        {
+            truncated = Some((from, to));
+        }
+    }
+    assert_eq!(truncated, Some((leo_with_suffix, committed_end)), "the divergent suffix was cut at the epoch boundary");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster.create_topic("slow", TopicConfig::new(1, 3)).await.expect("create");
+    ready(&cluster, "slow", 1, 3).await;
+    let t = tp("slow");
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let follower = (0..3).find(|b| *b != leader).expect("a follower");
+    cluster.pause(follower).expect("pause");
+    let mut acked = Acked::default();
+    for n in 0..5 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("produce");
+    }
+    cluster
+        .wait_for(Duration::from_secs(60), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&follower)))
+        .await
+        .expect("the paused follower leaves the ISR after the lag time");
+    cluster.resume(follower).expect("resume");
+    cluster
+        .wait_for(Duration::from_secs(60), |s| s.partition(&t).is_some_and(|p| p.isr.contains(&follower)))
+        .await
+        .expect("it rejoins once caught up");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("frozen", TopicConfig::new(1, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "frozen", 1, 3).await;
+    let t = tp("frozen");
+    let mut acked = Acked::default();
+    acked.produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    let old = cluster.snapshot().partition(&t).cloned().expect("partition");
+    let old_leader = old.leader.expect("leader");
+    cluster.pause(old_leader).expect("pause");
+    let replaced = cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t).is_some_and(|p| p.leader.is_some() && p.leader != Some(old_leader))
+        })
+        .await
+        .expect("a new leader replaces the frozen one");
+    assert!(replaced.partition(&t).is_some_and(|p| p.leader_epoch > old.leader_epoch));
+    acked.produce(&cluster, &t, 1, Acks::All, Duration::from_secs(30)).await.expect("the new leader takes writes");
+    cluster.resume(old_leader).expect("resume");
+    // Straight to the stale leader, before it learns it was replaced.
+    let stale = cluster
+        .produce_to(old_leader, &t, common::producer_batch(1, 0, 7, 8), Acks::All, Duration::from_secs(3))
+        .await;
+    assert!(stale.is_err(), "a replaced leader acknowledged a write: {stale:?}");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn killing_the_controllers_broker_moves_the_controller_and_elections_keep_working() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster.create_topic("ctl", TopicConfig::new(3, 3)).await.expect("create");
+    ready(&cluster, "ctl", 3, 3).await;
+    let controller = cluster.snapshot().controller.expect("controller");
+    cluster.kill(controller).expect("kill controller");
+    let s = cluster
+        .wait_for(Duration::from_secs(30), |s| s.controller.is_some_and(|c| c != controller))
+        .await
+        .expect("another broker becomes controller");
+    let new_controller = s.controller.expect("controller");
+    // The dead broker's leaderships move, which only a working controller can do.
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(controller))
+        })
+        .await
+        .expect("partitions led by the dead broker get new leaders");
+    let victim = (0..3).find(|b| *b != controller && *b != new_controller).expect("a third broker");
+    cluster.kill(victim).expect("kill");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partitions.iter().all(|p| p.leader == Some(new_controller))
+        })
+        .await
+        .expect("elections still work");
+    cluster.shutdown().await;
+}

@@ -372,13 +372,26 @@ impl Cluster {
     /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
     pub async fn produce(&self, tp: &TopicPartition, records: Vec<u8>, acks: Acks, timeout: Duration) -> ProduceOutcome {
         let leader = self.leader_of(tp)?;
+        self.produce_to(leader, tp, records, acks, timeout).await
+    }
+
+    /// Produces straight to one broker, whatever the metadata says (a client with stale
+    /// metadata).
+    pub async fn produce_to(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
         let request = Request::Produce {
             tp: tp.clone(),
             records,
             acks,
             timeout_ms: timeout.as_millis() as u64,
         };
-        match self.call(leader, request, timeout + Duration::from_secs(1)).await? {
+        match self.call(broker, request, timeout + Duration::from_secs(1)).await? {
             Response::Produce {
                 error: ErrorCode::None,
                 base_offset,

@@ -143,7 +143,12 @@ impl Network {
                 .map_err(|_| NetError::Refused)?;
             // A dropped reply (the broker died with the request in hand) looks like a broken
             // connection to the caller.
-            rx.await.map_err(|_| NetError::Refused)
+            let response = rx.await.map_err(|_| NetError::Refused)?;
+            // The answer crosses the link too: one cut meanwhile loses it.
+            if self.fault(from, broker) == Some(LinkFault::Cut) {
+                std::future::pending::<()>().await;
+            }
+            Ok(response)
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
