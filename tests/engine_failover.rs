@@ -257,3 +257,250 @@ async fn killing_the_controllers_broker_moves_the_controller_and_elections_keep_
         .expect("elections still work");
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn preferred_election_after_restarts_returns_every_partition_to_its_preferred_leader() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        auto_leader_rebalance: false,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster.create_topic("views", TopicConfig::new(6, 3)).await.expect("create");
+    ready(&cluster, "views", 6, 3).await;
+    for victim in [0, 1] {
+        cluster.kill(victim).expect("kill");
+        cluster
+            .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader != Some(victim)))
+            .await
+            .expect("leaders move away");
+        cluster.start_broker(victim).expect("restart");
+        ready(&cluster, "views", 6, 3).await;
+    }
+    let imbalanced = cluster.snapshot();
+    assert!(
+        imbalanced.partitions.iter().any(|p| p.leader != Some(p.preferred_leader)),
+        "restarts leave leadership off the preferred replicas"
+    );
+    cluster.elect_preferred_leaders(|_| true).await.expect("elect");
+    let s = cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            s.partitions.iter().all(|p| p.leader == Some(p.preferred_leader))
+        })
+        .await
+        .expect("every partition led by its preferred replica");
+    let counts: Vec<usize> = s.brokers.iter().map(|b| b.leaders).collect();
+    let (min, max) = (counts.iter().min().copied(), counts.iter().max().copied());
+    assert!(max.zip(min).is_some_and(|(a, b)| a - b <= 1), "leaders per broker {counts:?}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn automatic_rebalance_restores_preferred_leaders() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        leader_imbalance_check_interval_ms: 5_000,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster.create_topic("auto", TopicConfig::new(3, 3)).await.expect("create");
+    ready(&cluster, "auto", 3, 3).await;
+    cluster.kill(0).expect("kill");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader != Some(0)))
+        .await
+        .expect("leaders move away");
+    cluster.start_broker(0).expect("restart");
+    cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partitions.iter().all(|p| p.leader == Some(p.preferred_leader) && p.isr.len() == 3)
+        })
+        .await
+        .expect("the controller rebalances on its own");
+    cluster.shutdown().await;
+}
+
+async fn unclean_scenario(unclean: bool) -> (Cluster, tempfile::TempDir, TopicPartition, i32) {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("risky", TopicConfig::new(1, 3).with_unclean_leader_election(unclean))
+        .await
+        .expect("create");
+    ready(&cluster, "risky", 1, 3).await;
+    let t = tp("risky");
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let laggard = (0..3).find(|b| *b != leader).expect("a follower");
+    let other = (0..3).find(|b| *b != leader && *b != laggard).expect("another follower");
+    // The laggard falls out of the ISR, then the ISR dies.
+    cluster.kill(laggard).expect("kill");
+    let mut acked = Acked::default();
+    for n in 0..5 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    }
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&laggard)))
+        .await
+        .expect("laggard leaves the ISR");
+    cluster.kill(other).expect("kill");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.isr == vec![leader]))
+        .await
+        .expect("ISR is the leader alone");
+    cluster.kill(leader).expect("kill");
+    cluster.start_broker(laggard).expect("restart the out-of-sync replica");
+    (cluster, dir, t, laggard)
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_unclean_election_a_partition_whose_isr_is_dead_stays_offline() {
+    let (cluster, _dir, t, laggard) = unclean_scenario(false).await;
+    cluster
+        .wait_for(Duration::from_secs(10), |s| s.broker(laggard).is_some_and(|b| !b.fenced))
+        .await
+        .expect("the laggard is back");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let p = cluster.snapshot().partition(&t).cloned().expect("partition");
+    assert_eq!(p.leader, None, "an out-of-sync replica must not lead");
+    assert_eq!(
+        cluster.produce(&t, common::producer_batch(1, 0, 1, 8), Acks::Leader, Duration::from_secs(1)).await,
+        Err(kdeck::engine::ErrorCode::LeaderNotAvailable)
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_unclean_election_an_out_of_sync_replica_leads_and_the_event_says_so() {
+    let (cluster, _dir, t, laggard) = unclean_scenario(true).await;
+    let mut events = cluster.events();
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.leader == Some(laggard)))
+        .await
+        .expect("the out-of-sync replica is elected");
+    let mut unclean = false;
+    while let Ok(e) = events.try_recv() {
+        if let EventKind::LeaderElected { reason, new, .. } = e.kind {
+            unclean |= reason == ElectionReason::Unclean && new == laggard;
+        }
+    }
+    assert!(unclean, "the election is reported as unclean (data may be lost)");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_restart_from_disk_keeps_topics_data_and_epochs() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster.create_topic("durable", TopicConfig::new(2, 3)).await.expect("create");
+    ready(&cluster, "durable", 2, 3).await;
+    let t = tp("durable");
+    let mut acked = Acked::default();
+    for n in 0..20 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    }
+    cluster.kill(cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader")).expect("kill");
+    acked.produce(&cluster, &t, 20, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    let before = cluster.snapshot();
+    cluster.shutdown().await;
+
+    let cluster = Cluster::start(config(dir.path())).await.expect("restart");
+    ready(&cluster, "durable", 2, 3).await;
+    let after = cluster.snapshot();
+    for p in &before.partitions {
+        let q = after.partition(&p.tp).expect("topic survives");
+        assert_eq!(q.replicas.iter().map(|r| r.broker).collect::<Vec<_>>(), p.replicas.iter().map(|r| r.broker).collect::<Vec<_>>());
+        assert!(q.leader_epoch >= p.leader_epoch, "epochs never go back");
+    }
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn cutting_the_link_to_one_follower_shrinks_the_isr_and_writes_continue() {
+    use kdeck::engine::{LinkFault, NodeId};
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        brokers: 4,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster
+        .create_topic("split", TopicConfig::new(4, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "split", 4, 3).await;
+    // A partition whose leader and cut follower both keep their link to the controller, so
+    // the follower leaves the ISR by lagging, not by being fenced.
+    let s = cluster.snapshot();
+    let controller = s.controller.expect("controller");
+    let p = s
+        .partitions
+        .iter()
+        .find(|p| p.leader != Some(controller))
+        .expect("a partition led elsewhere");
+    let t = p.tp.clone();
+    let leader = p.leader.expect("leader");
+    let cut = p
+        .replicas
+        .iter()
+        .map(|r| r.broker)
+        .find(|b| *b != leader && *b != controller)
+        .expect("a follower away from the controller");
+    cluster.set_link(NodeId::Broker(leader), NodeId::Broker(cut), Some(LinkFault::Cut));
+    let mut acked = Acked::default();
+    for n in 0..30 {
+        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("writes continue");
+    }
+    let s = cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&cut)))
+        .await
+        .expect("the cut follower leaves the ISR");
+    assert_eq!(s.partition(&t).and_then(|p| p.leader), Some(leader), "the leader keeps its role");
+    cluster.set_link(NodeId::Broker(leader), NodeId::Broker(cut), None);
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.isr.len() == 3))
+        .await
+        .expect("healed, it rejoins");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn balanced_election_picks_the_replica_leading_the_fewest_partitions() {
+    use kdeck::engine::LeaderElection;
+    for (rule, expect_balanced) in [(LeaderElection::Kafka, false), (LeaderElection::Balanced, true)] {
+        let dir = scratch_dir();
+        let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+            brokers: 4,
+            leader_election: rule,
+            auto_leader_rebalance: false,
+            ..config(dir.path())
+        })
+        .await
+        .expect("start");
+        cluster.create_topic("spread", TopicConfig::new(8, 3)).await.expect("create");
+        ready(&cluster, "spread", 8, 3).await;
+        let before = cluster.snapshot();
+        cluster.kill(0).expect("kill");
+        let after = cluster
+            .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(0)))
+            .await
+            .expect("leaders move");
+        for p in before.partitions.iter().filter(|p| p.leader == Some(0)) {
+            let new = after.partition(&p.tp).and_then(|q| q.leader).expect("new leader");
+            let candidates: Vec<i32> = p.replicas.iter().map(|r| r.broker).filter(|b| *b != 0).collect();
+            if !expect_balanced {
+                assert_eq!(new, candidates[0], "Kafka's rule: first in-sync replica in assignment order");
+            }
+        }
+        if expect_balanced {
+            let counts: Vec<usize> = after.brokers.iter().filter(|b| b.id != 0).map(|b| b.leaders).collect();
+            let spread = counts.iter().max().copied().unwrap_or(0) - counts.iter().min().copied().unwrap_or(0);
+            assert!(spread <= 1, "balanced rule keeps leaders even: {counts:?}");
+        }
+        cluster.shutdown().await;
+    }
+}
