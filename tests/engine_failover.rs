@@ -26,7 +26,8 @@ async fn killing_the_leader_elects_a_new_one_with_a_higher_epoch_and_loses_nothi
     let orders = tp("orders");
     let before = cluster
         .wait_for(Duration::from_secs(10), |s| {
-            s.partition(&orders).is_some_and(|p| p.leader.is_some() && p.isr.len() == 3)
+            s.partition(&orders)
+                .is_some_and(|p| p.leader.is_some() && p.isr.len() == 3)
         })
         .await
         .expect("partition ready");
@@ -35,11 +36,17 @@ async fn killing_the_leader_elects_a_new_one_with_a_higher_epoch_and_loses_nothi
 
     let mut acked = Acked::default();
     for n in 0..50 {
-        acked.produce(&cluster, &orders, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+        acked
+            .produce(&cluster, &orders, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
     }
     cluster.kill(old_leader).expect("kill");
     for n in 50..100 {
-        acked.produce(&cluster, &orders, n, Acks::All, Duration::from_secs(30)).await.expect("produce after failover");
+        acked
+            .produce(&cluster, &orders, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce after failover");
     }
     let after = cluster.snapshot();
     let p = after.partition(&orders).expect("partition");
@@ -87,26 +94,53 @@ async fn below_min_insync_replicas_writes_fail_and_committed_reads_continue() {
     let pay = tp("pay");
     let mut acked = Acked::default();
     for n in 0..20 {
-        acked.produce(&cluster, &pay, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+        acked
+            .produce(&cluster, &pay, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
     }
-    let leader = cluster.snapshot().partition(&pay).and_then(|p| p.leader).expect("leader");
+    let leader = cluster
+        .snapshot()
+        .partition(&pay)
+        .and_then(|p| p.leader)
+        .expect("leader");
     let followers: Vec<i32> = (0..3).filter(|b| *b != leader).collect();
-    let hw_before = cluster.snapshot().partition(&pay).and_then(|p| p.high_watermark).expect("hw");
+    let hw_before = cluster
+        .snapshot()
+        .partition(&pay)
+        .and_then(|p| p.high_watermark)
+        .expect("hw");
     cluster.kill(followers[0]).expect("kill");
     cluster.kill(followers[1]).expect("kill");
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&pay).is_some_and(|p| p.isr == vec![leader]))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&pay).is_some_and(|p| p.isr == vec![leader])
+        })
         .await
         .expect("ISR shrinks to the leader");
-    let refused = cluster.produce(&pay, common::producer_batch(1, 0, 99, 8), Acks::All, Duration::from_secs(5)).await;
+    let refused = cluster
+        .produce(
+            &pay,
+            common::producer_batch(1, 0, 99, 8),
+            Acks::All,
+            Duration::from_secs(5),
+        )
+        .await;
     assert_eq!(refused, Err(kdeck::engine::ErrorCode::NotEnoughReplicas));
-    let hw_after = cluster.snapshot().partition(&pay).and_then(|p| p.high_watermark).expect("hw");
+    let hw_after = cluster
+        .snapshot()
+        .partition(&pay)
+        .and_then(|p| p.high_watermark)
+        .expect("hw");
     assert!(hw_after >= hw_before, "the high watermark never moves back");
     acked.verify(&cluster, &pay).await;
 
     cluster.start_broker(followers[0]).expect("restart");
     for n in 20..30 {
-        acked.produce(&cluster, &pay, n, Acks::All, Duration::from_secs(60)).await.expect("writes resume");
+        acked
+            .produce(&cluster, &pay, n, Acks::All, Duration::from_secs(60))
+            .await
+            .expect("writes resume");
     }
     acked.verify(&cluster, &pay).await;
     cluster.shutdown().await;
@@ -117,21 +151,38 @@ async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() 
     use kdeck::engine::{LinkFault, NodeId};
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
-    cluster.create_topic("kip101", TopicConfig::new(1, 3)).await.expect("create");
+    cluster
+        .create_topic("kip101", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
     ready(&cluster, "kip101", 1, 3).await;
     let t = tp("kip101");
     let mut acked = Acked::default();
     for n in 0..10 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
     }
     let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
-    let committed_end = cluster.snapshot().partition(&t).and_then(|p| p.high_watermark).expect("hw");
+    let committed_end = cluster
+        .snapshot()
+        .partition(&t)
+        .and_then(|p| p.high_watermark)
+        .expect("hw");
     // Isolate the leader's replication: acks=1 writes land only in its log.
     for b in (0..3).filter(|b| *b != leader) {
         cluster.set_link(NodeId::Broker(leader), NodeId::Broker(b), Some(LinkFault::Cut));
     }
     for n in 100..105 {
-        let r = cluster.produce(&t, common::producer_batch(1, 0, n, 8), Acks::Leader, Duration::from_secs(5)).await;
+        let r = cluster
+            .produce(
+                &t,
+                common::producer_batch(1, 0, n, 8),
+                Acks::Leader,
+                Duration::from_secs(5),
+            )
+            .await;
         assert!(r.is_ok(), "acks=1 is answered by the leader alone");
     }
     let leo_with_suffix = committed_end + 5;
@@ -141,14 +192,20 @@ async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() 
         cluster.set_link(NodeId::Broker(leader), NodeId::Broker(b), None);
     }
     for n in 10..20 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("new leader takes writes");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(60))
+            .await
+            .expect("new leader takes writes");
     }
     let mut events = cluster.events();
     cluster.start_broker(leader).expect("restart");
     let s = cluster
         .wait_for(Duration::from_secs(60), |s| {
             s.partition(&t).is_some_and(|p| {
-                p.isr.len() == 3 && p.replicas.iter().all(|r| r.log_end_offset.is_some() && r.log_end_offset == p.high_watermark)
+                p.isr.len() == 3
+                    && p.replicas
+                        .iter()
+                        .all(|r| r.log_end_offset.is_some() && r.log_end_offset == p.high_watermark)
             })
         })
         .await
@@ -162,7 +219,11 @@ async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() 
             truncated = Some((from, to));
         }
     }
-    assert_eq!(truncated, Some((leo_with_suffix, committed_end)), "the divergent suffix was cut at the epoch boundary");
+    assert_eq!(
+        truncated,
+        Some((leo_with_suffix, committed_end)),
+        "the divergent suffix was cut at the epoch boundary"
+    );
     acked.verify(&cluster, &t).await;
     cluster.shutdown().await;
 }
@@ -171,7 +232,10 @@ async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() 
 async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
-    cluster.create_topic("slow", TopicConfig::new(1, 3)).await.expect("create");
+    cluster
+        .create_topic("slow", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
     ready(&cluster, "slow", 1, 3).await;
     let t = tp("slow");
     let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
@@ -179,15 +243,22 @@ async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
     cluster.pause(follower).expect("pause");
     let mut acked = Acked::default();
     for n in 0..5 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("produce");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(60))
+            .await
+            .expect("produce");
     }
     cluster
-        .wait_for(Duration::from_secs(60), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&follower)))
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t).is_some_and(|p| !p.isr.contains(&follower))
+        })
         .await
         .expect("the paused follower leaves the ISR after the lag time");
     cluster.resume(follower).expect("resume");
     cluster
-        .wait_for(Duration::from_secs(60), |s| s.partition(&t).is_some_and(|p| p.isr.contains(&follower)))
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t).is_some_and(|p| p.isr.contains(&follower))
+        })
         .await
         .expect("it rejoins once caught up");
     acked.verify(&cluster, &t).await;
@@ -205,22 +276,39 @@ async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
     ready(&cluster, "frozen", 1, 3).await;
     let t = tp("frozen");
     let mut acked = Acked::default();
-    acked.produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    acked
+        .produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("produce");
     let old = cluster.snapshot().partition(&t).cloned().expect("partition");
     let old_leader = old.leader.expect("leader");
     cluster.pause(old_leader).expect("pause");
     let replaced = cluster
         .wait_for(Duration::from_secs(60), |s| {
-            s.partition(&t).is_some_and(|p| p.leader.is_some() && p.leader != Some(old_leader))
+            s.partition(&t)
+                .is_some_and(|p| p.leader.is_some() && p.leader != Some(old_leader))
         })
         .await
         .expect("a new leader replaces the frozen one");
-    assert!(replaced.partition(&t).is_some_and(|p| p.leader_epoch > old.leader_epoch));
-    acked.produce(&cluster, &t, 1, Acks::All, Duration::from_secs(30)).await.expect("the new leader takes writes");
+    assert!(
+        replaced
+            .partition(&t)
+            .is_some_and(|p| p.leader_epoch > old.leader_epoch)
+    );
+    acked
+        .produce(&cluster, &t, 1, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("the new leader takes writes");
     cluster.resume(old_leader).expect("resume");
     // Straight to the stale leader, before it learns it was replaced.
     let stale = cluster
-        .produce_to(old_leader, &t, common::producer_batch(1, 0, 7, 8), Acks::All, Duration::from_secs(3))
+        .produce_to(
+            old_leader,
+            &t,
+            common::producer_batch(1, 0, 7, 8),
+            Acks::All,
+            Duration::from_secs(3),
+        )
         .await;
     assert!(stale.is_err(), "a replaced leader acknowledged a write: {stale:?}");
     acked.verify(&cluster, &t).await;
@@ -231,23 +319,32 @@ async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
 async fn killing_the_controllers_broker_moves_the_controller_and_elections_keep_working() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
-    cluster.create_topic("ctl", TopicConfig::new(3, 3)).await.expect("create");
+    cluster
+        .create_topic("ctl", TopicConfig::new(3, 3))
+        .await
+        .expect("create");
     ready(&cluster, "ctl", 3, 3).await;
     let controller = cluster.snapshot().controller.expect("controller");
     cluster.kill(controller).expect("kill controller");
     let s = cluster
-        .wait_for(Duration::from_secs(30), |s| s.controller.is_some_and(|c| c != controller))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.controller.is_some_and(|c| c != controller)
+        })
         .await
         .expect("another broker becomes controller");
     let new_controller = s.controller.expect("controller");
     // The dead broker's leaderships move, which only a working controller can do.
     cluster
         .wait_for(Duration::from_secs(30), |s| {
-            s.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(controller))
+            s.partitions
+                .iter()
+                .all(|p| p.leader.is_some() && p.leader != Some(controller))
         })
         .await
         .expect("partitions led by the dead broker get new leaders");
-    let victim = (0..3).find(|b| *b != controller && *b != new_controller).expect("a third broker");
+    let victim = (0..3)
+        .find(|b| *b != controller && *b != new_controller)
+        .expect("a third broker");
     cluster.kill(victim).expect("kill");
     cluster
         .wait_for(Duration::from_secs(30), |s| {
@@ -267,12 +364,17 @@ async fn preferred_election_after_restarts_returns_every_partition_to_its_prefer
     })
     .await
     .expect("start");
-    cluster.create_topic("views", TopicConfig::new(6, 3)).await.expect("create");
+    cluster
+        .create_topic("views", TopicConfig::new(6, 3))
+        .await
+        .expect("create");
     ready(&cluster, "views", 6, 3).await;
     for victim in [0, 1] {
         cluster.kill(victim).expect("kill");
         cluster
-            .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader != Some(victim)))
+            .wait_for(Duration::from_secs(30), |s| {
+                s.partitions.iter().all(|p| p.leader != Some(victim))
+            })
             .await
             .expect("leaders move away");
         cluster.start_broker(victim).expect("restart");
@@ -280,7 +382,10 @@ async fn preferred_election_after_restarts_returns_every_partition_to_its_prefer
     }
     let imbalanced = cluster.snapshot();
     assert!(
-        imbalanced.partitions.iter().any(|p| p.leader != Some(p.preferred_leader)),
+        imbalanced
+            .partitions
+            .iter()
+            .any(|p| p.leader != Some(p.preferred_leader)),
         "restarts leave leadership off the preferred replicas"
     );
     cluster.elect_preferred_leaders(|_| true).await.expect("elect");
@@ -292,7 +397,10 @@ async fn preferred_election_after_restarts_returns_every_partition_to_its_prefer
         .expect("every partition led by its preferred replica");
     let counts: Vec<usize> = s.brokers.iter().map(|b| b.leaders).collect();
     let (min, max) = (counts.iter().min().copied(), counts.iter().max().copied());
-    assert!(max.zip(min).is_some_and(|(a, b)| a - b <= 1), "leaders per broker {counts:?}");
+    assert!(
+        max.zip(min).is_some_and(|(a, b)| a - b <= 1),
+        "leaders per broker {counts:?}"
+    );
     cluster.shutdown().await;
 }
 
@@ -305,17 +413,24 @@ async fn automatic_rebalance_restores_preferred_leaders() {
     })
     .await
     .expect("start");
-    cluster.create_topic("auto", TopicConfig::new(3, 3)).await.expect("create");
+    cluster
+        .create_topic("auto", TopicConfig::new(3, 3))
+        .await
+        .expect("create");
     ready(&cluster, "auto", 3, 3).await;
     cluster.kill(0).expect("kill");
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader != Some(0)))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partitions.iter().all(|p| p.leader != Some(0))
+        })
         .await
         .expect("leaders move away");
     cluster.start_broker(0).expect("restart");
     cluster
         .wait_for(Duration::from_secs(60), |s| {
-            s.partitions.iter().all(|p| p.leader == Some(p.preferred_leader) && p.isr.len() == 3)
+            s.partitions
+                .iter()
+                .all(|p| p.leader == Some(p.preferred_leader) && p.isr.len() == 3)
         })
         .await
         .expect("the controller rebalances on its own");
@@ -333,20 +448,29 @@ async fn unclean_scenario(unclean: bool) -> (Cluster, tempfile::TempDir, TopicPa
     let t = tp("risky");
     let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
     let laggard = (0..3).find(|b| *b != leader).expect("a follower");
-    let other = (0..3).find(|b| *b != leader && *b != laggard).expect("another follower");
+    let other = (0..3)
+        .find(|b| *b != leader && *b != laggard)
+        .expect("another follower");
     // The laggard falls out of the ISR, then the ISR dies.
     cluster.kill(laggard).expect("kill");
     let mut acked = Acked::default();
     for n in 0..5 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
     }
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&laggard)))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| !p.isr.contains(&laggard))
+        })
         .await
         .expect("laggard leaves the ISR");
     cluster.kill(other).expect("kill");
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.isr == vec![leader]))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| p.isr == vec![leader])
+        })
         .await
         .expect("ISR is the leader alone");
     cluster.kill(leader).expect("kill");
@@ -358,14 +482,23 @@ async fn unclean_scenario(unclean: bool) -> (Cluster, tempfile::TempDir, TopicPa
 async fn without_unclean_election_a_partition_whose_isr_is_dead_stays_offline() {
     let (cluster, _dir, t, laggard) = unclean_scenario(false).await;
     cluster
-        .wait_for(Duration::from_secs(10), |s| s.broker(laggard).is_some_and(|b| !b.fenced))
+        .wait_for(Duration::from_secs(10), |s| {
+            s.broker(laggard).is_some_and(|b| !b.fenced)
+        })
         .await
         .expect("the laggard is back");
     tokio::time::sleep(Duration::from_secs(10)).await;
     let p = cluster.snapshot().partition(&t).cloned().expect("partition");
     assert_eq!(p.leader, None, "an out-of-sync replica must not lead");
     assert_eq!(
-        cluster.produce(&t, common::producer_batch(1, 0, 1, 8), Acks::Leader, Duration::from_secs(1)).await,
+        cluster
+            .produce(
+                &t,
+                common::producer_batch(1, 0, 1, 8),
+                Acks::Leader,
+                Duration::from_secs(1)
+            )
+            .await,
         Err(kdeck::engine::ErrorCode::LeaderNotAvailable)
     );
     cluster.shutdown().await;
@@ -376,7 +509,9 @@ async fn with_unclean_election_an_out_of_sync_replica_leads_and_the_event_says_s
     let (cluster, _dir, t, laggard) = unclean_scenario(true).await;
     let mut events = cluster.events();
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.leader == Some(laggard)))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| p.leader == Some(laggard))
+        })
         .await
         .expect("the out-of-sync replica is elected");
     let mut unclean = false;
@@ -393,15 +528,26 @@ async fn with_unclean_election_an_out_of_sync_replica_leads_and_the_event_says_s
 async fn a_full_restart_from_disk_keeps_topics_data_and_epochs() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
-    cluster.create_topic("durable", TopicConfig::new(2, 3)).await.expect("create");
+    cluster
+        .create_topic("durable", TopicConfig::new(2, 3))
+        .await
+        .expect("create");
     ready(&cluster, "durable", 2, 3).await;
     let t = tp("durable");
     let mut acked = Acked::default();
     for n in 0..20 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(30)).await.expect("produce");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
     }
-    cluster.kill(cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader")).expect("kill");
-    acked.produce(&cluster, &t, 20, Acks::All, Duration::from_secs(30)).await.expect("produce");
+    cluster
+        .kill(cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader"))
+        .expect("kill");
+    acked
+        .produce(&cluster, &t, 20, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("produce");
     let before = cluster.snapshot();
     cluster.shutdown().await;
 
@@ -410,7 +556,10 @@ async fn a_full_restart_from_disk_keeps_topics_data_and_epochs() {
     let after = cluster.snapshot();
     for p in &before.partitions {
         let q = after.partition(&p.tp).expect("topic survives");
-        assert_eq!(q.replicas.iter().map(|r| r.broker).collect::<Vec<_>>(), p.replicas.iter().map(|r| r.broker).collect::<Vec<_>>());
+        assert_eq!(
+            q.replicas.iter().map(|r| r.broker).collect::<Vec<_>>(),
+            p.replicas.iter().map(|r| r.broker).collect::<Vec<_>>()
+        );
         assert!(q.leader_epoch >= p.leader_epoch, "epochs never go back");
     }
     acked.verify(&cluster, &t).await;
@@ -452,16 +601,27 @@ async fn cutting_the_link_to_one_follower_shrinks_the_isr_and_writes_continue() 
     cluster.set_link(NodeId::Broker(leader), NodeId::Broker(cut), Some(LinkFault::Cut));
     let mut acked = Acked::default();
     for n in 0..30 {
-        acked.produce(&cluster, &t, n, Acks::All, Duration::from_secs(60)).await.expect("writes continue");
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(60))
+            .await
+            .expect("writes continue");
     }
     let s = cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| !p.isr.contains(&cut)))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| !p.isr.contains(&cut))
+        })
         .await
         .expect("the cut follower leaves the ISR");
-    assert_eq!(s.partition(&t).and_then(|p| p.leader), Some(leader), "the leader keeps its role");
+    assert_eq!(
+        s.partition(&t).and_then(|p| p.leader),
+        Some(leader),
+        "the leader keeps its role"
+    );
     cluster.set_link(NodeId::Broker(leader), NodeId::Broker(cut), None);
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partition(&t).is_some_and(|p| p.isr.len() == 3))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| p.isr.len() == 3)
+        })
         .await
         .expect("healed, it rejoins");
     acked.verify(&cluster, &t).await;
@@ -481,19 +641,27 @@ async fn balanced_election_picks_the_replica_leading_the_fewest_partitions() {
         })
         .await
         .expect("start");
-        cluster.create_topic("spread", TopicConfig::new(8, 3)).await.expect("create");
+        cluster
+            .create_topic("spread", TopicConfig::new(8, 3))
+            .await
+            .expect("create");
         ready(&cluster, "spread", 8, 3).await;
         let before = cluster.snapshot();
         cluster.kill(0).expect("kill");
         let after = cluster
-            .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(0)))
+            .wait_for(Duration::from_secs(30), |s| {
+                s.partitions.iter().all(|p| p.leader.is_some() && p.leader != Some(0))
+            })
             .await
             .expect("leaders move");
         for p in before.partitions.iter().filter(|p| p.leader == Some(0)) {
             let new = after.partition(&p.tp).and_then(|q| q.leader).expect("new leader");
             let candidates: Vec<i32> = p.replicas.iter().map(|r| r.broker).filter(|b| *b != 0).collect();
             if !expect_balanced {
-                assert_eq!(new, candidates[0], "Kafka's rule: first in-sync replica in assignment order");
+                assert_eq!(
+                    new, candidates[0],
+                    "Kafka's rule: first in-sync replica in assignment order"
+                );
             }
         }
         if expect_balanced {

@@ -183,13 +183,9 @@ impl Broker {
     }
 
     async fn handle_produce(&self, tp: TopicPartition, records: &mut [u8], acks: Acks, timeout_ms: u64) -> Response {
-        let reply = |error, base_offset, log_start_offset| Response::Produce {
-            error,
-            base_offset,
-            log_start_offset,
-        };
+        let reply = |error, base_offset| Response::Produce { error, base_offset };
         let Some(partition) = self.partition(&tp) else {
-            return reply(self.unknown_or_not_leader(&tp), -1, -1);
+            return reply(self.unknown_or_not_leader(&tp), -1);
         };
         let mut progress = partition.subscribe();
         let (info, epoch) = match partition.append_as_leader(records, acks == Acks::All, self.now_ms()) {
@@ -202,13 +198,12 @@ impl Broker {
                         reason: "the ISR is smaller than min.insync.replicas; nothing was written".into(),
                     });
                 }
-                return reply(error, -1, -1);
+                return reply(error, -1);
             }
         };
         self.bytes_in.fetch_add(info.bytes as u64, Ordering::Relaxed);
-        let log_start = partition.log.log_start_offset();
         if acks != Acks::All {
-            return reply(ErrorCode::None, info.first_offset, log_start);
+            return reply(ErrorCode::None, info.first_offset);
         }
         let wait = async {
             loop {
@@ -233,7 +228,7 @@ impl Broker {
                 reason: "the ISR shrank below min.insync.replicas while waiting; the records are in the log".into(),
             });
         }
-        reply(error, info.first_offset, log_start)
+        reply(error, info.first_offset)
     }
 
     fn unknown_or_not_leader(&self, tp: &TopicPartition) -> ErrorCode {
@@ -356,37 +351,27 @@ impl Broker {
                 broker,
                 broker_epoch,
                 metadata_version,
-                want_shutdown,
             } => {
                 if not_controller {
                     return Response::BrokerHeartbeat {
                         error: ErrorCode::NotController,
                         image: None,
-                        shutdown_ready: false,
                     };
                 }
-                let result = if want_shutdown {
-                    controller.controlled_shutdown(broker)
-                } else {
-                    controller.heartbeat(broker, broker_epoch)
-                };
-                match result {
+                match controller.heartbeat(broker, broker_epoch) {
                     Ok(changed) => {
                         if let Some(image) = changed {
                             self.publish(image);
                         }
                         let image = controller.image();
-                        let shutdown_ready = want_shutdown && image.leader_count(broker) == 0;
                         Response::BrokerHeartbeat {
                             error: ErrorCode::None,
                             image: (image.version != metadata_version).then_some(image),
-                            shutdown_ready,
                         }
                     }
                     Err(e) => Response::BrokerHeartbeat {
                         error: e.code(),
                         image: None,
-                        shutdown_ready: false,
                     },
                 }
             }
@@ -487,7 +472,6 @@ impl Broker {
                     broker: self.id,
                     broker_epoch: epoch,
                     metadata_version: self.metadata_version.load(Ordering::SeqCst),
-                    want_shutdown: false,
                 }
             };
             match self
@@ -508,13 +492,8 @@ impl Broker {
                 }
                 Ok(Response::BrokerHeartbeat {
                     error: ErrorCode::None,
-                    image,
-                    ..
-                }) => {
-                    if let Some(image) = image {
-                        self.apply_image(&image);
-                    }
-                }
+                    image: Some(image),
+                }) => self.apply_image(&image),
                 Ok(Response::BrokerHeartbeat {
                     error: ErrorCode::StaleBrokerEpoch,
                     ..
@@ -543,7 +522,9 @@ impl Broker {
     fn propose_isr(&self, proposal: IsrProposal) {
         let Some(me) = self.me.upgrade() else { return };
         self.spawn(async move {
-            let Some(partition) = me.partition(&proposal.tp) else { return };
+            let Some(partition) = me.partition(&proposal.tp) else {
+                return;
+            };
             let request = Request::AlterPartition {
                 tp: proposal.tp.clone(),
                 leader: me.id,
@@ -597,10 +578,7 @@ impl Broker {
                     }
                 },
             };
-            let min_isr = image
-                .topics
-                .get(&tp.topic)
-                .map_or(1, |t| t.config.min_insync_replicas);
+            let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
             match partition.apply(reg, min_isr, now) {
                 Ok(true) => self.restart_fetcher(&partition),
                 Ok(false) => {}

@@ -37,8 +37,19 @@ struct Slot {
     broker: Option<Arc<Broker>>,
 }
 
+/// The last sample of a topic's totals, for rates.
+#[derive(Clone, Copy)]
+struct RateSample {
+    at: tokio::time::Instant,
+    messages: i64,
+    bytes: u64,
+    messages_per_sec: f64,
+    bytes_per_sec: f64,
+}
+
 struct Inner {
     config: ClusterConfig,
+    rates: Mutex<std::collections::HashMap<String, RateSample>>,
     ctx: BrokerContext,
     slots: Mutex<BTreeMap<BrokerId, Slot>>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
@@ -94,12 +105,29 @@ pub struct PartitionView {
     pub min_insync_replicas: i32,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicView {
+    pub name: String,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    pub under_replicated: usize,
+    pub offline: usize,
+    /// Sum of the leaders' log end offsets.
+    pub messages: i64,
+    /// Sum of the leaders' log sizes.
+    pub size_bytes: u64,
+    /// Rates over the last second or more between snapshots.
+    pub messages_per_sec: f64,
+    pub bytes_per_sec: f64,
+}
+
 /// Everything a console needs, at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterSnapshot {
     pub controller: Option<BrokerId>,
     pub metadata_version: u64,
     pub brokers: Vec<BrokerView>,
+    pub topics: Vec<TopicView>,
     pub partitions: Vec<PartitionView>,
 }
 
@@ -139,6 +167,7 @@ impl Cluster {
         let cluster = Cluster {
             inner: Arc::new(Inner {
                 config: config.clone(),
+                rates: Mutex::new(std::collections::HashMap::new()),
                 ctx,
                 slots: Mutex::new(BTreeMap::new()),
                 supervisor: Mutex::new(None),
@@ -177,7 +206,9 @@ impl Cluster {
     fn running_broker(&self, id: BrokerId) -> Option<Arc<Broker>> {
         let slots = self.slots();
         let slot = slots.get(&id)?;
-        (slot.state == BrokerState::Running).then(|| slot.broker.clone()).flatten()
+        (slot.state == BrokerState::Running)
+            .then(|| slot.broker.clone())
+            .flatten()
     }
 
     /// Moves the controller role when its broker is gone or frozen for
@@ -246,6 +277,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// Grows a topic to `total` partitions.
+    pub async fn create_partitions(&self, name: &str, total: i32) -> Result<()> {
+        let host = self.controller_host()?;
+        let image = self.inner.ctx.controller.create_partitions(name, total)?;
+        host.publish(image);
+        Ok(())
+    }
+
     pub async fn delete_topic(&self, name: &str) -> Result<()> {
         let host = self.controller_host()?;
         let image = self.inner.ctx.controller.delete_topic(name)?;
@@ -285,7 +324,11 @@ impl Cluster {
         broker.kill();
         drop(broker);
         for (dir, offset) in durable {
-            let log = Log::open(&dir, LogConfig::clone(&self.inner.config.log), self.inner.ctx.clock.now_ms())?;
+            let log = Log::open(
+                &dir,
+                LogConfig::clone(&self.inner.config.log),
+                self.inner.ctx.clock.now_ms(),
+            )?;
             log.truncate_to(offset)?;
         }
         self.inner.ctx.events.publish(EventKind::BrokerStopped {
@@ -325,7 +368,9 @@ impl Cluster {
     }
 
     pub fn pause(&self, id: BrokerId) -> Result<()> {
-        let broker = self.running_broker(id).ok_or_else(|| anyhow!("broker {id} is not running"))?;
+        let broker = self
+            .running_broker(id)
+            .ok_or_else(|| anyhow!("broker {id} is not running"))?;
         broker.pause();
         if let Some(slot) = self.slots().get_mut(&id) {
             slot.state = BrokerState::Paused;
@@ -370,7 +415,13 @@ impl Cluster {
     }
 
     /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
-    pub async fn produce(&self, tp: &TopicPartition, records: Vec<u8>, acks: Acks, timeout: Duration) -> ProduceOutcome {
+    pub async fn produce(
+        &self,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
         let leader = self.leader_of(tp)?;
         self.produce_to(leader, tp, records, acks, timeout).await
     }
@@ -428,6 +479,14 @@ impl Cluster {
     /// ListOffsets: -2 earliest, -1 latest (the HW), otherwise the first offset at or after
     /// a timestamp (-1 when none).
     pub async fn list_offset(&self, tp: &TopicPartition, timestamp: i64) -> Result<i64, ErrorCode> {
+        self.list_offset_with_time(tp, timestamp)
+            .await
+            .map(|(offset, _)| offset)
+    }
+
+    /// Like [`Cluster::list_offset`], with the timestamp of the record found (-1 for the
+    /// earliest and latest lookups).
+    pub async fn list_offset_with_time(&self, tp: &TopicPartition, timestamp: i64) -> Result<(i64, i64), ErrorCode> {
         let leader = self.leader_of(tp)?;
         let request = Request::ListOffsets {
             tp: tp.clone(),
@@ -437,8 +496,8 @@ impl Cluster {
             Response::ListOffsets {
                 error: ErrorCode::None,
                 offset,
-                ..
-            } => Ok(offset),
+                timestamp,
+            } => Ok((offset, timestamp)),
             Response::ListOffsets { error, .. } => Err(error),
             _ => Err(ErrorCode::UnknownServerError),
         }
@@ -499,7 +558,8 @@ impl Cluster {
             });
         }
         let running = |b: BrokerId| slots.get(&b).is_some_and(|s| s.state == BrokerState::Running);
-        let partitions = image
+        let mut totals: BTreeMap<String, (i64, u64)> = BTreeMap::new();
+        let partitions: Vec<PartitionView> = image
             .partitions()
             .map(|(tp, p)| {
                 let leader_status = status.get(&(tp.clone(), p.leader)).filter(|s| s.role == Role::Leader);
@@ -516,6 +576,11 @@ impl Cluster {
                     .collect();
                 let offline_replicas = replicas.iter().filter(|r| !r.online).map(|r| r.broker).collect();
                 let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
+                if let Some(s) = leader_status {
+                    let entry = totals.entry(tp.topic.clone()).or_insert((0i64, 0u64));
+                    entry.0 += s.log_end_offset;
+                    entry.1 += s.size_bytes;
+                }
                 PartitionView {
                     leader: (p.leader != NO_LEADER).then_some(p.leader),
                     leader_epoch: p.leader_epoch,
@@ -532,16 +597,69 @@ impl Cluster {
                 }
             })
             .collect();
+        drop(slots);
+        let topics = self.topic_views(&image, &partitions, &totals);
         ClusterSnapshot {
             controller,
             metadata_version: image.version,
             brokers,
+            topics,
             partitions,
         }
     }
 
+    fn topic_views(
+        &self,
+        image: &MetadataImage,
+        partitions: &[PartitionView],
+        totals: &BTreeMap<String, (i64, u64)>,
+    ) -> Vec<TopicView> {
+        let now = tokio::time::Instant::now();
+        let mut rates = lock(&self.inner.rates);
+        image
+            .topics
+            .iter()
+            .map(|(name, t)| {
+                let (messages, bytes) = totals.get(name).copied().unwrap_or_default();
+                let sample = rates.entry(name.clone()).or_insert(RateSample {
+                    at: now,
+                    messages,
+                    bytes,
+                    messages_per_sec: 0.0,
+                    bytes_per_sec: 0.0,
+                });
+                let dt = now.duration_since(sample.at).as_secs_f64();
+                if dt >= 1.0 {
+                    *sample = RateSample {
+                        at: now,
+                        messages,
+                        bytes,
+                        messages_per_sec: (messages - sample.messages).max(0) as f64 / dt,
+                        bytes_per_sec: bytes.saturating_sub(sample.bytes) as f64 / dt,
+                    };
+                }
+                let mine = partitions.iter().filter(|p| &p.tp.topic == name);
+                TopicView {
+                    name: name.clone(),
+                    partitions: t.partitions.len() as i32,
+                    replication_factor: t.config.replication_factor,
+                    under_replicated: mine.clone().filter(|p| p.under_replicated).count(),
+                    offline: mine.filter(|p| p.leader.is_none()).count(),
+                    messages,
+                    size_bytes: bytes,
+                    messages_per_sec: sample.messages_per_sec,
+                    bytes_per_sec: sample.bytes_per_sec,
+                }
+            })
+            .collect()
+    }
+
     /// Waits until `condition` holds for a snapshot, checking every 10 ms of (tokio) time.
-    pub async fn wait_for(&self, limit: Duration, condition: impl Fn(&ClusterSnapshot) -> bool) -> Result<ClusterSnapshot> {
+    pub async fn wait_for(
+        &self,
+        limit: Duration,
+        condition: impl Fn(&ClusterSnapshot) -> bool,
+    ) -> Result<ClusterSnapshot> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let snapshot = self.snapshot();

@@ -24,6 +24,9 @@ use crate::storage::checkpoint;
 
 pub const NO_LEADER: BrokerId = -1;
 
+/// Per partition, the outcome of an election (`ErrorCode::None` when a leader was elected).
+pub type ElectionResults = Vec<(TopicPartition, ErrorCode)>;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionRegistration {
     pub replicas: Vec<BrokerId>,
@@ -66,11 +69,17 @@ pub struct MetadataImage {
 
 impl MetadataImage {
     pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionRegistration> {
-        self.topics.get(&tp.topic)?.partitions.get(usize::try_from(tp.partition).ok()?)
+        self.topics
+            .get(&tp.topic)?
+            .partitions
+            .get(usize::try_from(tp.partition).ok()?)
     }
 
     fn partition_mut(&mut self, tp: &TopicPartition) -> Option<&mut PartitionRegistration> {
-        self.topics.get_mut(&tp.topic)?.partitions.get_mut(usize::try_from(tp.partition).ok()?)
+        self.topics
+            .get_mut(&tp.topic)?
+            .partitions
+            .get_mut(usize::try_from(tp.partition).ok()?)
     }
 
     pub fn is_live(&self, broker: BrokerId) -> bool {
@@ -206,6 +215,9 @@ impl Controller {
 
     pub fn register_broker(&self, broker: BrokerId) -> Result<(i64, Arc<MetadataImage>), ControllerError> {
         let (epoch, _) = self.mutate(|image, events, state| {
+            // A new incarnation replaces the old one, whose memory (HW, fetch state) is gone:
+            // it leaves every ISR and rejoins through the leaders, like any follower.
+            self.fence(image, events, broker, "registered again with a new incarnation");
             let epoch = image.next_broker_epoch;
             image.next_broker_epoch += 1;
             image.brokers.insert(
@@ -227,10 +239,17 @@ impl Controller {
     }
 
     /// A heartbeat: keeps the broker's session alive and unfences it (it has the metadata).
-    pub fn heartbeat(&self, broker: BrokerId, broker_epoch: i64) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+    pub fn heartbeat(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
         let (_, changed) = self.mutate(|image, events, state| {
             let Some(reg) = image.brokers.get_mut(&broker) else {
-                return Err(ControllerError::rejected(ErrorCode::StaleBrokerEpoch, "broker is not registered"));
+                return Err(ControllerError::rejected(
+                    ErrorCode::StaleBrokerEpoch,
+                    "broker is not registered",
+                ));
             };
             if reg.epoch != broker_epoch {
                 return Err(ControllerError::rejected(
@@ -258,7 +277,11 @@ impl Controller {
                 .brokers
                 .iter()
                 .filter(|(id, b)| {
-                    !b.fenced && state.last_heartbeat.get(id).is_none_or(|t| now.duration_since(*t) > timeout)
+                    !b.fenced
+                        && state
+                            .last_heartbeat
+                            .get(id)
+                            .is_none_or(|t| now.duration_since(*t) > timeout)
                 })
                 .map(|(id, _)| *id)
                 .collect();
@@ -287,7 +310,9 @@ impl Controller {
     /// Removes `broker` from every ISR and moves its leaderships (Kafka's
     /// `handleBrokerFenced`). An ISR never becomes empty: its last member stays, leaderless.
     fn fence(&self, image: &mut MetadataImage, events: &mut Vec<EventKind>, broker: BrokerId, reason: &str) {
-        let Some(reg) = image.brokers.get_mut(&broker) else { return };
+        let Some(reg) = image.brokers.get_mut(&broker) else {
+            return;
+        };
         if reg.fenced {
             return;
         }
@@ -325,7 +350,12 @@ impl Controller {
                         reason: ElectionReason::LeaderUnavailable,
                     });
                 } else if let Some(new) = unclean
-                    .then(|| p.replicas.iter().copied().find(|r| *r != broker && snapshot.is_live(*r)))
+                    .then(|| {
+                        p.replicas
+                            .iter()
+                            .copied()
+                            .find(|r| *r != broker && snapshot.is_live(*r))
+                    })
                     .flatten()
                 {
                     p.leader = new;
@@ -456,7 +486,7 @@ impl Controller {
             let seed = name.bytes().fold(image.version ^ 0x9e37_79b9, |h, b| {
                 h.wrapping_mul(31).wrapping_add(u64::from(b))
             });
-            let assignment = assign_replicas(&live, config.partitions, config.replication_factor, seed);
+            let assignment = assign_replicas(&live, 0, config.partitions, config.replication_factor, seed);
             let mut partitions = Vec::new();
             for (i, replicas) in assignment.into_iter().enumerate() {
                 let leader = replicas[0];
@@ -497,6 +527,62 @@ impl Controller {
         Ok(changed.unwrap_or_else(|| self.image()))
     }
 
+    /// Adds partitions to a topic, up to `total`, assigned like new ones.
+    pub fn create_partitions(&self, name: &str, total: i32) -> Result<Arc<MetadataImage>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, _| {
+            let live: Vec<BrokerId> = image.brokers.keys().copied().filter(|b| image.is_live(*b)).collect();
+            let version = image.version;
+            let Some(topic) = image.topics.get_mut(name) else {
+                return Err(ControllerError::rejected(
+                    ErrorCode::UnknownTopicOrPartition,
+                    format!("no topic {name:?}"),
+                ));
+            };
+            let current = topic.partitions.len() as i32;
+            if total <= current {
+                return Err(ControllerError::rejected(
+                    ErrorCode::InvalidPartitions,
+                    format!("topic {name:?} has {current} partitions; the new count must be larger, not {total}"),
+                ));
+            }
+            let rf = topic.config.replication_factor;
+            if rf as usize > live.len() {
+                return Err(ControllerError::rejected(
+                    ErrorCode::InvalidReplicationFactor,
+                    format!(
+                        "replication factor {rf} needs that many live brokers; {} are live",
+                        live.len()
+                    ),
+                ));
+            }
+            let seed = version ^ u64::from(total.unsigned_abs());
+            for (i, replicas) in assign_replicas(&live, current, total - current, rf, seed)
+                .into_iter()
+                .enumerate()
+            {
+                let leader = replicas[0];
+                events.push(EventKind::LeaderElected {
+                    tp: TopicPartition::new(name, current + i as i32),
+                    old: None,
+                    new: leader,
+                    leader_epoch: 0,
+                    reason: ElectionReason::Created,
+                });
+                topic.partitions.push(PartitionRegistration {
+                    isr: replicas.clone(),
+                    replicas,
+                    leader,
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                    recovering: false,
+                });
+            }
+            topic.config.partitions = total;
+            Ok(())
+        })?;
+        Ok(changed.unwrap_or_else(|| self.image()))
+    }
+
     pub fn delete_topic(&self, name: &str) -> Result<Arc<MetadataImage>, ControllerError> {
         let (_, changed) = self.mutate(|image, events, _| {
             if image.topics.remove(name).is_none() {
@@ -505,7 +591,9 @@ impl Controller {
                     format!("no topic {name:?}"),
                 ));
             }
-            events.push(EventKind::TopicDeleted { topic: name.to_string() });
+            events.push(EventKind::TopicDeleted {
+                topic: name.to_string(),
+            });
             Ok(())
         })?;
         Ok(changed.unwrap_or_else(|| self.image()))
@@ -516,7 +604,7 @@ impl Controller {
     pub fn elect_preferred(
         &self,
         scope: impl Fn(&TopicPartition) -> bool,
-    ) -> Result<(Vec<(TopicPartition, ErrorCode)>, Option<Arc<MetadataImage>>), ControllerError> {
+    ) -> Result<(ElectionResults, Option<Arc<MetadataImage>>), ControllerError> {
         self.mutate(|image, events, _| {
             let snapshot = image.clone();
             let tps: Vec<TopicPartition> = snapshot.partitions().map(|(tp, _)| tp).filter(|tp| scope(tp)).collect();
@@ -562,7 +650,10 @@ impl Controller {
         self.mutate(|image, events, _| {
             let snapshot = image.clone();
             let Some(p) = image.partition_mut(tp) else {
-                return Err(ControllerError::rejected(ErrorCode::UnknownTopicOrPartition, tp.to_string()));
+                return Err(ControllerError::rejected(
+                    ErrorCode::UnknownTopicOrPartition,
+                    tp.to_string(),
+                ));
             };
             let reject = |code, message: String| Err(ControllerError::rejected(code, message));
             if leader_epoch > p.leader_epoch || partition_epoch > p.partition_epoch {
@@ -584,14 +675,23 @@ impl Controller {
                 );
             }
             if !new_isr.contains(&leader) || new_isr.iter().any(|r| !p.replicas.contains(r)) {
-                return reject(ErrorCode::InvalidRequest, format!("ISR {new_isr:?} is not within the replicas"));
+                return reject(
+                    ErrorCode::InvalidRequest,
+                    format!("ISR {new_isr:?} is not within the replicas"),
+                );
             }
             if snapshot.brokers.get(&leader).map(|b| b.epoch) != Some(broker_epoch) {
-                return reject(ErrorCode::StaleBrokerEpoch, format!("broker epoch {broker_epoch} is stale"));
+                return reject(
+                    ErrorCode::StaleBrokerEpoch,
+                    format!("broker epoch {broker_epoch} is stale"),
+                );
             }
             let added: Vec<BrokerId> = new_isr.iter().copied().filter(|r| !p.isr.contains(r)).collect();
             if let Some(bad) = added.iter().find(|r| !snapshot.is_live(**r)) {
-                return reject(ErrorCode::IneligibleReplica, format!("broker {bad} is fenced or shutting down"));
+                return reject(
+                    ErrorCode::IneligibleReplica,
+                    format!("broker {bad} is fenced or shutting down"),
+                );
             }
             let removed: Vec<BrokerId> = p.isr.iter().copied().filter(|r| !new_isr.contains(r)).collect();
             let mut isr: Vec<BrokerId> = p.replicas.iter().copied().filter(|r| new_isr.contains(r)).collect();
@@ -625,11 +725,17 @@ impl Controller {
 
 /// Kafka's rack-unaware assignment: a random start broker and a random shift for the
 /// followers, so leaders and followers spread evenly.
-fn assign_replicas(brokers: &[BrokerId], partitions: i32, replication_factor: i32, seed: u64) -> Vec<Vec<BrokerId>> {
+fn assign_replicas(
+    brokers: &[BrokerId],
+    first_partition: i32,
+    partitions: i32,
+    replication_factor: i32,
+    seed: u64,
+) -> Vec<Vec<BrokerId>> {
     let n = brokers.len();
     let start = (seed % n as u64) as usize;
-    let mut shift = ((seed >> 17) % n as u64) as usize;
-    (0..partitions as usize)
+    let mut shift = ((seed >> 17) % n as u64) as usize + first_partition as usize / n;
+    (first_partition as usize..(first_partition + partitions) as usize)
         .map(|p| {
             if p > 0 && p % n == 0 {
                 shift += 1;
@@ -650,7 +756,9 @@ fn validate_topic_name(name: &str) -> Result<(), ControllerError> {
         && name.len() <= 249
         && name != "."
         && name != ".."
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if legal {
         Ok(())
     } else {
@@ -667,7 +775,7 @@ mod tests {
 
     #[test]
     fn assignment_spreads_leaders_and_never_repeats_a_broker() {
-        let a = assign_replicas(&[0, 1, 2], 6, 3, 7);
+        let a = assign_replicas(&[0, 1, 2], 0, 6, 3, 7);
         for r in &a {
             let mut s = r.clone();
             s.sort();

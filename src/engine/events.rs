@@ -23,15 +23,39 @@ pub enum ElectionReason {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
-    BrokerStarted { broker: BrokerId, broker_epoch: i64 },
-    BrokerFenced { broker: BrokerId, reason: String },
-    BrokerUnfenced { broker: BrokerId },
-    BrokerStopped { broker: BrokerId, how: String },
-    BrokerPaused { broker: BrokerId },
-    BrokerResumed { broker: BrokerId },
-    ControllerMoved { from: Option<BrokerId>, to: BrokerId },
-    TopicCreated { topic: String, partitions: i32, replication_factor: i32 },
-    TopicDeleted { topic: String },
+    BrokerStarted {
+        broker: BrokerId,
+        broker_epoch: i64,
+    },
+    BrokerFenced {
+        broker: BrokerId,
+        reason: String,
+    },
+    BrokerUnfenced {
+        broker: BrokerId,
+    },
+    BrokerStopped {
+        broker: BrokerId,
+        how: String,
+    },
+    BrokerPaused {
+        broker: BrokerId,
+    },
+    BrokerResumed {
+        broker: BrokerId,
+    },
+    ControllerMoved {
+        from: Option<BrokerId>,
+        to: BrokerId,
+    },
+    TopicCreated {
+        topic: String,
+        partitions: i32,
+        replication_factor: i32,
+    },
+    TopicDeleted {
+        topic: String,
+    },
     LeaderElected {
         tp: TopicPartition,
         old: Option<BrokerId>,
@@ -39,12 +63,37 @@ pub enum EventKind {
         leader_epoch: i32,
         reason: ElectionReason,
     },
-    PartitionOffline { tp: TopicPartition, isr: Vec<BrokerId> },
-    IsrShrunk { tp: TopicPartition, removed: Vec<BrokerId>, isr: Vec<BrokerId>, reason: String },
-    IsrExpanded { tp: TopicPartition, added: Vec<BrokerId>, isr: Vec<BrokerId> },
-    FollowerTruncated { tp: TopicPartition, broker: BrokerId, from: i64, to: i64 },
-    ProduceRejected { tp: TopicPartition, error: ErrorCode, reason: String },
-    LinkChanged { a: String, b: String, fault: Option<String> },
+    PartitionOffline {
+        tp: TopicPartition,
+        isr: Vec<BrokerId>,
+    },
+    IsrShrunk {
+        tp: TopicPartition,
+        removed: Vec<BrokerId>,
+        isr: Vec<BrokerId>,
+        reason: String,
+    },
+    IsrExpanded {
+        tp: TopicPartition,
+        added: Vec<BrokerId>,
+        isr: Vec<BrokerId>,
+    },
+    FollowerTruncated {
+        tp: TopicPartition,
+        broker: BrokerId,
+        from: i64,
+        to: i64,
+    },
+    ProduceRejected {
+        tp: TopicPartition,
+        error: ErrorCode,
+        reason: String,
+    },
+    LinkChanged {
+        a: String,
+        b: String,
+        fault: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -91,10 +91,6 @@ impl Network {
         }
     }
 
-    pub fn heal_all(&self) {
-        self.routes().faults.clear();
-    }
-
     /// The node a message to `to` is delivered to (the controller's host for `Controller`).
     fn resolve(&self, to: NodeId) -> Option<(BrokerId, mpsc::UnboundedSender<Envelope>)> {
         let routes = self.routes();

@@ -22,7 +22,9 @@ use crate::storage::{EpochEndOffset, Log, LogAppendInfo, LogError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Leader,
-    Follower { leader: BrokerId },
+    Follower {
+        leader: BrokerId,
+    },
     /// The partition has no leader; this replica waits.
     Leaderless,
 }
@@ -66,6 +68,9 @@ impl ReplicaState {
     }
 }
 
+/// What a leader read for a fetch, or where the follower's log diverged.
+pub type LeaderRead = (FetchedRecords, Option<EpochEndOffset>);
+
 /// Something a broker must do after a state change (it owns the network).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsrProposal {
@@ -79,13 +84,10 @@ pub struct IsrProposal {
 #[derive(Debug, Clone)]
 pub struct ReplicaStatus {
     pub role: Role,
-    pub leader_epoch: i32,
     pub log_end_offset: i64,
     pub log_start_offset: i64,
     pub high_watermark: i64,
     pub size_bytes: u64,
-    /// On a leader: each follower's LEO as last fetched (-1 unknown).
-    pub follower_leo: Vec<(BrokerId, i64)>,
 }
 
 pub struct Partition {
@@ -147,16 +149,12 @@ impl Partition {
 
     pub fn status(&self) -> ReplicaStatus {
         let s = self.lock();
-        let mut follower_leo: Vec<(BrokerId, i64)> = s.remotes.iter().map(|(b, r)| (*b, r.leo)).collect();
-        follower_leo.sort_unstable();
         ReplicaStatus {
             role: s.role,
-            leader_epoch: s.leader_epoch,
             log_end_offset: self.log.log_end_offset(),
             log_start_offset: self.log.log_start_offset(),
             high_watermark: s.high_watermark,
             size_bytes: self.log.size_bytes(),
-            follower_leo,
         }
     }
 
@@ -225,7 +223,12 @@ impl Partition {
     }
 
     /// Leader append for a producer. Checks min.insync.replicas first for acks=all.
-    pub fn append_as_leader(&self, records: &mut [u8], acks_all: bool, now_ms: i64) -> Result<(LogAppendInfo, i32), ErrorCode> {
+    pub fn append_as_leader(
+        &self,
+        records: &mut [u8],
+        acks_all: bool,
+        now_ms: i64,
+    ) -> Result<(LogAppendInfo, i32), ErrorCode> {
         let leader_epoch = {
             let s = self.lock();
             if s.role != Role::Leader {
@@ -295,7 +298,7 @@ impl Partition {
         &self,
         req: &FetchRequest,
         now_ms: i64,
-    ) -> (Result<(FetchedRecords, Option<EpochEndOffset>), ErrorCode>, Option<IsrProposal>) {
+    ) -> (Result<LeaderRead, ErrorCode>, Option<IsrProposal>) {
         let mut s = self.lock();
         if s.role != Role::Leader {
             return (Err(ErrorCode::NotLeaderOrFollower), None);
@@ -324,7 +327,11 @@ impl Partition {
                 return (Ok((data, Some(end))), None);
             }
         }
-        let upper = if req.replica.is_some() { None } else { Some(s.high_watermark) };
+        let upper = if req.replica.is_some() {
+            None
+        } else {
+            Some(s.high_watermark)
+        };
         let data = match self.log.read(req.fetch_offset, req.max_bytes, upper) {
             Ok(d) => d,
             Err(e) => return (Err(ErrorCode::from_storage(e.kafka_error_code())), None),

@@ -126,13 +126,14 @@ pub enum Request {
         timestamp: i64,
     },
     /// Broker -> controller on start.
-    RegisterBroker { broker: BrokerId },
+    RegisterBroker {
+        broker: BrokerId,
+    },
     /// Broker -> controller every heartbeat interval.
     BrokerHeartbeat {
         broker: BrokerId,
         broker_epoch: i64,
         metadata_version: u64,
-        want_shutdown: bool,
     },
     /// Leader -> controller: change the ISR.
     AlterPartition {
@@ -152,7 +153,6 @@ pub enum Response {
     Produce {
         error: ErrorCode,
         base_offset: i64,
-        log_start_offset: i64,
     },
     Fetch {
         error: ErrorCode,
@@ -173,8 +173,6 @@ pub enum Response {
         error: ErrorCode,
         /// Newer metadata, when the broker is behind.
         image: Option<Arc<MetadataImage>>,
-        /// Controlled shutdown may proceed: no partition is led here any more.
-        shutdown_ready: bool,
     },
     AlterPartition {
         error: ErrorCode,

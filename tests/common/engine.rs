@@ -35,8 +35,12 @@ impl Acked {
     ) -> Result<i64, ErrorCode> {
         let deadline = tokio::time::Instant::now() + patience;
         loop {
-            let batch = producer_batch(1, 0, n, 16);
-            let value = records::decode(&batch).expect("decodes")[0].value.clone().expect("value").to_vec();
+            let batch = producer_batch(1, wall_clock_ms(), n, 16);
+            let value = records::decode(&batch).expect("decodes")[0]
+                .value
+                .clone()
+                .expect("value")
+                .to_vec();
             match cluster.produce(tp, batch, acks, Duration::from_secs(5)).await {
                 Ok(offset) => {
                     if acks == Acks::All {
@@ -66,6 +70,14 @@ impl Acked {
     }
 }
 
+/// Record timestamps near the present: stamps far in the past would make every append
+/// roll a segment (segment.ms counts from the first record's timestamp, as in Kafka).
+pub fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// All committed records of a partition, by offset (retrying while leadership moves).
 pub async fn read_committed(cluster: &Cluster, tp: &TopicPartition) -> BTreeMap<i64, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -88,7 +100,11 @@ pub async fn read_committed(cluster: &Cluster, tp: &TopicPartition) -> BTreeMap<
                 for r in records::decode(&data.records).expect("valid batches") {
                     if r.offset >= offset {
                         let value = r.value.map(|v| v.to_vec()).unwrap_or_default();
-                        assert!(out.insert(r.offset, value).is_none(), "offset {} served twice", r.offset);
+                        assert!(
+                            out.insert(r.offset, value).is_none(),
+                            "offset {} served twice",
+                            r.offset
+                        );
                         offset = r.offset + 1;
                     }
                 }

@@ -1,0 +1,221 @@
+//! Topics, reads and the snapshot: what operators and clients rely on besides failover.
+
+mod common;
+
+use std::time::Duration;
+
+use common::engine::{Acked, config, read_committed};
+use common::{producer_batch, scratch_dir};
+use kdeck::engine::{Acks, Cluster, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+
+async fn ready(cluster: &Cluster, topic: &str, partitions: i32) {
+    cluster
+        .wait_for(Duration::from_secs(20), |s| {
+            (0..partitions).all(|i| {
+                s.partition(&TopicPartition::new(topic, i)).is_some_and(|p| {
+                    p.leader.is_some() && p.isr.len() == p.replicas.len() && p.high_watermark.is_some()
+                })
+            })
+        })
+        .await
+        .expect("partitions ready");
+}
+
+#[tokio::test(start_paused = true)]
+async fn topic_admin_validates_and_grows_and_deletes() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    let err = cluster
+        .create_topic("wide", TopicConfig::new(1, 4))
+        .await
+        .expect_err("RF 4 on 3 brokers");
+    assert!(err.to_string().contains("replication factor 4"), "{err}");
+    let err = cluster
+        .create_topic("bad name!", TopicConfig::new(1, 1))
+        .await
+        .expect_err("illegal name");
+    assert!(err.to_string().contains("legal topic name"), "{err}");
+    cluster
+        .create_topic("grow", TopicConfig::new(2, 2))
+        .await
+        .expect("create");
+    let err = cluster
+        .create_topic("grow", TopicConfig::new(2, 2))
+        .await
+        .expect_err("duplicate");
+    assert!(err.to_string().contains("already exists"), "{err}");
+    ready(&cluster, "grow", 2).await;
+
+    cluster.create_partitions("grow", 5).await.expect("add partitions");
+    ready(&cluster, "grow", 5).await;
+    assert!(
+        cluster.create_partitions("grow", 3).await.is_err(),
+        "partitions never shrink"
+    );
+    let t = TopicPartition::new("grow", 4);
+    assert!(
+        cluster
+            .produce(&t, producer_batch(1, 0, 1, 8), Acks::All, Duration::from_secs(5))
+            .await
+            .is_ok()
+    );
+
+    cluster.delete_topic("grow").await.expect("delete");
+    cluster
+        .wait_for(Duration::from_secs(10), |s| s.partitions.is_empty())
+        .await
+        .expect("gone from the metadata");
+    let gone = cluster
+        .wait_for(Duration::from_secs(10), |_| {
+            (0..3).all(|b| !dir.path().join(format!("broker-{b}/grow-4")).exists())
+        })
+        .await;
+    assert!(gone.is_ok(), "replica directories are deleted");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn consumers_read_only_up_to_the_high_watermark_and_list_offsets_answers() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("hw", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "hw", 1).await;
+    let t = TopicPartition::new("hw", 0);
+    let mut acked = Acked::default();
+    for n in 0..5 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let s = cluster.snapshot();
+    let leader = s.partition(&t).and_then(|p| p.leader).expect("leader");
+    for b in (0..3).filter(|b| *b != leader) {
+        cluster.set_link(NodeId::Broker(leader), NodeId::Broker(b), Some(LinkFault::Cut));
+    }
+    for n in 10..13 {
+        cluster
+            .produce(&t, producer_batch(1, 0, n, 8), Acks::Leader, Duration::from_secs(5))
+            .await
+            .expect("acks=1");
+    }
+    let p = cluster.snapshot().partition(&t).cloned().expect("partition");
+    let leader_leo = p.replicas.iter().find(|r| r.is_leader).and_then(|r| r.log_end_offset);
+    assert_eq!(leader_leo, Some(8));
+    assert_eq!(p.high_watermark, Some(5), "nothing past the followers is committed");
+    assert_eq!(cluster.list_offset(&t, -1).await, Ok(5), "latest is the high watermark");
+    assert_eq!(cluster.list_offset(&t, -2).await, Ok(0));
+    let committed = read_committed(&cluster, &t).await;
+    assert_eq!(committed.keys().copied().collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    let data = cluster.fetch(&t, 5, 1 << 20).await.expect("fetch at the HW");
+    assert!(data.records.is_empty(), "uncommitted records are not served");
+    assert_eq!(
+        cluster.fetch(&t, 9, 1 << 20).await.err(),
+        Some(ErrorCode::OffsetOutOfRange)
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_offsets_by_timestamp_finds_the_first_record_at_or_after_it() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("times", TopicConfig::new(1, 1))
+        .await
+        .expect("create");
+    ready(&cluster, "times", 1).await;
+    let t = TopicPartition::new("times", 0);
+    for (n, ts) in [(0u64, 1_000i64), (1, 2_000), (2, 3_000)] {
+        cluster
+            .produce(&t, producer_batch(1, ts, n, 8), Acks::All, Duration::from_secs(5))
+            .await
+            .expect("produce");
+    }
+    assert_eq!(cluster.list_offset_with_time(&t, 1_500).await, Ok((1, 2_000)));
+    assert_eq!(cluster.list_offset_with_time(&t, 3_000).await, Ok((2, 3_000)));
+    assert_eq!(cluster.list_offset(&t, 9_999).await, Ok(-1));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_snapshot_reports_rates_sizes_and_broker_traffic() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("rates", TopicConfig::new(2, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "rates", 2).await;
+    let first = cluster.snapshot();
+    assert_eq!(first.topics.len(), 1);
+    let t = TopicPartition::new("rates", 0);
+    for n in 0..20 {
+        cluster
+            .produce(&t, producer_batch(5, 0, n, 50), Acks::All, Duration::from_secs(5))
+            .await
+            .expect("produce");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let s = cluster.snapshot();
+    let topic = &s.topics[0];
+    assert_eq!(
+        (topic.name.as_str(), topic.partitions, topic.replication_factor),
+        ("rates", 2, 3)
+    );
+    assert_eq!(topic.messages, 100);
+    assert!(topic.size_bytes > 0);
+    assert!(topic.messages_per_sec > 0.0 && topic.bytes_per_sec > 0.0, "{topic:?}");
+    let leader = s.partition(&t).and_then(|p| p.leader).expect("leader");
+    let b = s.broker(leader).expect("broker");
+    assert!(
+        b.bytes_in > 0 && b.bytes_out > 0,
+        "the leader took produce and served follower fetches"
+    );
+    assert_eq!(s.brokers.iter().filter(|b| b.is_controller).count(), 1);
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_power_loss_drops_unflushed_data_and_replication_brings_it_back() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("power", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "power", 1).await;
+    let t = TopicPartition::new("power", 0);
+    let mut acked = Acked::default();
+    for n in 0..10 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let victim = (0..3).find(|b| *b != leader).expect("a follower");
+    cluster.kill_power_loss(victim).expect("power loss");
+    // flush = never: nothing was fsynced, so the victim's copy is gone.
+    let log = kdeck::storage::Log::open(
+        dir.path().join(format!("broker-{victim}/power-0")),
+        kdeck::storage::LogConfig::default(),
+        0,
+    )
+    .expect("open the victim's log");
+    assert_eq!(log.log_end_offset(), 0, "unflushed records do not survive a power cut");
+    drop(log);
+    cluster.start_broker(victim).expect("restart");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.isr.len() == 3 && p.replicas.iter().all(|r| r.log_end_offset == p.high_watermark))
+        })
+        .await
+        .expect("the victim refetches everything and rejoins");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}
