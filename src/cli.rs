@@ -31,6 +31,30 @@ pub enum Command {
 pub enum BenchCommand {
     /// Append to, read and recover one partition log, against raw sequential writes.
     Storage(StorageBenchArgs),
+    /// Produce with acks=all to an embedded 3-broker cluster, no client batching.
+    Engine(EngineBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EngineBenchArgs {
+    /// How long to produce, in seconds.
+    #[arg(long, default_value_t = 20.0, value_parser = parse_seconds)]
+    pub secs: f64,
+    /// Partitions of the benchmark topic.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    pub partitions: i32,
+    /// Produce requests in flight per partition.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub in_flight: u32,
+    /// Size of each record batch.
+    #[arg(long, default_value = "16KiB", value_parser = parse_size)]
+    pub batch_bytes: u64,
+    /// Size of each record's value.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub record_bytes: u32,
+    /// Directory for the cluster's data (default: the system temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

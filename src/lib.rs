@@ -20,5 +20,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
+        Some(Command::Bench {
+            what: BenchCommand::Engine(args),
+        }) => bench::engine::run(&args),
     }
 }

@@ -1,5 +1,6 @@
 //! `assets/kdeck.toml` documents the defaults; it must say what the code does.
 
+use kdeck::engine::ClusterConfig;
 use kdeck::storage::LogConfig;
 
 #[test]
@@ -13,4 +14,17 @@ fn the_documented_log_defaults_are_the_real_ones() {
         .try_into()
         .expect("[log] is a valid log config");
     assert_eq!(log, LogConfig::default());
+}
+
+#[test]
+fn the_documented_cluster_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let cluster: ClusterConfig = table
+        .get("cluster")
+        .expect("a [cluster] section")
+        .clone()
+        .try_into()
+        .expect("[cluster] is a valid cluster config");
+    assert_eq!(cluster, ClusterConfig::default());
 }

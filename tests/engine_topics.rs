@@ -219,3 +219,135 @@ async fn a_power_loss_drops_unflushed_data_and_replication_brings_it_back() {
     acked.verify(&cluster, &t).await;
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn retention_deletes_old_segments_on_every_replica_and_moves_the_log_start() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        retention_check_interval_ms: 1_000,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster
+        .create_topic(
+            "short",
+            TopicConfig::new(1, 3)
+                .with_segment_bytes(1024)
+                .with_retention(None, Some(2048)),
+        )
+        .await
+        .expect("create");
+    ready(&cluster, "short", 1).await;
+    let t = TopicPartition::new("short", 0);
+    let mut acked = Acked::default();
+    for n in 0..60 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let s = cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            s.partition(&t).and_then(|p| p.log_start_offset).is_some_and(|o| o > 0)
+        })
+        .await
+        .expect("retention moved the log start");
+    let start = s.partition(&t).and_then(|p| p.log_start_offset).expect("log start");
+    assert_eq!(cluster.list_offset(&t, -2).await, Ok(start));
+    assert_eq!(
+        cluster.fetch(&t, 0, 1024).await.err(),
+        Some(ErrorCode::OffsetOutOfRange)
+    );
+    let kept = read_committed(&cluster, &t).await;
+    assert_eq!(kept.keys().next().copied(), Some(start));
+    assert_eq!(kept.keys().last().copied(), Some(59));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lossy_link_slows_replication_but_loses_nothing() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("lossy", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "lossy", 1).await;
+    let t = TopicPartition::new("lossy", 0);
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    for b in (0..3).filter(|b| *b != leader) {
+        cluster.set_link(
+            NodeId::Broker(leader),
+            NodeId::Broker(b),
+            Some(LinkFault::Drop { one_in: 3 }),
+        );
+    }
+    let mut acked = Acked::default();
+    for n in 0..30 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(60))
+            .await
+            .expect("produce");
+    }
+    acked.verify(&cluster, &t).await;
+    cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.replicas.iter().all(|r| r.log_end_offset == p.high_watermark))
+        })
+        .await
+        .expect("followers catch up through the loss");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_controlled_shutdown_moves_leadership_first_and_restarts_without_recovery() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    let mut events = cluster.events();
+    cluster
+        .create_topic("graceful", TopicConfig::new(3, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "graceful", 3).await;
+    let t = TopicPartition::new("graceful", 0);
+    let mut acked = Acked::default();
+    for n in 0..10 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    cluster.stop(leader).await.expect("stop");
+    let s = cluster.snapshot();
+    assert!(
+        s.partitions
+            .iter()
+            .all(|p| p.leader.is_some() && p.leader != Some(leader)),
+        "leaders moved at once"
+    );
+    assert!(s.partitions.iter().all(|p| !p.isr.contains(&leader)));
+    let mut fenced_for_shutdown = false;
+    while let Ok(e) = events.try_recv() {
+        if let kdeck::engine::EventKind::BrokerFenced { broker, reason } = e.kind {
+            fenced_for_shutdown |= broker == leader && reason == "controlled shutdown";
+        }
+    }
+    assert!(fenced_for_shutdown, "the timeline says why the broker left");
+    for n in 10..20 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce while stopped");
+    }
+    let marker = dir
+        .path()
+        .join(format!("broker-{leader}/graceful-0/.kafka_cleanshutdown"));
+    assert!(marker.exists(), "a controlled shutdown closes the logs cleanly");
+    cluster.start_broker(leader).expect("start again");
+    ready(&cluster, "graceful", 3).await;
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+}

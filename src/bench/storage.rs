@@ -9,12 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use bytes::Bytes;
 
-use super::mb;
+use super::{make_batch, mb, now_ms};
 use crate::cli::StorageBenchArgs;
 use crate::storage::checkpoint::RECOVERY_POINT_CHECKPOINT;
-use crate::storage::records::{self, Compression};
 use crate::storage::{FlushPolicy, Log, LogConfig, batch};
 
 pub fn run(args: &StorageBenchArgs) -> Result<()> {
@@ -145,34 +143,6 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// A batch of uncompressed records of `record_bytes` each, about `batch_bytes` in all.
-fn make_batch(batch_bytes: u64, record_bytes: u32) -> Result<Vec<u8>> {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut value = vec![0u8; record_bytes as usize];
-    for b in value.iter_mut() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        *b = b'a' + (seed % 26) as u8;
-    }
-    let value = Bytes::from(value);
-    let now = now_ms();
-    let encode = |count: u64| {
-        let recs: Vec<_> = (0..count as i64)
-            .map(|i| records::record(i, now, None, Some(value.clone())))
-            .collect();
-        records::encode_batch(&recs, Compression::None).map(|b| b.to_vec())
-    };
-    // Start from an estimate of the record overhead, then shrink to fit.
-    let mut count = (batch_bytes / (u64::from(record_bytes) + 7)).max(1);
-    let mut batch = encode(count)?;
-    while batch.len() as u64 > batch_bytes && count > 1 {
-        count -= 1;
-        batch = encode(count)?;
-    }
-    Ok(batch)
-}
-
 fn median(times: &mut [Duration]) -> Duration {
     times.sort_unstable();
     times[times.len() / 2]
@@ -234,10 +204,4 @@ fn group_commit(dir: &Path, template: &[u8], base: &LogConfig, writers: u32, sec
     drop(log);
     std::fs::remove_dir_all(&log_dir).ok();
     Ok(())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -81,6 +81,7 @@ impl Broker {
         broker.spawn(Arc::clone(&broker).serve(rx));
         broker.spawn(Arc::clone(&broker).heartbeats());
         broker.spawn(Arc::clone(&broker).isr_expiration());
+        broker.spawn(Arc::clone(&broker).retention());
         broker
     }
 
@@ -518,6 +519,30 @@ impl Broker {
         }
     }
 
+    /// Deletes old segments by each topic's retention, never past the replica's HW.
+    async fn retention(self: Arc<Self>) {
+        let every = Duration::from_millis(self.ctx.config.retention_check_interval_ms.max(10));
+        loop {
+            tokio::time::sleep(every).await;
+            self.unpaused().await;
+            let now = self.now_ms();
+            for p in self.partitions() {
+                match p.log.enforce_retention(now, p.high_watermark()) {
+                    Ok(outcome) if outcome.deleted_segments > 0 => tracing::info!(
+                        broker = self.id,
+                        tp = %p.tp,
+                        segments = outcome.deleted_segments,
+                        bytes = outcome.deleted_bytes,
+                        log_start = outcome.log_start_offset,
+                        "retention deleted old segments"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "retention failed"),
+                }
+            }
+        }
+    }
+
     /// Sends an ISR change to the controller and applies its answer.
     fn propose_isr(&self, proposal: IsrProposal) {
         let Some(me) = self.me.upgrade() else { return };
@@ -563,9 +588,14 @@ impl Broker {
                 continue;
             }
             hosted.push(tp.clone());
+            let topic = image.topics.get(&tp.topic);
+            let log_config = topic.map_or_else(
+                || self.ctx.config.log.clone(),
+                |t| t.config.log_config(&self.ctx.config.log),
+            );
             let partition = match partitions.get(&tp) {
                 Some(p) => Arc::clone(p),
-                None => match Log::open(self.dir.join(tp.dir_name()), self.ctx.config.log.clone(), now) {
+                None => match Log::open(self.dir.join(tp.dir_name()), log_config, now) {
                     Ok(log) => {
                         let lag = self.ctx.config.replica_lag_time_max_ms as i64;
                         let p = Arc::new(Partition::new(tp.clone(), self.id, log, lag));

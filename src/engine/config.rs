@@ -48,6 +48,8 @@ pub struct ClusterConfig {
     pub controller_failover_ms: u64,
     /// `min.insync.replicas` default for new topics (Kafka 1).
     pub min_insync_replicas: i32,
+    /// `log.retention.check.interval.ms` (Kafka 300000): how often retention runs.
+    pub retention_check_interval_ms: u64,
     /// Default log settings for every replica.
     pub log: LogConfig,
 }
@@ -68,6 +70,7 @@ impl Default for ClusterConfig {
             leader_imbalance_check_interval_ms: 30_000,
             controller_failover_ms: 1_500,
             min_insync_replicas: 1,
+            retention_check_interval_ms: 60_000,
             log: LogConfig::default(),
         }
     }
@@ -80,6 +83,15 @@ pub struct TopicConfig {
     pub replication_factor: i32,
     pub min_insync_replicas: i32,
     pub unclean_leader_election: bool,
+    /// `segment.bytes` for this topic (the cluster's log default when unset).
+    #[serde(default)]
+    pub segment_bytes: Option<u64>,
+    /// `retention.ms` for this topic.
+    #[serde(default)]
+    pub retention_ms: Option<i64>,
+    /// `retention.bytes` for this topic.
+    #[serde(default)]
+    pub retention_bytes: Option<i64>,
 }
 
 impl TopicConfig {
@@ -89,6 +101,30 @@ impl TopicConfig {
             replication_factor,
             min_insync_replicas: 1,
             unclean_leader_election: false,
+            segment_bytes: None,
+            retention_ms: None,
+            retention_bytes: None,
+        }
+    }
+
+    pub fn with_segment_bytes(mut self, bytes: u64) -> Self {
+        self.segment_bytes = Some(bytes);
+        self
+    }
+
+    pub fn with_retention(mut self, ms: Option<i64>, bytes: Option<i64>) -> Self {
+        self.retention_ms = ms;
+        self.retention_bytes = bytes;
+        self
+    }
+
+    /// The cluster's log defaults with this topic's overrides.
+    pub fn log_config(&self, defaults: &LogConfig) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.segment_bytes.unwrap_or(defaults.segment_bytes),
+            retention_ms: self.retention_ms.unwrap_or(defaults.retention_ms),
+            retention_bytes: self.retention_bytes.unwrap_or(defaults.retention_bytes),
+            ..defaults.clone()
         }
     }
 

@@ -28,6 +28,8 @@ pub enum LinkFault {
     Cut,
     /// Requests arrive after this delay.
     Delay(Duration),
+    /// One request in every `one_in` is lost (deterministically, by count), the rest pass.
+    Drop { one_in: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +51,8 @@ struct Routes {
     inboxes: HashMap<BrokerId, mpsc::UnboundedSender<Envelope>>,
     controller_on: Option<BrokerId>,
     faults: HashMap<(NodeId, NodeId), LinkFault>,
+    /// Requests sent over each faulty link, for `Drop`.
+    sent: HashMap<(NodeId, NodeId), u64>,
 }
 
 /// Shared by every node; cheap to clone.
@@ -111,6 +115,14 @@ impl Network {
         routes.faults.get(&(from, NodeId::Broker(to_broker))).copied()
     }
 
+    /// Whether this request is the one a `Drop` fault loses.
+    fn dropped(&self, from: NodeId, to_broker: BrokerId, one_in: u32) -> bool {
+        let mut routes = self.routes();
+        let count = routes.sent.entry((from, NodeId::Broker(to_broker))).or_default();
+        *count += 1;
+        one_in > 0 && (*count).is_multiple_of(u64::from(one_in))
+    }
+
     /// Sends `request` from `from` to `to` and waits for the answer, at most `timeout`.
     pub(crate) async fn call(
         &self,
@@ -127,6 +139,11 @@ impl Network {
             match fault {
                 Some(LinkFault::Cut) => std::future::pending::<()>().await,
                 Some(LinkFault::Delay(d)) => tokio::time::sleep(d).await,
+                Some(LinkFault::Drop { one_in }) => {
+                    if self.dropped(from, broker, one_in) {
+                        std::future::pending::<()>().await;
+                    }
+                }
                 None => {}
             }
             let (tx, rx) = oneshot::channel();

@@ -81,8 +81,16 @@ pub fn wall_clock_ms() -> i64 {
 /// All committed records of a partition, by offset (retrying while leadership moves).
 pub async fn read_committed(cluster: &Cluster, tp: &TopicPartition) -> BTreeMap<i64, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let mut offset = 0;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut offset = loop {
+        match cluster.list_offset(tp, -2).await {
+            Ok(start) => break start,
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "no leader to read from: {e:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
     loop {
         let end = match cluster.list_offset(tp, -1).await {
             Ok(end) => end,
