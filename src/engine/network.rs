@@ -139,12 +139,10 @@ impl Network {
             match fault {
                 Some(LinkFault::Cut) => std::future::pending::<()>().await,
                 Some(LinkFault::Delay(d)) => tokio::time::sleep(d).await,
-                Some(LinkFault::Drop { one_in }) => {
-                    if self.dropped(from, broker, one_in) {
-                        std::future::pending::<()>().await;
-                    }
+                Some(LinkFault::Drop { one_in }) if self.dropped(from, broker, one_in) => {
+                    std::future::pending::<()>().await
                 }
-                None => {}
+                Some(LinkFault::Drop { .. }) | None => {}
             }
             let (tx, rx) = oneshot::channel();
             inbox
