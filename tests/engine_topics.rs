@@ -351,3 +351,70 @@ async fn a_controlled_shutdown_moves_leadership_first_and_restarts_without_recov
     acked.verify(&cluster, &t).await;
     cluster.shutdown().await;
 }
+
+/// One idempotent batch: producer id, epoch and base sequence as a producer sets them.
+fn idempotent_batch(producer_id: i64, sequence: i32, n: u64) -> Vec<u8> {
+    use kdeck::storage::records;
+    let mut r = records::record(
+        0,
+        common::engine::wall_clock_ms(),
+        None,
+        Some(format!("idem {n}").into_bytes().into()),
+    );
+    r.producer_id = producer_id;
+    r.producer_epoch = 0;
+    r.sequence = sequence;
+    records::encode_batch(&[r], records::Compression::None)
+        .expect("encode")
+        .to_vec()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retried_idempotent_batch_is_written_once_even_across_a_leader_change() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("idem", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "idem", 1).await;
+    let t = TopicPartition::new("idem", 0);
+    let (pid, _) = cluster.init_producer_id().await.expect("producer id");
+    let (other, _) = cluster.init_producer_id().await.expect("second id");
+    assert_ne!(pid, other, "producer ids are unique");
+    let mut offsets = Vec::new();
+    for seq in 0..5 {
+        let batch = idempotent_batch(pid, seq, seq as u64);
+        offsets.push(
+            cluster
+                .produce(&t, batch, Acks::All, Duration::from_secs(5))
+                .await
+                .expect("produce"),
+        );
+    }
+    // The leader dies; the client retries its last batch against the new leader.
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    cluster.kill(leader).expect("kill");
+    let retried = loop {
+        match cluster
+            .produce(&t, idempotent_batch(pid, 4, 4), Acks::All, Duration::from_secs(5))
+            .await
+        {
+            Ok(offset) => break offset,
+            Err(e) if e.is_retriable() => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("retry failed: {e:?}"),
+        }
+    };
+    assert_eq!(retried, offsets[4], "the retry is answered with the original offset");
+    let gap = cluster
+        .produce(&t, idempotent_batch(pid, 9, 9), Acks::All, Duration::from_secs(5))
+        .await;
+    assert_eq!(gap, Err(ErrorCode::OutOfOrderSequenceNumber));
+    let next = cluster
+        .produce(&t, idempotent_batch(pid, 5, 5), Acks::All, Duration::from_secs(5))
+        .await;
+    assert_eq!(next, Ok(offsets[4] + 1));
+    let committed = read_committed(&cluster, &t).await;
+    assert_eq!(committed.len(), 6, "every record exactly once");
+    cluster.shutdown().await;
+}

@@ -189,7 +189,7 @@ impl Broker {
             return reply(self.unknown_or_not_leader(&tp), -1);
         };
         let mut progress = partition.subscribe();
-        let (info, epoch) = match partition.append_as_leader(records, acks == Acks::All, self.now_ms()) {
+        let info = match partition.append_as_leader(records, acks == Acks::All, self.now_ms()) {
             Ok(ok) => ok,
             Err(error) => {
                 if error == ErrorCode::NotEnoughReplicas {
@@ -208,7 +208,7 @@ impl Broker {
         }
         let wait = async {
             loop {
-                match partition.check_acks_all(info.last_offset + 1, epoch) {
+                match partition.check_acks_all(info.last_offset + 1, info.leader_epoch) {
                     Ok(true) => return ErrorCode::None,
                     Ok(false) => {
                         if progress.changed().await.is_err() {
@@ -714,7 +714,7 @@ impl Broker {
                     let result = if fetch_offset < data.log_start_offset {
                         partition.reset_to(data.log_start_offset)
                     } else {
-                        partition.log.truncate_to(data.log_end_offset).map(|_| ())
+                        partition.truncate_to(data.log_end_offset)
                     };
                     result.is_ok()
                 }

@@ -292,6 +292,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// InitProducerId: a producer id (and epoch 0) for an idempotent producer.
+    pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
+        self.controller_host()?;
+        Ok(self.inner.ctx.controller.init_producer_id()?)
+    }
+
     /// Preferred-leader election for every partition `scope` accepts.
     pub async fn elect_preferred_leaders(
         &self,

@@ -65,6 +65,9 @@ pub struct MetadataImage {
     pub topics: BTreeMap<String, TopicMetadata>,
     pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
     pub next_broker_epoch: i64,
+    /// Producer ids are handed out once, cluster-wide (InitProducerId).
+    #[serde(default)]
+    pub next_producer_id: i64,
 }
 
 impl MetadataImage {
@@ -211,6 +214,16 @@ impl Controller {
         for id in ids {
             state.last_heartbeat.insert(id, now);
         }
+    }
+
+    /// A new idempotent producer id, with epoch 0.
+    pub fn init_producer_id(&self) -> Result<(i64, i16), ControllerError> {
+        let (id, _) = self.mutate(|image, _, _| {
+            let id = image.next_producer_id;
+            image.next_producer_id += 1;
+            Ok(id)
+        })?;
+        Ok((id, 0))
     }
 
     pub fn register_broker(&self, broker: BrokerId) -> Result<(i64, Arc<MetadataImage>), ControllerError> {

@@ -20,6 +20,7 @@ mod controller;
 mod events;
 mod network;
 mod partition;
+mod producer_state;
 mod protocol;
 
 use serde::{Deserialize, Serialize};

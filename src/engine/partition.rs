@@ -15,9 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
 use super::controller::{NO_LEADER, PartitionRegistration};
+use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
 use super::{BrokerId, TopicPartition};
-use crate::storage::{EpochEndOffset, Log, LogAppendInfo, LogError};
+use crate::storage::batch::Batches;
+use crate::storage::{EpochEndOffset, Log, LogError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -68,6 +70,16 @@ impl ReplicaState {
     }
 }
 
+/// Where a produced batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Bytes written (0 for a retried batch that was already in the log).
+    pub bytes: usize,
+    pub leader_epoch: i32,
+}
+
 /// What a leader read for a fetch, or where the follower's log diverged.
 pub type LeaderRead = (FetchedRecords, Option<EpochEndOffset>);
 
@@ -97,6 +109,8 @@ pub struct Partition {
     /// `replica.lag.time.max.ms`.
     lag_time_ms: i64,
     state: Mutex<ReplicaState>,
+    /// Held across check, append and record, so a retried batch can never slip in twice.
+    producers: Mutex<ProducerState>,
     /// Bumped whenever the LEO, HW or role changes: wakes long polls and acks=all waiters.
     progress: watch::Sender<u64>,
 }
@@ -105,6 +119,11 @@ impl Partition {
     pub fn new(tp: TopicPartition, broker: BrokerId, log: Log, lag_time_ms: i64) -> Self {
         let log = Arc::new(log);
         let hw = log.log_start_offset();
+        let mut producers = ProducerState::default();
+        match log.recent_batch_headers(2) {
+            Ok(headers) => headers.iter().for_each(|h| producers.record(h)),
+            Err(e) => tracing::warn!(%tp, error = %e, "cannot rebuild producer state; retries may be written twice"),
+        }
         Partition {
             tp,
             broker,
@@ -122,6 +141,7 @@ impl Partition {
                 min_isr: 1,
                 remotes: HashMap::new(),
             }),
+            producers: Mutex::new(producers),
             progress: watch::channel(0).0,
         }
     }
@@ -222,13 +242,9 @@ impl Partition {
         Ok(changed)
     }
 
-    /// Leader append for a producer. Checks min.insync.replicas first for acks=all.
-    pub fn append_as_leader(
-        &self,
-        records: &mut [u8],
-        acks_all: bool,
-        now_ms: i64,
-    ) -> Result<(LogAppendInfo, i32), ErrorCode> {
+    /// Leader append for a producer. Checks min.insync.replicas first for acks=all, then the
+    /// producer's sequence numbers: a batch already written is not written again.
+    pub fn append_as_leader(&self, records: &mut [u8], acks_all: bool, now_ms: i64) -> Result<Appended, ErrorCode> {
         let leader_epoch = {
             let s = self.lock();
             if s.role != Role::Leader {
@@ -239,15 +255,40 @@ impl Partition {
             }
             s.leader_epoch
         };
+        let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+        for item in Batches::new(records) {
+            let (_, header, _) = item.map_err(|_| ErrorCode::CorruptMessage)?;
+            if let SequenceCheck::Duplicate {
+                first_offset,
+                last_offset,
+            } = producers.check(&header)?
+            {
+                return Ok(Appended {
+                    first_offset,
+                    last_offset,
+                    bytes: 0,
+                    leader_epoch,
+                });
+            }
+        }
         let info = self
             .log
             .append_as_leader(records, leader_epoch, now_ms)
             .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
+        for (_, header, _) in Batches::new(records).flatten() {
+            producers.record(&header);
+        }
+        drop(producers);
         let mut s = self.lock();
         self.maybe_increment_hw(&mut s, now_ms);
         drop(s);
         self.notify();
-        Ok((info, leader_epoch))
+        Ok(Appended {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            bytes: info.bytes,
+            leader_epoch,
+        })
     }
 
     /// Where an acks=all produce stands: `Ok(true)` done, `Ok(false)` keep waiting.
@@ -447,7 +488,11 @@ impl Partition {
     /// Follower: appends fetched batches and learns the leader's HW.
     pub fn append_as_follower(&self, data: &FetchedRecords, now_ms: i64) -> Result<(), LogError> {
         if !data.records.is_empty() {
+            let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
             self.log.append_as_follower(&data.records, now_ms)?;
+            for (_, header, _) in Batches::new(&data.records).flatten() {
+                producers.record(&header);
+            }
         }
         let mut s = self.lock();
         let leo = self.log.log_end_offset();
@@ -466,6 +511,7 @@ impl Partition {
         let target = diverging.end_offset.min(before);
         self.log.truncate_to(target)?;
         let after = self.log.log_end_offset();
+        self.producers.lock().unwrap_or_else(|p| p.into_inner()).truncate(after);
         let mut s = self.lock();
         s.high_watermark = s.high_watermark.min(after);
         drop(s);
@@ -473,9 +519,22 @@ impl Partition {
         Ok((before, after))
     }
 
+    /// Follower: our log is ahead of the leader's end (cut it back there).
+    pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
+        self.log.truncate_to(offset)?;
+        let after = self.log.log_end_offset();
+        self.producers.lock().unwrap_or_else(|p| p.into_inner()).truncate(after);
+        let mut s = self.lock();
+        s.high_watermark = s.high_watermark.min(after);
+        drop(s);
+        self.notify();
+        Ok(())
+    }
+
     /// Follower: our fetch offset is below the leader's log start; restart the log there.
     pub fn reset_to(&self, offset: i64) -> Result<(), LogError> {
         self.log.truncate_fully_and_start_at(offset)?;
+        self.producers.lock().unwrap_or_else(|p| p.into_inner()).clear();
         let mut s = self.lock();
         s.high_watermark = offset;
         drop(s);

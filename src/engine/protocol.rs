@@ -26,6 +26,8 @@ pub enum ErrorCode {
     NotEnoughReplicas = 19,
     NotEnoughReplicasAfterAppend = 20,
     TopicAlreadyExists = 36,
+    OutOfOrderSequenceNumber = 45,
+    InvalidProducerEpoch = 47,
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     NotController = 41,

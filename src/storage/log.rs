@@ -662,6 +662,18 @@ impl Log {
         Ok(None)
     }
 
+    /// Headers of the batches in the newest `segments` segments, oldest first: enough to
+    /// rebuild recent per-producer state without reading the whole log.
+    pub fn recent_batch_headers(&self, segments: usize) -> Result<Vec<BatchHeader>, LogError> {
+        let state = self.read_state();
+        let mut out = Vec::new();
+        let skip = state.segments.len().saturating_sub(segments);
+        for seg in state.segments.values().skip(skip) {
+            out.extend(seg.headers_from(0)?.into_iter().map(|(_, h)| h));
+        }
+        Ok(out)
+    }
+
     /// Removes every batch at or above `offset` (follower truncation). A batch that straddles
     /// `offset` goes whole, so the log may end below it. Returns whether anything was removed.
     pub fn truncate_to(&self, offset: i64) -> Result<bool, LogError> {
