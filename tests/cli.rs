@@ -72,13 +72,28 @@ fn without_a_command_kdeck_says_what_it_offers_today() {
 fn bench_engine_prints_throughput_latency_and_replication() {
     let out = kdeck(&["bench", "engine", "--secs", "0.5", "--partitions", "2"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let produce = stdout
         .lines()
         .find(|l| l.starts_with("engine produce: "))
         .unwrap_or_else(|| panic!("no produce line in\n{stdout}"));
-    for part in ["records/sec", "MB/sec", "ms avg latency", "ms p50", "ms p99", "ms p99.9", "0 failed"] {
+    for part in [
+        "records/sec",
+        "MB/sec",
+        "ms avg latency",
+        "ms p50",
+        "ms p99",
+        "ms p99.9",
+        "0 failed",
+    ] {
         assert!(produce.contains(part), "{part:?} missing from {produce:?}");
     }
-    assert!(stdout.lines().any(|l| l.starts_with("engine replication: ")), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("engine replication: ")),
+        "{stdout}"
+    );
 }
