@@ -305,6 +305,9 @@ impl Broker {
             return reply(ErrorCode::NotLeaderOrFollower, -1, -1);
         }
         let hw = partition.high_watermark();
+        if !partition.high_watermark_known() {
+            return reply(ErrorCode::OffsetNotAvailable, -1, -1);
+        }
         match timestamp {
             -2 => reply(ErrorCode::None, partition.log.log_start_offset(), -1),
             -1 => reply(ErrorCode::None, hw, -1),

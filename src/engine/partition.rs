@@ -167,6 +167,13 @@ impl Partition {
         self.lock().high_watermark
     }
 
+    /// A new leader whose HW has not yet reached the start of its epoch does not know the
+    /// committed end yet (Kafka answers ListOffsets with OFFSET_NOT_AVAILABLE then).
+    pub fn high_watermark_known(&self) -> bool {
+        let s = self.lock();
+        s.role != Role::Leader || s.high_watermark >= s.epoch_start_offset
+    }
+
     pub fn status(&self) -> ReplicaStatus {
         let s = self.lock();
         ReplicaStatus {
