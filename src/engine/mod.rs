@@ -25,8 +25,11 @@ mod protocol;
 
 use serde::{Deserialize, Serialize};
 
-pub use cluster::{BrokerState, BrokerView, Cluster, ClusterSnapshot, PartitionView, ProduceOutcome, ReplicaView};
+pub use cluster::{
+    BrokerState, BrokerView, Cluster, ClusterSnapshot, PartitionView, ProduceOutcome, ReplicaView, TopicView,
+};
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
+pub use controller::{BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata};
 pub use events::{ClusterEvent, ElectionReason, EventKind};
 pub use network::{LinkFault, NodeId};
 pub use protocol::{Acks, ErrorCode, FetchedRecords};
