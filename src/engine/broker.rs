@@ -18,11 +18,13 @@ use tokio::task::{AbortHandle, JoinSet};
 use super::config::ClusterConfig;
 use super::controller::{Controller, ControllerError, MetadataImage};
 use super::events::{EventBus, EventKind};
+use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
-use super::partition::{IsrProposal, Partition, Role};
-use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, Request, Response};
+use super::partition::{Appended, IsrProposal, Partition, Role};
+use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::Log;
+use crate::storage::records;
 
 /// Replica fetches ask for up to this much per partition.
 const REPLICA_FETCH_MAX_BYTES: usize = 1 << 20;
@@ -52,6 +54,7 @@ pub(crate) struct Broker {
     paused: watch::Sender<bool>,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
+    groups: GroupCoordinator,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,6 +65,11 @@ impl Broker {
     /// Starts the broker: it listens, registers with the controller and begins heartbeats.
     pub fn start(id: BrokerId, ctx: BrokerContext) -> Arc<Broker> {
         let dir = ctx.config.data_dir.join(format!("broker-{id}"));
+        let groups = GroupCoordinator::new(
+            id,
+            ctx.config.offsets_topic_partitions,
+            ctx.config.group_initial_rebalance_delay_ms,
+        );
         let broker = Arc::new_cyclic(|me| Broker {
             id,
             dir,
@@ -75,6 +83,7 @@ impl Broker {
             paused: watch::channel(false).0,
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
+            groups,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         broker.ctx.network.attach(id, tx);
@@ -82,6 +91,7 @@ impl Broker {
         broker.spawn(Arc::clone(&broker).heartbeats());
         broker.spawn(Arc::clone(&broker).isr_expiration());
         broker.spawn(Arc::clone(&broker).retention());
+        broker.spawn(Arc::clone(&broker).group_timers());
         broker
     }
 
@@ -177,6 +187,7 @@ impl Broker {
                 self.apply_image(&image);
                 Response::UpdateMetadata
             }
+            Request::Group(req) => Response::Group(self.handle_group(req).await),
             request @ (Request::RegisterBroker { .. }
             | Request::BrokerHeartbeat { .. }
             | Request::AlterPartition { .. }) => self.handle_controller_request(request),
@@ -206,22 +217,7 @@ impl Broker {
         if acks != Acks::All {
             return reply(ErrorCode::None, info.first_offset);
         }
-        let wait = async {
-            loop {
-                match partition.check_acks_all(info.last_offset + 1, info.leader_epoch) {
-                    Ok(true) => return ErrorCode::None,
-                    Ok(false) => {
-                        if progress.changed().await.is_err() {
-                            return ErrorCode::NotLeaderOrFollower;
-                        }
-                    }
-                    Err(e) => return e,
-                }
-            }
-        };
-        let error = tokio::time::timeout(Duration::from_millis(timeout_ms), wait)
-            .await
-            .unwrap_or(ErrorCode::RequestTimedOut);
+        let error = await_replication(&partition, &info, &mut progress, Duration::from_millis(timeout_ms)).await;
         if error == ErrorCode::NotEnoughReplicasAfterAppend {
             self.ctx.events.publish(EventKind::ProduceRejected {
                 tp,
@@ -230,6 +226,146 @@ impl Broker {
             });
         }
         reply(error, info.first_offset)
+    }
+
+    async fn handle_group(&self, req: GroupRequest) -> GroupResponse {
+        let g = &self.groups;
+        match req {
+            GroupRequest::Join(join) => {
+                let rx = g.join(join);
+                GroupResponse::Join(rx.await.unwrap_or_else(|_| group::JoinGroupResponse {
+                    error: Some(ErrorCode::NotCoordinator),
+                    ..Default::default()
+                }))
+            }
+            GroupRequest::Sync {
+                group_id,
+                generation,
+                member_id,
+                assignments,
+            } => {
+                let rx = g.sync(&group_id, generation, &member_id, assignments);
+                GroupResponse::Sync(rx.await.unwrap_or_else(|_| group::SyncGroupResponse {
+                    error: Some(ErrorCode::NotCoordinator),
+                    ..Default::default()
+                }))
+            }
+            GroupRequest::Heartbeat {
+                group_id,
+                generation,
+                member_id,
+            } => GroupResponse::Heartbeat(g.heartbeat(&group_id, generation, &member_id)),
+            GroupRequest::Leave { group_id, member_id } => GroupResponse::Leave(g.leave(&group_id, &member_id)),
+            GroupRequest::OffsetCommit {
+                group_id,
+                generation,
+                member_id,
+                offsets,
+            } => GroupResponse::OffsetCommit(self.commit_offsets(&group_id, generation, &member_id, offsets).await),
+            GroupRequest::OffsetFetch { group_id, partitions } => {
+                GroupResponse::OffsetFetch(g.fetch_offsets(&group_id, partitions.as_deref()))
+            }
+            GroupRequest::ListGroups => GroupResponse::ListGroups(g.list_groups()),
+            GroupRequest::Describe { group_id } => GroupResponse::Describe(g.describe(&group_id)),
+        }
+    }
+
+    /// OffsetCommit: the offsets become records of the group's `__consumer_offsets`
+    /// partition, visible once the ISR has them.
+    async fn commit_offsets(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        offsets: Vec<(TopicPartition, i64)>,
+    ) -> ErrorCode {
+        let error = self.groups.validate_commit(group_id, generation, member_id);
+        if error != ErrorCode::None {
+            return error;
+        }
+        let tp = TopicPartition::new(OFFSETS_TOPIC, self.groups.offsets_partition(group_id));
+        let Some(partition) = self.partition(&tp) else {
+            return ErrorCode::NotCoordinator;
+        };
+        let now = self.now_ms();
+        let committed: Vec<(TopicPartition, CommittedOffset)> = offsets
+            .into_iter()
+            .map(|(tp, offset)| {
+                (
+                    tp,
+                    CommittedOffset {
+                        offset,
+                        commit_timestamp: now,
+                    },
+                )
+            })
+            .collect();
+        if committed.is_empty() {
+            return ErrorCode::None;
+        }
+        let mut batch = group::offset_commit_batch(group_id, &committed);
+        let mut progress = partition.subscribe();
+        let appended = match partition.append_as_leader(&mut batch, true, now) {
+            Ok(a) => a,
+            Err(ErrorCode::NotLeaderOrFollower) => return ErrorCode::NotCoordinator,
+            Err(e) => return e,
+        };
+        let error = await_replication(&partition, &appended, &mut progress, Duration::from_secs(5)).await;
+        if error == ErrorCode::None {
+            self.groups.committed(group_id, &committed);
+        }
+        match error {
+            ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
+            other => other,
+        }
+    }
+
+    /// Runs the coordinator's join-phase and session timers.
+    async fn group_timers(self: Arc<Self>) {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            self.unpaused().await;
+            self.groups.tick();
+        }
+    }
+
+    /// Leading an offsets partition makes this broker the coordinator of its groups, once
+    /// their committed offsets are replayed from the log.
+    fn offsets_leadership_changed(&self, partition: &Arc<Partition>) {
+        let index = partition.tp.partition;
+        if partition.role().0 != Role::Leader {
+            self.groups.unload(index);
+            return;
+        }
+        self.groups.begin_loading(index);
+        let Some(me) = self.me.upgrade() else { return };
+        let partition = Arc::clone(partition);
+        self.spawn(async move {
+            let mut offsets = Vec::new();
+            let log = &partition.log;
+            let mut at = log.log_start_offset();
+            let end = log.log_end_offset();
+            while at < end {
+                let Ok(data) = log.read(at, 1 << 20, None) else { break };
+                let Ok(recs) = records::decode(&data.records) else {
+                    break;
+                };
+                let Some(last) = recs.last().map(|r| r.offset) else {
+                    break;
+                };
+                for r in recs.iter().filter(|r| r.offset >= at) {
+                    if let Some(parsed) = r
+                        .key
+                        .as_ref()
+                        .and_then(|k| group::parse_offset_record(k, r.value.as_deref()))
+                    {
+                        offsets.push(parsed);
+                    }
+                }
+                at = last + 1;
+            }
+            me.groups.finish_loading(index, offsets);
+        });
     }
 
     fn unknown_or_not_leader(&self, tp: &TopicPartition) -> ErrorCode {
@@ -613,7 +749,12 @@ impl Broker {
             };
             let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
             match partition.apply(reg, min_isr, now) {
-                Ok(true) => self.restart_fetcher(&partition),
+                Ok(true) => {
+                    self.restart_fetcher(&partition);
+                    if tp.topic == OFFSETS_TOPIC {
+                        self.offsets_leadership_changed(&partition);
+                    }
+                }
                 Ok(false) => {}
                 Err(e) => tracing::error!(broker = self.id, %tp, error = %e, "applying partition state"),
             }
@@ -728,4 +869,30 @@ impl Broker {
             }
         }
     }
+}
+
+/// Waits until an acks=all append is replicated to the ISR (HW passed it), the leader
+/// changes, or the timeout passes.
+async fn await_replication(
+    partition: &Partition,
+    appended: &Appended,
+    progress: &mut watch::Receiver<u64>,
+    timeout: Duration,
+) -> ErrorCode {
+    let wait = async {
+        loop {
+            match partition.check_acks_all(appended.last_offset + 1, appended.leader_epoch) {
+                Ok(true) => return ErrorCode::None,
+                Ok(false) => {
+                    if progress.changed().await.is_err() {
+                        return ErrorCode::NotLeaderOrFollower;
+                    }
+                }
+                Err(e) => return e,
+            }
+        }
+    };
+    tokio::time::timeout(timeout, wait)
+        .await
+        .unwrap_or(ErrorCode::RequestTimedOut)
 }

@@ -15,9 +15,10 @@ use super::broker::{Broker, BrokerContext};
 use super::config::{ClusterConfig, TopicConfig};
 use super::controller::{Controller, MetadataImage, NO_LEADER};
 use super::events::{ClusterEvent, EventBus, EventKind};
+use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
-use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, Request, Response};
+use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::{Log, LogConfig};
 
@@ -185,6 +186,11 @@ impl Cluster {
             .wait_for(Duration::from_secs(30), |s| s.brokers.iter().all(|b| !b.fenced))
             .await
             .context("brokers did not register with the controller")?;
+        if !cluster.metadata().topics.contains_key(OFFSETS_TOPIC) {
+            let rf = config.offsets_topic_replication_factor.clamp(1, config.brokers);
+            let offsets = TopicConfig::new(config.offsets_topic_partitions, rf).with_segment_bytes(100 << 20);
+            cluster.create_topic(OFFSETS_TOPIC, offsets).await?;
+        }
         Ok(cluster)
     }
 
@@ -455,6 +461,80 @@ impl Cluster {
                 ..
             } => Ok(base_offset),
             Response::Produce { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// The broker coordinating `group` (FindCoordinator).
+    pub fn find_coordinator(&self, group: &str) -> Result<BrokerId, ErrorCode> {
+        let partition = partition_for_group(group, self.inner.config.offsets_topic_partitions);
+        match self.leader_of(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
+            Ok(b) => Ok(b),
+            Err(_) => Err(ErrorCode::CoordinatorNotAvailable),
+        }
+    }
+
+    /// Sends a consumer-group request to the group's coordinator.
+    pub async fn group_request(
+        &self,
+        group: &str,
+        request: GroupRequest,
+        timeout: Duration,
+    ) -> Result<GroupResponse, ErrorCode> {
+        let coordinator = self.find_coordinator(group)?;
+        match self.call(coordinator, Request::Group(request), timeout).await? {
+            Response::Group(r) => Ok(r),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// Every group known to any running coordinator, with its state.
+    pub async fn list_groups(&self) -> Vec<(String, GroupState)> {
+        let ids: Vec<BrokerId> = self
+            .slots()
+            .iter()
+            .filter(|(_, s)| s.state == BrokerState::Running)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut out = Vec::new();
+        for id in ids {
+            if let Ok(Response::Group(GroupResponse::ListGroups(groups))) = self
+                .call(id, Request::Group(GroupRequest::ListGroups), Duration::from_secs(5))
+                .await
+            {
+                out.extend(groups);
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// A consumer fetch that waits up to `max_wait` for records past `offset`.
+    pub async fn fetch_wait(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        max_wait: Duration,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        let request = Request::Fetch(FetchRequest {
+            replica: None,
+            tp: tp.clone(),
+            fetch_offset: offset,
+            current_leader_epoch: -1,
+            last_fetched_epoch: None,
+            max_bytes,
+            max_wait_ms: max_wait.as_millis() as u64,
+        });
+        match self.call(leader, request, max_wait + Duration::from_secs(5)).await? {
+            Response::Fetch {
+                error: ErrorCode::None,
+                data,
+                ..
+            } => Ok(data),
+            Response::Fetch { error, .. } => Err(error),
             _ => Err(ErrorCode::UnknownServerError),
         }
     }

@@ -50,6 +50,12 @@ pub struct ClusterConfig {
     pub min_insync_replicas: i32,
     /// `log.retention.check.interval.ms` (Kafka 300000): how often retention runs.
     pub retention_check_interval_ms: u64,
+    /// `offsets.topic.num.partitions` (Kafka 50; fewer suits one machine).
+    pub offsets_topic_partitions: i32,
+    /// `offsets.topic.replication.factor` (Kafka 3), capped at the number of brokers.
+    pub offsets_topic_replication_factor: i32,
+    /// `group.initial.rebalance.delay.ms` (Kafka 3000).
+    pub group_initial_rebalance_delay_ms: u64,
     /// Default log settings for every replica.
     pub log: LogConfig,
 }
@@ -71,6 +77,9 @@ impl Default for ClusterConfig {
             controller_failover_ms: 1_500,
             min_insync_replicas: 1,
             retention_check_interval_ms: 60_000,
+            offsets_topic_partitions: 10,
+            offsets_topic_replication_factor: 3,
+            group_initial_rebalance_delay_ms: 1_000,
             log: LogConfig::default(),
         }
     }

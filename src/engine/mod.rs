@@ -18,6 +18,7 @@ mod cluster;
 mod config;
 mod controller;
 mod events;
+pub mod group;
 mod network;
 mod partition;
 mod producer_state;
@@ -32,7 +33,7 @@ pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata};
 pub use events::{ClusterEvent, ElectionReason, EventKind};
 pub use network::{LinkFault, NodeId};
-pub use protocol::{Acks, ErrorCode, FetchedRecords};
+pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
 
 pub type BrokerId = i32;
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::controller::{MetadataImage, PartitionRegistration};
+use super::group::{GroupDescription, GroupState, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse};
 use super::{BrokerId, TopicPartition};
 use crate::storage::EpochEndOffset;
 
@@ -23,8 +24,15 @@ pub enum ErrorCode {
     RequestTimedOut = 7,
     MessageTooLarge = 10,
     NetworkException = 13,
+    CoordinatorLoadInProgress = 14,
+    CoordinatorNotAvailable = 15,
+    NotCoordinator = 16,
     NotEnoughReplicas = 19,
     NotEnoughReplicasAfterAppend = 20,
+    IllegalGeneration = 22,
+    InconsistentGroupProtocol = 23,
+    UnknownMemberId = 25,
+    RebalanceInProgress = 27,
     TopicAlreadyExists = 36,
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,
@@ -39,6 +47,7 @@ pub enum ErrorCode {
     OffsetNotAvailable = 78,
     PreferredLeaderNotAvailable = 80,
     EligibleLeadersNotAvailable = 83,
+    MemberIdRequired = 79,
     ElectionNotNeeded = 84,
     InvalidRecord = 87,
     InvalidUpdateVersion = 96,
@@ -76,6 +85,9 @@ impl ErrorCode {
                 | ErrorCode::UnknownLeaderEpoch
                 | ErrorCode::OffsetNotAvailable
                 | ErrorCode::KafkaStorageError
+                | ErrorCode::CoordinatorLoadInProgress
+                | ErrorCode::CoordinatorNotAvailable
+                | ErrorCode::NotCoordinator
         )
     }
 }
@@ -148,6 +160,8 @@ pub enum Request {
     },
     /// Controller -> broker: the metadata changed.
     UpdateMetadata(Arc<MetadataImage>),
+    /// Client -> group coordinator.
+    Group(GroupRequest),
 }
 
 #[derive(Debug)]
@@ -181,4 +195,52 @@ pub enum Response {
         state: Option<PartitionRegistration>,
     },
     UpdateMetadata,
+    Group(GroupResponse),
+}
+
+/// Consumer-group APIs, answered by the group's coordinator.
+#[derive(Debug)]
+pub enum GroupRequest {
+    Join(JoinGroupRequest),
+    Sync {
+        group_id: String,
+        generation: i32,
+        member_id: String,
+        assignments: Vec<(String, Bytes)>,
+    },
+    Heartbeat {
+        group_id: String,
+        generation: i32,
+        member_id: String,
+    },
+    Leave {
+        group_id: String,
+        member_id: String,
+    },
+    OffsetCommit {
+        group_id: String,
+        generation: i32,
+        member_id: String,
+        offsets: Vec<(TopicPartition, i64)>,
+    },
+    OffsetFetch {
+        group_id: String,
+        partitions: Option<Vec<TopicPartition>>,
+    },
+    ListGroups,
+    Describe {
+        group_id: String,
+    },
+}
+
+#[derive(Debug)]
+pub enum GroupResponse {
+    Join(JoinGroupResponse),
+    Sync(SyncGroupResponse),
+    Heartbeat(ErrorCode),
+    Leave(ErrorCode),
+    OffsetCommit(ErrorCode),
+    OffsetFetch(Result<Vec<(TopicPartition, i64)>, ErrorCode>),
+    ListGroups(Vec<(String, GroupState)>),
+    Describe(Result<Option<GroupDescription>, ErrorCode>),
 }
