@@ -69,6 +69,7 @@ impl Broker {
             id,
             ctx.config.offsets_topic_partitions,
             ctx.config.group_initial_rebalance_delay_ms,
+            ctx.events.clone(),
         );
         let broker = Arc::new_cyclic(|me| Broker {
             id,
@@ -318,6 +319,10 @@ impl Broker {
             ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
             other => other,
         }
+    }
+
+    pub fn group_snapshot(&self) -> Vec<(group::GroupDescription, Vec<(TopicPartition, i64)>)> {
+        self.groups.snapshot()
     }
 
     /// Runs the coordinator's join-phase and session timers.

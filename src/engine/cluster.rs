@@ -122,6 +122,28 @@ pub struct TopicView {
     pub bytes_per_sec: f64,
 }
 
+/// One consumer group as its coordinator sees it. Assignments are the consumer protocol's
+/// bytes, opaque to the broker as in Kafka (`client::assignor::decode_assignment` reads them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupView {
+    pub group_id: String,
+    pub state: GroupState,
+    pub protocol: String,
+    pub generation: i32,
+    pub coordinator: BrokerId,
+    pub members: Vec<(String, bytes::Bytes)>,
+    /// Per partition: committed offset, end offset (HW) and lag.
+    pub offsets: Vec<GroupOffsetView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOffsetView {
+    pub tp: TopicPartition,
+    pub committed: i64,
+    pub end: Option<i64>,
+    pub lag: Option<i64>,
+}
+
 /// Everything a console needs, at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterSnapshot {
@@ -130,6 +152,7 @@ pub struct ClusterSnapshot {
     pub brokers: Vec<BrokerView>,
     pub topics: Vec<TopicView>,
     pub partitions: Vec<PartitionView>,
+    pub groups: Vec<GroupView>,
 }
 
 impl ClusterSnapshot {
@@ -616,12 +639,16 @@ impl Cluster {
         let slots = self.slots();
         let mut brokers = Vec::new();
         let mut status = BTreeMap::new();
+        let mut group_snapshots = Vec::new();
         for (id, slot) in slots.iter() {
             let reg = image.brokers.get(id);
             let (bytes_in, bytes_out, epoch) = match &slot.broker {
                 Some(b) => {
                     for p in b.partitions() {
                         status.insert((p.tp.clone(), *id), p.status());
+                    }
+                    if slot.state == BrokerState::Running {
+                        group_snapshots.extend(b.group_snapshot().into_iter().map(|g| (*id, g)));
                     }
                     (
                         b.bytes_in.load(Ordering::Relaxed),
@@ -685,12 +712,37 @@ impl Cluster {
             .collect();
         drop(slots);
         let topics = self.topic_views(&image, &partitions, &totals);
+        let hw = |tp: &TopicPartition| partitions.iter().find(|p| &p.tp == tp).and_then(|p| p.high_watermark);
+        let groups = group_snapshots
+            .into_iter()
+            .map(|(coordinator, (d, offsets))| GroupView {
+                group_id: d.group_id,
+                state: d.state,
+                protocol: d.protocol,
+                generation: d.generation_id,
+                coordinator,
+                members: d.members.into_iter().map(|m| (m.member_id, m.assignment)).collect(),
+                offsets: offsets
+                    .into_iter()
+                    .map(|(tp, committed)| {
+                        let end = hw(&tp);
+                        GroupOffsetView {
+                            lag: end.map(|e| (e - committed).max(0)),
+                            end,
+                            committed,
+                            tp,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
         ClusterSnapshot {
             controller,
             metadata_version: image.version,
             brokers,
             topics,
             partitions,
+            groups,
         }
     }
 

@@ -94,6 +94,17 @@ pub enum EventKind {
         b: String,
         fault: Option<String>,
     },
+    GroupRebalanced {
+        group: String,
+        generation: i32,
+        members: usize,
+        protocol: String,
+    },
+    GroupMemberRemoved {
+        group: String,
+        member: String,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -16,6 +16,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::events::{EventBus, EventKind};
 use super::protocol::ErrorCode;
 use super::{BrokerId, TopicPartition};
 use crate::storage::records;
@@ -168,6 +169,7 @@ enum Load {
 }
 
 pub struct GroupCoordinator {
+    events: EventBus,
     offsets_partitions: i32,
     initial_rebalance_delay: Duration,
     state: Mutex<CoordinatorState>,
@@ -181,8 +183,14 @@ struct CoordinatorState {
 }
 
 impl GroupCoordinator {
-    pub fn new(broker: BrokerId, offsets_partitions: i32, initial_rebalance_delay_ms: u64) -> Self {
+    pub(crate) fn new(
+        broker: BrokerId,
+        offsets_partitions: i32,
+        initial_rebalance_delay_ms: u64,
+        events: EventBus,
+    ) -> Self {
         GroupCoordinator {
+            events,
             offsets_partitions,
             initial_rebalance_delay: Duration::from_millis(initial_rebalance_delay_ms),
             state: Mutex::new(CoordinatorState {
@@ -464,6 +472,11 @@ impl GroupCoordinator {
             return ErrorCode::UnknownMemberId;
         };
         if remove_member(group, member_id, Instant::now()) {
+            self.events.publish(EventKind::GroupMemberRemoved {
+                group: group_id.to_string(),
+                member: member_id.to_string(),
+                reason: "left the group".into(),
+            });
             ErrorCode::None
         } else {
             ErrorCode::UnknownMemberId
@@ -572,20 +585,60 @@ impl GroupCoordinator {
         }))
     }
 
+    /// Every group this broker coordinates, with members and committed offsets.
+    pub fn snapshot(&self) -> Vec<(GroupDescription, Vec<(TopicPartition, i64)>)> {
+        let state = self.lock();
+        let mut ids: Vec<&String> = state
+            .groups
+            .keys()
+            .filter(|id| self.check(&state, id).is_none())
+            .collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| {
+                let g = state.groups.get(id)?;
+                let description = GroupDescription {
+                    group_id: id.clone(),
+                    state: g.state,
+                    protocol_type: g.protocol_type.clone(),
+                    protocol: g.protocol.clone().unwrap_or_default(),
+                    generation_id: g.generation,
+                    members: g
+                        .members
+                        .iter()
+                        .map(|(mid, m)| MemberDescription {
+                            member_id: mid.clone(),
+                            assignment: m.assignment.clone(),
+                            metadata: Bytes::new(),
+                        })
+                        .collect(),
+                };
+                let offsets = g.offsets.iter().map(|(tp, c)| (tp.clone(), c.offset)).collect();
+                Some((description, offsets))
+            })
+            .collect()
+    }
+
     /// Timers: completes join phases and expires silent members. Called periodically and
     /// after every join.
     pub fn tick(&self) {
         let now = Instant::now();
         let mut state = self.lock();
-        for group in state.groups.values_mut() {
+        let mut events = Vec::new();
+        for (id, group) in state.groups.iter_mut() {
             let expired: Vec<String> = group
                 .members
                 .iter()
                 .filter(|(_, m)| m.join_waiter.is_none() && now.duration_since(m.last_heartbeat) > m.session_timeout)
                 .map(|(id, _)| id.clone())
                 .collect();
-            for id in expired {
-                remove_member(group, &id, now);
+            for member in expired {
+                remove_member(group, &member, now);
+                events.push(EventKind::GroupMemberRemoved {
+                    group: id.clone(),
+                    member,
+                    reason: "session timed out: no heartbeat".into(),
+                });
             }
             if group.state == GroupState::PreparingRebalance {
                 let all_joined = group.members.values().all(|m| m.join_waiter.is_some());
@@ -593,8 +646,18 @@ impl GroupCoordinator {
                 let timed_out = group.rebalance_deadline.is_some_and(|t| now >= t);
                 if (all_joined && delay_over) || timed_out {
                     complete_join(group);
+                    events.push(EventKind::GroupRebalanced {
+                        group: id.clone(),
+                        generation: group.generation,
+                        members: group.members.len(),
+                        protocol: group.protocol.clone().unwrap_or_default(),
+                    });
                 }
             }
+        }
+        drop(state);
+        for e in events {
+            self.events.publish(e);
         }
     }
 }

@@ -27,7 +27,8 @@ mod protocol;
 use serde::{Deserialize, Serialize};
 
 pub use cluster::{
-    BrokerState, BrokerView, Cluster, ClusterSnapshot, PartitionView, ProduceOutcome, ReplicaView, TopicView,
+    BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, PartitionView, ProduceOutcome,
+    ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata};
