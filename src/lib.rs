@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod client;
 pub mod engine;
 pub mod storage;
 

@@ -1,0 +1,622 @@
+//! Kafka's consumer, in process: manual assignment or group subscription (classic protocol:
+//! JoinGroup, SyncGroup with the leader running the assignor, heartbeats in the background),
+//! long-poll fetches from partition leaders, positions, seeks, auto and explicit commits,
+//! `auto.offset.reset`.
+//!
+//! Rebalances are eager for `range` and `roundrobin` (everything is revoked, committed if
+//! auto-commit is on, and reassigned). With `cooperative-sticky` a member keeps what it still
+//! owns and rejoins at once when the assignment took partitions from it, so the partitions in
+//! transit are handed over in the follow-up rebalance, as Kafka's cooperative protocol does.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use super::assignor::{self, Subscription};
+use crate::engine::group::JoinGroupRequest;
+use crate::engine::{Cluster, ErrorCode, GroupRequest, GroupResponse, TopicPartition};
+use crate::storage::records;
+
+/// What to do when a partition has no committed offset or its position fell out of range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+    /// Report an error instead.
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    pub group_id: Option<String>,
+    pub auto_offset_reset: OffsetReset,
+    pub enable_auto_commit: bool,
+    pub auto_commit_interval_ms: u64,
+    pub session_timeout_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    /// `max.poll.interval.ms`, used as the rebalance timeout.
+    pub rebalance_timeout_ms: u64,
+    pub fetch_max_wait_ms: u64,
+    pub max_partition_fetch_bytes: usize,
+    pub max_poll_records: usize,
+    /// Assignor protocol names in order of preference.
+    pub assignors: Vec<String>,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            group_id: None,
+            auto_offset_reset: OffsetReset::Latest,
+            enable_auto_commit: true,
+            auto_commit_interval_ms: 5_000,
+            session_timeout_ms: 10_000,
+            heartbeat_interval_ms: 1_000,
+            rebalance_timeout_ms: 30_000,
+            fetch_max_wait_ms: 500,
+            max_partition_fetch_bytes: 1 << 20,
+            max_poll_records: 500,
+            assignors: vec!["range".into(), "cooperative-sticky".into()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerRecord {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsumeError {
+    #[error("no committed offset for {0} and auto.offset.reset is none")]
+    NoOffset(TopicPartition),
+    #[error("{0} is not assigned to this consumer")]
+    NotAssigned(TopicPartition),
+    #[error("group operation failed: {0:?}")]
+    Group(ErrorCode),
+    #[error("this consumer has no group.id")]
+    NoGroup,
+}
+
+/// Group membership: who we are in the current generation.
+#[derive(Debug, Clone)]
+struct Membership {
+    member_id: String,
+    generation: i32,
+}
+
+pub struct Consumer {
+    cluster: Cluster,
+    config: ConsumerConfig,
+    subscription: Option<Vec<String>>,
+    assigned: Vec<TopicPartition>,
+    positions: HashMap<TopicPartition, i64>,
+    /// Positions to resolve on the next poll: -2 earliest, -1 latest.
+    pending_resets: HashMap<TopicPartition, i64>,
+    membership: Option<Membership>,
+    member_id: String,
+    rejoin: Arc<AtomicBool>,
+    heartbeat: Option<JoinHandle<()>>,
+    last_commit: Instant,
+    buffered: VecDeque<ConsumerRecord>,
+}
+
+impl Consumer {
+    pub fn new(cluster: Cluster, config: ConsumerConfig) -> Self {
+        Consumer {
+            cluster,
+            config,
+            subscription: None,
+            assigned: Vec::new(),
+            positions: HashMap::new(),
+            pending_resets: HashMap::new(),
+            membership: None,
+            member_id: String::new(),
+            rejoin: Arc::new(AtomicBool::new(false)),
+            heartbeat: None,
+            last_commit: Instant::now(),
+            buffered: VecDeque::new(),
+        }
+    }
+
+    /// Manual assignment, outside group management.
+    pub fn assign(&mut self, partitions: Vec<TopicPartition>) {
+        self.subscription = None;
+        self.set_assignment(partitions);
+    }
+
+    /// Group management: the group's members share the partitions of `topics`.
+    pub fn subscribe(&mut self, mut topics: Vec<String>) {
+        // No topic can have a longer name; the consumer protocol could not even carry one.
+        topics.retain(|t| !t.is_empty() && t.len() <= 249);
+        self.subscription = Some(topics);
+        self.rejoin.store(true, Ordering::SeqCst);
+    }
+
+    pub fn assignment(&self) -> &[TopicPartition] {
+        &self.assigned
+    }
+
+    pub fn position(&self, tp: &TopicPartition) -> Option<i64> {
+        self.positions.get(tp).copied()
+    }
+
+    pub fn generation(&self) -> Option<i32> {
+        self.membership.as_ref().map(|m| m.generation)
+    }
+
+    pub fn seek(&mut self, tp: &TopicPartition, offset: i64) -> Result<(), ConsumeError> {
+        if !self.assigned.contains(tp) {
+            return Err(ConsumeError::NotAssigned(tp.clone()));
+        }
+        self.positions.insert(tp.clone(), offset);
+        self.pending_resets.remove(tp);
+        self.buffered
+            .retain(|r| !(r.topic == tp.topic && r.partition == tp.partition));
+        Ok(())
+    }
+
+    pub fn seek_to_beginning(&mut self, tp: &TopicPartition) -> Result<(), ConsumeError> {
+        self.seek_lazily(tp, -2)
+    }
+
+    pub fn seek_to_end(&mut self, tp: &TopicPartition) -> Result<(), ConsumeError> {
+        self.seek_lazily(tp, -1)
+    }
+
+    fn seek_lazily(&mut self, tp: &TopicPartition, which: i64) -> Result<(), ConsumeError> {
+        if !self.assigned.contains(tp) {
+            return Err(ConsumeError::NotAssigned(tp.clone()));
+        }
+        self.positions.remove(tp);
+        self.pending_resets.insert(tp.clone(), which);
+        self.buffered
+            .retain(|r| !(r.topic == tp.topic && r.partition == tp.partition));
+        Ok(())
+    }
+
+    /// Moves to the first record at or after `timestamp` (or the end when none).
+    pub async fn seek_to_timestamp(&mut self, tp: &TopicPartition, timestamp: i64) -> Result<(), ConsumeError> {
+        if !self.assigned.contains(tp) {
+            return Err(ConsumeError::NotAssigned(tp.clone()));
+        }
+        match self.cluster.list_offset(tp, timestamp).await {
+            Ok(offset) if offset >= 0 => self.seek(tp, offset),
+            Ok(_) => self.seek_to_end(tp),
+            Err(e) => Err(ConsumeError::Group(e)),
+        }
+    }
+
+    fn set_assignment(&mut self, partitions: Vec<TopicPartition>) {
+        self.positions.retain(|tp, _| partitions.contains(tp));
+        self.pending_resets.retain(|tp, _| partitions.contains(tp));
+        self.buffered.retain(|r| {
+            partitions
+                .iter()
+                .any(|tp| tp.topic == r.topic && tp.partition == r.partition)
+        });
+        self.assigned = partitions;
+    }
+
+    /// Records from the assigned partitions, waiting up to `timeout` for some.
+    pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumeError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.subscription.is_some() && (self.membership.is_none() || self.rejoin.load(Ordering::SeqCst)) {
+                self.join_group(deadline).await?;
+            }
+            self.maybe_auto_commit().await;
+            self.resolve_positions().await?;
+            if !self.buffered.is_empty() {
+                let n = self.buffered.len().min(self.config.max_poll_records);
+                return Ok(self.buffered.drain(..n).collect());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let wait = (deadline - now).min(Duration::from_millis(self.config.fetch_max_wait_ms));
+            self.fetch_once(wait).await?;
+            if self.buffered.is_empty() && self.assigned.is_empty() {
+                tokio::time::sleep(wait.min(Duration::from_millis(100))).await;
+            }
+        }
+    }
+
+    /// One round of concurrent long-poll fetches, one per assigned partition.
+    async fn fetch_once(&mut self, wait: Duration) -> Result<(), ConsumeError> {
+        let mut fetches = JoinSet::new();
+        for tp in &self.assigned {
+            let Some(&offset) = self.positions.get(tp) else {
+                continue;
+            };
+            let (cluster, tp, max) = (self.cluster.clone(), tp.clone(), self.config.max_partition_fetch_bytes);
+            fetches.spawn(async move {
+                let result = cluster.fetch_wait(&tp, offset, max, wait).await;
+                (tp, offset, result)
+            });
+        }
+        if fetches.is_empty() {
+            return Ok(());
+        }
+        while let Some(joined) = fetches.join_next().await {
+            let Ok((tp, offset, result)) = joined else { continue };
+            // A rebalance or seek may have moved on while the fetch was out.
+            if self.positions.get(&tp) != Some(&offset) {
+                continue;
+            }
+            match result {
+                Ok(data) => {
+                    let Ok(recs) = records::decode(&data.records) else {
+                        tracing::warn!(%tp, offset, "undecodable batch; skipping this fetch");
+                        continue;
+                    };
+                    let mut next = offset;
+                    for r in recs.into_iter().filter(|r| r.offset >= offset && !r.control) {
+                        next = r.offset + 1;
+                        self.buffered.push_back(ConsumerRecord {
+                            topic: tp.topic.clone(),
+                            partition: tp.partition,
+                            offset: r.offset,
+                            timestamp: r.timestamp,
+                            key: r.key,
+                            value: r.value,
+                            headers: r
+                                .headers
+                                .into_iter()
+                                .map(|(k, v)| (String::from_utf8_lossy(k.as_bytes()).into_owned(), v))
+                                .collect(),
+                        });
+                    }
+                    self.positions.insert(tp, next);
+                }
+                Err(ErrorCode::OffsetOutOfRange) => {
+                    let reset = match self.config.auto_offset_reset {
+                        OffsetReset::Earliest => -2,
+                        OffsetReset::Latest => -1,
+                        OffsetReset::None => return Err(ConsumeError::NoOffset(tp)),
+                    };
+                    self.positions.remove(&tp);
+                    self.pending_resets.insert(tp, reset);
+                }
+                // Leadership moving, a broker down: the next poll retries.
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Positions for partitions that have none: the committed offset, else the reset policy.
+    async fn resolve_positions(&mut self) -> Result<(), ConsumeError> {
+        let missing: Vec<TopicPartition> = self
+            .assigned
+            .iter()
+            .filter(|tp| !self.positions.contains_key(*tp))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut committed = HashMap::new();
+        if let Some(group) = &self.config.group_id {
+            let unresolved: Vec<TopicPartition> = missing
+                .iter()
+                .filter(|tp| !self.pending_resets.contains_key(*tp))
+                .cloned()
+                .collect();
+            if !unresolved.is_empty() {
+                let request = GroupRequest::OffsetFetch {
+                    group_id: group.clone(),
+                    partitions: Some(unresolved),
+                };
+                if let Ok(GroupResponse::OffsetFetch(Ok(offsets))) =
+                    self.cluster.group_request(group, request, Duration::from_secs(5)).await
+                {
+                    committed.extend(offsets.into_iter().filter(|(_, o)| *o >= 0));
+                } else {
+                    // The coordinator is moving; try again on the next poll.
+                    return Ok(());
+                }
+            }
+        }
+        for tp in missing {
+            if let Some(offset) = committed.get(&tp) {
+                self.positions.insert(tp, *offset);
+                continue;
+            }
+            let which = match self.pending_resets.get(&tp) {
+                Some(w) => *w,
+                None => match self.config.auto_offset_reset {
+                    OffsetReset::Earliest => -2,
+                    OffsetReset::Latest => -1,
+                    OffsetReset::None => return Err(ConsumeError::NoOffset(tp)),
+                },
+            };
+            if let Ok(offset) = self.cluster.list_offset(&tp, which).await {
+                self.pending_resets.remove(&tp);
+                self.positions.insert(tp, offset);
+            }
+        }
+        Ok(())
+    }
+
+    async fn maybe_auto_commit(&mut self) {
+        if !self.config.enable_auto_commit || self.config.group_id.is_none() {
+            return;
+        }
+        if self.last_commit.elapsed() >= Duration::from_millis(self.config.auto_commit_interval_ms) {
+            if let Err(e) = self.commit().await {
+                tracing::debug!(error = %e, "auto-commit failed; will retry");
+            }
+            self.last_commit = Instant::now();
+        }
+    }
+
+    /// Commits the current positions of every assigned partition.
+    pub async fn commit(&mut self) -> Result<(), ConsumeError> {
+        let offsets: Vec<(TopicPartition, i64)> = self
+            .assigned
+            .iter()
+            .filter_map(|tp| self.positions.get(tp).map(|o| (tp.clone(), *o)))
+            .collect();
+        self.commit_offsets(offsets).await
+    }
+
+    /// Commits the given offsets (the next offset to read, as Kafka stores it).
+    pub async fn commit_offsets(&mut self, offsets: Vec<(TopicPartition, i64)>) -> Result<(), ConsumeError> {
+        let group = self.config.group_id.clone().ok_or(ConsumeError::NoGroup)?;
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let (generation, member_id) = match &self.membership {
+            Some(m) => (m.generation, m.member_id.clone()),
+            None => (-1, String::new()),
+        };
+        let request = GroupRequest::OffsetCommit {
+            group_id: group.clone(),
+            generation,
+            member_id,
+            offsets,
+        };
+        match self
+            .cluster
+            .group_request(&group, request, Duration::from_secs(10))
+            .await
+        {
+            Ok(GroupResponse::OffsetCommit(ErrorCode::None)) => Ok(()),
+            Ok(GroupResponse::OffsetCommit(e)) => {
+                if matches!(
+                    e,
+                    ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId
+                ) {
+                    self.rejoin.store(true, Ordering::SeqCst);
+                }
+                Err(ConsumeError::Group(e))
+            }
+            Ok(_) => Err(ConsumeError::Group(ErrorCode::UnknownServerError)),
+            Err(e) => Err(ConsumeError::Group(e)),
+        }
+    }
+
+    /// Committed offsets of the group for `partitions` (-1 where none).
+    pub async fn committed(&self, partitions: Vec<TopicPartition>) -> Result<Vec<(TopicPartition, i64)>, ConsumeError> {
+        let group = self.config.group_id.clone().ok_or(ConsumeError::NoGroup)?;
+        let request = GroupRequest::OffsetFetch {
+            group_id: group.clone(),
+            partitions: Some(partitions),
+        };
+        match self
+            .cluster
+            .group_request(&group, request, Duration::from_secs(5))
+            .await
+        {
+            Ok(GroupResponse::OffsetFetch(Ok(offsets))) => Ok(offsets),
+            Ok(GroupResponse::OffsetFetch(Err(e))) | Err(e) => Err(ConsumeError::Group(e)),
+            Ok(_) => Err(ConsumeError::Group(ErrorCode::UnknownServerError)),
+        }
+    }
+
+    /// JoinGroup and SyncGroup until this member holds an assignment of a stable generation.
+    async fn join_group(&mut self, deadline: Instant) -> Result<(), ConsumeError> {
+        let group = self.config.group_id.clone().ok_or(ConsumeError::NoGroup)?;
+        let topics = self.subscription.clone().unwrap_or_default();
+        let cooperative = self.config.assignors.first().is_some_and(|a| a == "cooperative-sticky");
+        if !cooperative && !self.assigned.is_empty() {
+            // Eager protocol: give everything back, committing what was consumed.
+            if self.config.enable_auto_commit {
+                let _ = self.commit().await;
+            }
+            self.set_assignment(Vec::new());
+        }
+        let backoff = Duration::from_millis(100);
+        loop {
+            if Instant::now() >= deadline + Duration::from_millis(self.config.rebalance_timeout_ms) {
+                return Err(ConsumeError::Group(ErrorCode::RebalanceInProgress));
+            }
+            self.rejoin.store(false, Ordering::SeqCst);
+            let generation = self
+                .membership
+                .as_ref()
+                .map_or(assignor::DEFAULT_GENERATION, |m| m.generation);
+            let subscription = Subscription {
+                topics: topics.clone(),
+                owned_partitions: self.assigned.clone(),
+                generation,
+            };
+            let protocols: Vec<(String, Bytes)> = self
+                .config
+                .assignors
+                .iter()
+                .map(|name| (name.clone(), assignor::encode_subscription(&subscription, None)))
+                .collect();
+            let join = GroupRequest::Join(JoinGroupRequest {
+                group_id: group.clone(),
+                member_id: self.member_id.clone(),
+                session_timeout_ms: self.config.session_timeout_ms,
+                rebalance_timeout_ms: self.config.rebalance_timeout_ms,
+                protocol_type: "consumer".into(),
+                protocols,
+            });
+            let timeout = Duration::from_millis(self.config.rebalance_timeout_ms + 5_000);
+            let joined = match self.cluster.group_request(&group, join, timeout).await {
+                Ok(GroupResponse::Join(r)) => r,
+                _ => {
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            match joined.error {
+                None => {}
+                Some(ErrorCode::MemberIdRequired) => {
+                    self.member_id = joined.member_id;
+                    continue;
+                }
+                Some(ErrorCode::UnknownMemberId) => {
+                    self.member_id.clear();
+                    self.membership = None;
+                    continue;
+                }
+                Some(ErrorCode::InconsistentGroupProtocol) => {
+                    return Err(ConsumeError::Group(ErrorCode::InconsistentGroupProtocol));
+                }
+                Some(_) => {
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            }
+            let protocol = joined.protocol_name.unwrap_or_default();
+            let assignments = if joined.leader == joined.member_id {
+                self.lead_assignment(&protocol, &joined.members)
+            } else {
+                Vec::new()
+            };
+            let sync = GroupRequest::Sync {
+                group_id: group.clone(),
+                generation: joined.generation_id,
+                member_id: joined.member_id.clone(),
+                assignments,
+            };
+            let synced = match self.cluster.group_request(&group, sync, timeout).await {
+                Ok(GroupResponse::Sync(r)) => r,
+                _ => {
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            match synced.error {
+                None => {}
+                Some(ErrorCode::UnknownMemberId) => {
+                    self.member_id.clear();
+                    self.membership = None;
+                    continue;
+                }
+                Some(_) => continue,
+            }
+            let assigned = assignor::decode_assignment(&synced.assignment).unwrap_or_default();
+            let revoked = self.assigned.iter().any(|tp| !assigned.contains(tp));
+            self.member_id = joined.member_id.clone();
+            self.membership = Some(Membership {
+                member_id: joined.member_id,
+                generation: joined.generation_id,
+            });
+            self.set_assignment(assigned);
+            self.start_heartbeats(&group);
+            if cooperative && revoked {
+                // Partitions given up now are handed to their new owner in a follow-up round.
+                self.rejoin.store(true, Ordering::SeqCst);
+            }
+            return Ok(());
+        }
+    }
+
+    /// The leader's part: run the chosen assignor over every member's subscription.
+    fn lead_assignment(&self, protocol: &str, members: &[(String, Bytes)]) -> Vec<(String, Bytes)> {
+        let Some(assignor) = assignor::by_name(protocol) else {
+            return Vec::new();
+        };
+        let subscriptions: BTreeMap<String, Subscription> = members
+            .iter()
+            .filter_map(|(id, meta)| assignor::decode_subscription(meta).ok().map(|s| (id.clone(), s)))
+            .collect();
+        let image = self.cluster.metadata();
+        let partitions_per_topic: BTreeMap<String, i32> = image
+            .topics
+            .iter()
+            .map(|(name, t)| (name.clone(), t.partitions.len() as i32))
+            .collect();
+        assignor
+            .assign(&partitions_per_topic, &subscriptions)
+            .into_iter()
+            .map(|(member, tps)| (member, assignor::encode_assignment(&tps)))
+            .collect()
+    }
+
+    fn start_heartbeats(&mut self, group: &str) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        let Some(m) = self.membership.clone() else { return };
+        let (cluster, group, rejoin) = (self.cluster.clone(), group.to_string(), Arc::clone(&self.rejoin));
+        let interval = Duration::from_millis(self.config.heartbeat_interval_ms);
+        self.heartbeat = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                let request = GroupRequest::Heartbeat {
+                    group_id: group.clone(),
+                    generation: m.generation,
+                    member_id: m.member_id.clone(),
+                };
+                match cluster.group_request(&group, request, interval * 3).await {
+                    Ok(GroupResponse::Heartbeat(ErrorCode::None)) => {}
+                    Ok(GroupResponse::Heartbeat(
+                        ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId,
+                    )) => {
+                        rejoin.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    // Coordinator moving or unreachable: keep trying within the session.
+                    _ => {}
+                }
+            }
+        }));
+    }
+
+    /// Commits (with auto-commit on) and leaves the group, so its partitions move at once.
+    pub async fn close(mut self) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        if self.config.enable_auto_commit && self.config.group_id.is_some() {
+            let _ = self.commit().await;
+        }
+        if let (Some(group), Some(m)) = (self.config.group_id.clone(), self.membership.take()) {
+            let request = GroupRequest::Leave {
+                group_id: group.clone(),
+                member_id: m.member_id,
+            };
+            let _ = self
+                .cluster
+                .group_request(&group, request, Duration::from_secs(5))
+                .await;
+        }
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Kafka's default partitioner: keyed records go where murmur2 of the key says, byte-compatible
+//! with the Java client and librdkafka's `murmur2_random`, so a key lands on the same partition
+//! whichever client produced it; records without a key use the uniform sticky partitioner of
+//! KIP-794 (Kafka 3.3+), which fills one batch per partition before moving on.
+
+use std::collections::HashMap;
+
+/// The partition a record goes to when the topic has no partition to choose from, as Kafka's
+/// `RecordMetadata.UNKNOWN_PARTITION`.
+pub const UNKNOWN_PARTITION: i32 = -1;
+
+/// Java's `Utils.murmur2`: MurmurHash2, 32 bits, with Kafka's fixed seed.
+pub fn murmur2(data: &[u8]) -> u32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+
+    // Java hashes an int length; keys beyond 4 GiB cannot exist there, so truncating is faithful.
+    let mut h = SEED ^ data.len() as u32;
+    let (words, tail) = data.as_chunks::<4>();
+    for word in words {
+        let mut k = u32::from_le_bytes(*word);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+    }
+    // Java's fall-through switch over the 1-3 trailing bytes XORs them in as a little-endian word
+    // padded with zeros, then mixes once.
+    if !tail.is_empty() {
+        let mut word = [0u8; 4];
+        word[..tail.len()].copy_from_slice(tail);
+        h ^= u32::from_le_bytes(word);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h
+}
+
+/// The partition of a keyed record: Kafka masks the sign bit (`Utils.toPositive`) rather than
+/// taking the absolute value, and so must we to agree with every other client.
+/// A topic without partitions gives [`UNKNOWN_PARTITION`].
+pub fn partition_for_key(key: &[u8], num_partitions: i32) -> i32 {
+    if num_partitions <= 0 {
+        return UNKNOWN_PARTITION;
+    }
+    (murmur2(key) as i32 & 0x7fff_ffff) % num_partitions
+}
+
+/// Uniform sticky partitioning for records without a key (KIP-794): stay on one partition per
+/// topic until about `batch_size` bytes went to it, so batches fill up instead of every record
+/// opening a batch of its own, then jump to another partition chosen uniformly at random.
+///
+/// Only partitions with a leader are chosen while there are any; a sticky partition that loses
+/// its leader is left at once rather than piling records up behind it.
+#[derive(Debug)]
+pub struct StickyPartitioner {
+    batch_size: usize,
+    rng: XorShift64,
+    sticky: HashMap<String, StickyPartition>,
+}
+
+#[derive(Debug)]
+struct StickyPartition {
+    partition: i32,
+    produced_bytes: usize,
+}
+
+impl StickyPartitioner {
+    /// `seed` drives the choice of the next partition, so a run can be replayed exactly.
+    /// A `batch_size` of 0 behaves as 1: a new partition for every record.
+    pub fn new(batch_size: usize, seed: u64) -> Self {
+        StickyPartitioner {
+            batch_size: batch_size.max(1),
+            rng: XorShift64::new(seed),
+            sticky: HashMap::new(),
+        }
+    }
+
+    /// The partition for the next key-less record of `topic`, whose serialized size is
+    /// `record_bytes`. `available` lists the partitions that have a leader; when it is empty every
+    /// partition in `0..num_partitions` is a candidate. With no candidate at all the answer is
+    /// [`UNKNOWN_PARTITION`].
+    pub fn partition(&mut self, topic: &str, available: &[i32], num_partitions: i32, record_bytes: usize) -> i32 {
+        let candidates = Candidates {
+            available,
+            num_partitions,
+        };
+        let chosen = match self.sticky.get(topic) {
+            Some(state) if state.produced_bytes < self.batch_size && candidates.contains(state.partition) => {
+                state.partition
+            }
+            // The switch is made here, on the record after the batch filled, rather than right
+            // after the filling record as Java does, so that it sees the freshest leaders.
+            previous => {
+                let previous = previous.map(|state| state.partition);
+                let Some(partition) = candidates.pick(&mut self.rng, previous) else {
+                    return UNKNOWN_PARTITION;
+                };
+                self.sticky.insert(
+                    topic.to_owned(),
+                    StickyPartition {
+                        partition,
+                        produced_bytes: 0,
+                    },
+                );
+                partition
+            }
+        };
+        if let Some(state) = self.sticky.get_mut(topic) {
+            state.produced_bytes = state.produced_bytes.saturating_add(record_bytes);
+        }
+        chosen
+    }
+}
+
+/// The partitions a key-less record may go to.
+struct Candidates<'a> {
+    available: &'a [i32],
+    num_partitions: i32,
+}
+
+impl Candidates<'_> {
+    fn len(&self) -> usize {
+        if self.available.is_empty() {
+            usize::try_from(self.num_partitions).unwrap_or(0)
+        } else {
+            self.available.len()
+        }
+    }
+
+    fn at(&self, index: usize) -> i32 {
+        if self.available.is_empty() {
+            // `index < len()`, which came from an i32, so it converts back losslessly.
+            index as i32
+        } else {
+            self.available[index]
+        }
+    }
+
+    fn contains(&self, partition: i32) -> bool {
+        (0..self.len()).any(|i| self.at(i) == partition)
+    }
+
+    /// A candidate drawn uniformly, never `previous` while there is any other: switching back to
+    /// the partition just filled would only make its batch bigger.
+    fn pick(&self, rng: &mut XorShift64, previous: Option<i32>) -> Option<i32> {
+        let len = self.len();
+        if len == 0 {
+            return None;
+        }
+        let skipped = previous.and_then(|p| (0..len).find(|&i| self.at(i) == p));
+        let index = match skipped {
+            Some(skipped) if len > 1 => {
+                let drawn = rng.below(len - 1);
+                if drawn >= skipped { drawn + 1 } else { drawn }
+            }
+            _ => rng.below(len),
+        };
+        Some(self.at(index))
+    }
+}
+
+/// Marsaglia's xorshift64: plenty for spreading batches, and reproducible from a seed.
+#[derive(Debug)]
+struct XorShift64(u64);
+
+impl XorShift64 {
+    fn new(seed: u64) -> Self {
+        // A splitmix64 step so that nearby seeds start far apart; zero is xorshift's one fixed
+        // point, so it must never be the state.
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        XorShift64((z ^ (z >> 31)).max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in `0..n` for `n > 0`; the modulo bias is negligible for partition counts.
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn murmur2_matches_the_java_client_and_librdkafka() {
+        let vectors: [(&[u8], u32); 8] = [
+            (b"kafka", 0xd067_cf64),
+            (b"giberish123456789", 0x8f55_2b0c),
+            (b"1234", 0x9fc9_7b14),
+            (b"234", 0xe7c0_09ca),
+            (b"34", 0x8739_30da),
+            (b"4", 0x5a4b_5ca1),
+            (b"PreAmbleWillBeRemoved,ThePrePartThatIs", 0x7842_4f1c),
+            (b"", 0x106e_08d9),
+        ];
+        for (key, hash) in vectors {
+            assert_eq!(murmur2(key), hash, "murmur2({:?})", String::from_utf8_lossy(key));
+        }
+    }
+
+    /// The vectors of Kafka's own `UtilsTest.testMurmur2`, which states them as Java ints.
+    #[test]
+    fn murmur2_matches_the_kafka_utils_test_vectors() {
+        let vectors: [(&[u8], i32); 6] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+            (b"abc", 479_470_107),
+        ];
+        for (key, hash) in vectors {
+            assert_eq!(murmur2(key) as i32, hash, "murmur2({:?})", String::from_utf8_lossy(key));
+        }
+    }
+
+    #[test]
+    fn a_key_always_maps_to_the_partition_the_java_client_picks() {
+        assert_eq!(partition_for_key(b"kafka", 6), 4);
+    }
+
+    #[test]
+    fn a_negative_hash_is_made_positive_by_masking_the_sign_bit_not_by_abs() {
+        // murmur2("21") is negative as a Java int: masking gives 1173551340, abs 973932308,
+        // which fall on different partitions of a 7-partition topic.
+        assert_eq!(murmur2(b"21") as i32, -973_932_308);
+        assert_eq!(partition_for_key(b"21", 7), 1_173_551_340 % 7);
+        assert_ne!(partition_for_key(b"21", 7), 973_932_308 % 7);
+    }
+
+    #[test]
+    fn a_topic_without_partitions_has_no_partition_for_a_key() {
+        assert_eq!(partition_for_key(b"kafka", 0), UNKNOWN_PARTITION);
+    }
+
+    #[test]
+    fn it_sticks_to_one_partition_until_a_batch_is_full_then_moves() {
+        let mut partitioner = StickyPartitioner::new(100, 7);
+        let all = [0, 1, 2, 3, 4, 5];
+        let first = partitioner.partition("clicks", &all, 6, 10);
+        for _ in 1..10 {
+            assert_eq!(partitioner.partition("clicks", &all, 6, 10), first);
+        }
+        let second = partitioner.partition("clicks", &all, 6, 10);
+        assert_ne!(second, first, "100 bytes went to {first}: time to move");
+        for _ in 1..10 {
+            assert_eq!(partitioner.partition("clicks", &all, 6, 10), second);
+        }
+    }
+
+    #[test]
+    fn each_topic_has_its_own_sticky_partition_and_byte_count() {
+        let mut partitioner = StickyPartitioner::new(100, 3);
+        let all = [0, 1, 2, 3];
+        let views = partitioner.partition("page-views", &all, 4, 60);
+        let clicks = partitioner.partition("clicks", &all, 4, 90);
+        assert_eq!(partitioner.partition("clicks", &all, 4, 5), clicks);
+        assert_eq!(
+            partitioner.partition("page-views", &all, 4, 40),
+            views,
+            "only 60 of 100 bytes so far"
+        );
+        assert_ne!(
+            partitioner.partition("page-views", &all, 4, 1),
+            views,
+            "page-views filled its batch"
+        );
+        assert_eq!(
+            partitioner.partition("clicks", &all, 4, 1),
+            clicks,
+            "clicks has 95 bytes, not 100"
+        );
+    }
+
+    #[test]
+    fn only_partitions_with_a_leader_are_chosen() {
+        let mut partitioner = StickyPartitioner::new(1, 11);
+        let available = [1, 4];
+        let chosen: Vec<i32> = (0..200).map(|_| partitioner.partition("t", &available, 6, 1)).collect();
+        assert!(chosen.iter().all(|p| available.contains(p)), "{chosen:?}");
+        assert!(
+            chosen.windows(2).all(|w| w[0] != w[1]),
+            "with two candidates every switch goes to the other one: {chosen:?}"
+        );
+    }
+
+    #[test]
+    fn over_many_switches_every_available_partition_is_used() {
+        let mut partitioner = StickyPartitioner::new(1, 42);
+        let available = [0, 2, 3, 5];
+        let used: BTreeSet<i32> = (0..1000)
+            .map(|_| partitioner.partition("t", &available, 6, 1))
+            .collect();
+        assert_eq!(used, BTreeSet::from(available));
+    }
+
+    #[test]
+    fn without_leader_information_every_partition_is_a_candidate() {
+        let mut partitioner = StickyPartitioner::new(1, 5);
+        let used: BTreeSet<i32> = (0..1000).map(|_| partitioner.partition("t", &[], 4, 1)).collect();
+        assert_eq!(used, BTreeSet::from([0, 1, 2, 3]));
+        assert_eq!(partitioner.partition("empty", &[], 0, 1), UNKNOWN_PARTITION);
+    }
+
+    #[test]
+    fn a_sticky_partition_that_loses_its_leader_is_left_at_once() {
+        let mut partitioner = StickyPartitioner::new(1_000_000, 9);
+        let first = partitioner.partition("t", &[0, 1, 2], 3, 1);
+        let still_led: Vec<i32> = [0, 1, 2].into_iter().filter(|&p| p != first).collect();
+        let next = partitioner.partition("t", &still_led, 3, 1);
+        assert!(still_led.contains(&next));
+        assert_eq!(
+            partitioner.partition("t", &[0, 1, 2], 3, 1),
+            next,
+            "and it sticks to the new one"
+        );
+    }
+
+    #[test]
+    fn the_same_seed_replays_the_same_partitions() {
+        let run = |seed| {
+            let mut partitioner = StickyPartitioner::new(1, seed);
+            (0..50)
+                .map(|_| partitioner.partition("t", &[], 12, 1))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+    }
+}
