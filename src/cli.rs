@@ -31,8 +31,29 @@ pub enum Command {
 pub enum BenchCommand {
     /// Append to, read and recover one partition log, against raw sequential writes.
     Storage(StorageBenchArgs),
+    /// Read a filled topic with a group consumer (kafka-consumer-perf-test).
+    Consume(ConsumeBenchArgs),
     /// Produce with acks=all to an embedded 3-broker cluster, no client batching.
     Engine(EngineBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConsumeBenchArgs {
+    /// Records to write first and then consume.
+    #[arg(long, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub records: u64,
+    /// Size of each record's value.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub record_size: u32,
+    /// Partitions of the benchmark topic.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    pub partitions: i32,
+    /// Replication factor of the benchmark topic (at most 3, the embedded brokers).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=3))]
+    pub replication_factor: i32,
+    /// Directory for the cluster's data (default: the system temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

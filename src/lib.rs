@@ -22,6 +22,9 @@ pub fn run(cli: Cli) -> Result<()> {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
         Some(Command::Bench {
+            what: BenchCommand::Consume(args),
+        }) => bench::consume::run(&args),
+        Some(Command::Bench {
             what: BenchCommand::Engine(args),
         }) => bench::engine::run(&args),
     }

@@ -97,3 +97,25 @@ fn bench_engine_prints_throughput_latency_and_replication() {
         "{stdout}"
     );
 }
+
+#[test]
+fn bench_consume_prints_kafkas_consumer_performance_columns() {
+    let out = kdeck(&["bench", "consume", "--records", "20000", "--partitions", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+        )
+    );
+    let values: Vec<&str> = lines.next().expect("a data line").split(", ").collect();
+    assert_eq!(values.len(), 10);
+    let consumed: u64 = values[4].parse().expect("a record count");
+    assert!(consumed >= 20_000, "every record was consumed: {consumed}");
+}

@@ -1,6 +1,7 @@
 //! `kdeck bench ...`: measurements that print Kafka-perf-test-style lines. Benchmarks live
 //! here, apart from the tests, which never assert a duration.
 
+pub mod consume;
 pub mod engine;
 pub mod storage;
 
