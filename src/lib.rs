@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod storage;
+pub mod workload;
 
 use anyhow::Result;
 

@@ -2,6 +2,7 @@
 
 use kdeck::engine::ClusterConfig;
 use kdeck::storage::LogConfig;
+use kdeck::workload::DemoConfig;
 
 #[test]
 fn the_documented_log_defaults_are_the_real_ones() {
@@ -27,4 +28,17 @@ fn the_documented_cluster_defaults_are_the_real_ones() {
         .try_into()
         .expect("[cluster] is a valid cluster config");
     assert_eq!(cluster, ClusterConfig::default());
+}
+
+#[test]
+fn the_documented_demo_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let demo: DemoConfig = table
+        .get("demo")
+        .expect("a [demo] section")
+        .clone()
+        .try_into()
+        .expect("[demo] is a valid demo config");
+    assert_eq!(demo, DemoConfig::default());
 }

@@ -5,3 +5,4 @@ pub mod admin;
 pub mod assignor;
 pub mod consumer;
 pub mod partitioner;
+pub mod producer;

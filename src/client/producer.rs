@@ -1,0 +1,948 @@
+//! Kafka's producer, in process. A record goes to its explicit partition, else to murmur2 of
+//! its key over all partitions, else to the topic's sticky partition (KIP-794); records
+//! accumulate per partition into one v2 batch until `batch_size` bytes or `linger_ms`, and a
+//! sender task per partition delivers the batches to the partition's leader, retrying
+//! retriable errors after `retry_backoff_ms` until `delivery_timeout_ms` runs out.
+//!
+//! With idempotence on, every batch carries the producer id and epoch from InitProducerId and
+//! a sequence number per partition, so the leader recognises a retried batch (it is resent
+//! byte for byte) and answers with the original offsets instead of writing it twice.
+//!
+//! **One batch in flight per partition.** Kafka allows up to five in-flight requests per
+//! connection and relies on the broker refusing out-of-order sequences to keep order. Here a
+//! partition's next batch leaves only when the previous one is resolved: the engine handles
+//! requests concurrently, so two batches of one partition in flight could be appended in
+//! either order, and order per partition is what users rely on. Throughput comes from all
+//! partitions being in flight at once and from batches filling up while one is out.
+//!
+//! Differences from the Java client, each forced by the in-process setting or kept simple:
+//! - an unknown topic is refused at once (the in-process metadata is authoritative) instead of
+//!   waiting `max.block.ms` for it to appear;
+//! - with `acks = 0` the engine still answers in-process callers, so a refused batch is
+//!   reported (Kafka cannot know); a delivered one has offset -1 as in Kafka, and nothing is
+//!   retried, as in Kafka;
+//! - record headers must have distinct keys (the batch codec keeps headers in a map);
+//! - a batch the broker refuses as too large is failed, not split and retried.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::{Notify, Semaphore, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::partitioner::{StickyPartitioner, partition_for_key};
+use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, TopicPartition};
+use crate::storage::batch::RECORD_BATCH_OVERHEAD;
+use crate::storage::records::{self, Compression, Record};
+
+/// Producer settings, named after Kafka's and defaulting as in Kafka 4.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// `acks` (default all).
+    pub acks: Acks,
+    /// `linger.ms` (default 5): how long a batch that is not full waits for more records.
+    pub linger_ms: u64,
+    /// `batch.size` (default 16384): bytes per batch before it is sent without lingering.
+    pub batch_size: usize,
+    /// `compression.type` (default none).
+    pub compression: Compression,
+    /// `enable.idempotence` (default true); needs `acks = all`, as in Kafka.
+    pub enable_idempotence: bool,
+    /// `delivery.timeout.ms` (default 120000): from enqueue to giving up on a record.
+    pub delivery_timeout_ms: u64,
+    /// `request.timeout.ms` (default 30000): one produce attempt's limit.
+    pub request_timeout_ms: u64,
+    /// `retry.backoff.ms` (default 100): the pause before a retry.
+    pub retry_backoff_ms: u64,
+    /// `buffer.memory` (default 32 MiB): record bytes waiting or in flight before an enqueue
+    /// waits for room.
+    pub buffer_memory: usize,
+    /// `metadata.max.age.ms` (default 300000): how long the partition counts and leaders used
+    /// for partitioning are trusted; errors refresh them sooner.
+    pub metadata_max_age_ms: u64,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            acks: Acks::All,
+            linger_ms: 5,
+            batch_size: 16_384,
+            compression: Compression::None,
+            enable_idempotence: true,
+            delivery_timeout_ms: 120_000,
+            request_timeout_ms: 30_000,
+            retry_backoff_ms: 100,
+            buffer_memory: 32 * 1024 * 1024,
+            metadata_max_age_ms: 300_000,
+        }
+    }
+}
+
+/// A record to produce.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProducerRecord {
+    pub topic: String,
+    /// Explicit partition; otherwise chosen from the key, or sticky for records without one.
+    pub partition: Option<i32>,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    /// Header keys must be distinct.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// CreateTime in ms since the epoch; the producer's clock when unset.
+    pub timestamp: Option<i64>,
+}
+
+impl ProducerRecord {
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        ProducerRecord {
+            topic: topic.into(),
+            value: Some(value.into()),
+            ..ProducerRecord::default()
+        }
+    }
+
+    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+}
+
+/// Where an acknowledged record was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordMetadata {
+    pub topic: String,
+    pub partition: i32,
+    /// -1 with `acks = 0`, which learns no offsets.
+    pub offset: i64,
+    /// The record's CreateTime.
+    pub timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProduceError {
+    /// The leader refused the batch with an error that retrying cannot fix.
+    #[error("{tp}: the broker refused the batch: {error:?}")]
+    Kafka { tp: TopicPartition, error: ErrorCode },
+    /// Retriable errors (or a slow queue) used up `delivery.timeout.ms`.
+    #[error("{tp}: record expired {elapsed_ms} ms after its batch was created (delivery.timeout.ms); last error {last_error:?}")]
+    DeliveryTimeout {
+        tp: TopicPartition,
+        elapsed_ms: u64,
+        last_error: Option<ErrorCode>,
+    },
+    #[error("topic {0:?} does not exist")]
+    UnknownTopic(String),
+    #[error("topic {topic:?} has {partitions} partitions, so there is no partition {partition}")]
+    UnknownPartition { topic: String, partition: i32, partitions: i32 },
+    #[error("the record is {size} bytes, more than buffer.memory ({buffer_memory} bytes)")]
+    RecordTooLarge { size: usize, buffer_memory: usize },
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    #[error("{tp}: cannot encode the batch: {reason}")]
+    Encode { tp: TopicPartition, reason: String },
+    /// The producer was closed before the record was accepted or resolved.
+    #[error("the producer is closed")]
+    Closed,
+}
+
+/// How a record ends: where it was written, or why not.
+pub type DeliveryResult = Result<RecordMetadata, ProduceError>;
+
+/// Resolves once the record is acknowledged or has failed.
+pub type Delivery = oneshot::Receiver<DeliveryResult>;
+
+/// Kafka's producer over an embedded [`Cluster`]. Cheap to clone; the clones share one
+/// producer. Dropping the last clone closes it without waiting: what is batched still goes out.
+#[derive(Clone)]
+pub struct Producer {
+    handle: Arc<Handle>,
+}
+
+/// What the user's clones share; dropping it starts the close. The sender tasks hold only
+/// [`Shared`], so they do not keep a forgotten producer alive.
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        drop(self.shared.begin_close());
+    }
+}
+
+impl Producer {
+    /// Checks the settings as Kafka does and, with idempotence, obtains a producer id.
+    pub async fn new(cluster: Cluster, config: ProducerConfig) -> anyhow::Result<Producer> {
+        if config.enable_idempotence && config.acks != Acks::All {
+            bail!("enable_idempotence needs acks = all, otherwise idempotence cannot be guaranteed");
+        }
+        if config.delivery_timeout_ms < config.linger_ms.saturating_add(config.request_timeout_ms) {
+            bail!(
+                "delivery_timeout_ms ({}) must be at least linger_ms + request_timeout_ms ({} + {})",
+                config.delivery_timeout_ms,
+                config.linger_ms,
+                config.request_timeout_ms
+            );
+        }
+        if config.buffer_memory > Semaphore::MAX_PERMITS {
+            bail!("buffer_memory {} is too large", config.buffer_memory);
+        }
+        let identity = if config.enable_idempotence {
+            let (id, epoch) = cluster
+                .init_producer_id()
+                .await
+                .context("InitProducerId for the idempotent producer")?;
+            Some(tokio::sync::Mutex::new(ProducerIdentity { id, epoch }))
+        } else {
+            None
+        };
+        let shared = Shared {
+            memory: Semaphore::new(config.buffer_memory),
+            accumulator: Mutex::new(Accumulator {
+                closed: false,
+                topics: HashMap::new(),
+                sticky: StickyPartitioner::new(config.batch_size, partitioner_seed()),
+                senders: Vec::new(),
+            }),
+            closing: AtomicBool::new(false),
+            clock: Clock::new(),
+            identity,
+            cluster,
+            config,
+        };
+        Ok(Producer {
+            handle: Arc::new(Handle {
+                shared: Arc::new(shared),
+            }),
+        })
+    }
+
+    /// Sends one record and waits for its acknowledgement (linger included).
+    pub async fn send(&self, record: ProducerRecord) -> DeliveryResult {
+        let delivery = self.enqueue(record).await?;
+        // The sender is only dropped unresolved when the runtime shuts down under it.
+        delivery.await.unwrap_or(Err(ProduceError::Closed))
+    }
+
+    /// Adds a record to its partition's batch and returns at once (unless `buffer_memory` is
+    /// full, then once there is room), so many records can be in flight. Errors known before
+    /// sending (unknown topic or partition, invalid record, closed) are returned here.
+    pub async fn enqueue(&self, record: ProducerRecord) -> Result<Delivery, ProduceError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue_delivery(record, Resolver::Channel(tx)).await?;
+        Ok(rx)
+    }
+
+    /// Like [`Producer::enqueue`], calling `callback` with the outcome instead (Kafka's
+    /// `send(record, callback)`). It runs on the partition's sender task, so it must be quick.
+    /// When this returns an error the callback is never called.
+    pub async fn enqueue_with_callback(
+        &self,
+        record: ProducerRecord,
+        callback: impl FnOnce(DeliveryResult) + Send + 'static,
+    ) -> Result<(), ProduceError> {
+        self.enqueue_delivery(record, Resolver::Callback(Box::new(callback)))
+            .await
+    }
+
+    /// Sends every batch now, linger or not, and waits until every record enqueued before the
+    /// call is resolved.
+    pub async fn flush(&self) {
+        self.handle.shared.flush().await;
+    }
+
+    /// Refuses new records, delivers everything enqueued, and waits for the sender tasks.
+    /// This closes the producer for every clone.
+    pub async fn close(self) {
+        let shared = Arc::clone(&self.handle.shared);
+        let senders = shared.begin_close();
+        drop(self);
+        shared.flush().await;
+        for sender in senders {
+            // A sender only fails to join when the runtime is shutting down; nothing is left
+            // to wait for then.
+            let _ = sender.await;
+        }
+    }
+
+    async fn enqueue_delivery(&self, record: ProducerRecord, resolver: Resolver) -> Result<(), ProduceError> {
+        let shared = &self.handle.shared;
+        let ProducerRecord {
+            topic,
+            partition,
+            key,
+            value,
+            headers,
+            timestamp,
+        } = record;
+        // One clock reading per record: it stamps the record and dates the cached metadata.
+        let now_ms = shared.clock.now_ms();
+        let timestamp = match timestamp {
+            Some(t) if t < 0 => {
+                return Err(ProduceError::InvalidRecord(format!(
+                    "timestamp {t} is negative; leave it unset for the producer's clock"
+                )));
+            }
+            Some(t) => t,
+            None => now_ms,
+        };
+        let fixed = fixed_record_bytes(key.as_deref(), value.as_deref(), &headers);
+        let mut pending = records::record(0, timestamp, key, value);
+        for (name, value) in headers {
+            let name = StrBytes::from_string(name);
+            if pending.headers.contains_key(&name) {
+                return Err(ProduceError::InvalidRecord(format!(
+                    "header {:?} appears twice",
+                    name.as_str()
+                )));
+            }
+            pending.headers.insert(name, value);
+        }
+        // The size the record takes at the start of a batch: what buffer.memory counts and the
+        // sticky partitioner adds up.
+        let size = record_bytes(fixed, 0, 0);
+        let buffer_memory = shared.config.buffer_memory;
+        let permits = u32::try_from(size)
+            .ok()
+            .filter(|_| size <= buffer_memory)
+            .ok_or(ProduceError::RecordTooLarge { size, buffer_memory })?;
+        let queue = shared.route(&topic, partition, pending.key.as_deref(), size, now_ms)?;
+        shared
+            .memory
+            .acquire_many(permits)
+            .await
+            .map_err(|_| ProduceError::Closed)?
+            .forget();
+        let appended = queue.append(
+            shared,
+            Pending {
+                record: pending,
+                fixed,
+                memory: size,
+                resolver,
+            },
+        );
+        if appended.is_err() {
+            shared.memory.add_permits(size);
+        }
+        appended
+    }
+}
+
+/// Picks the sticky partitioner's seed: Kafka chooses sticky partitions at random, and
+/// producers started together should not all pick the same ones.
+fn partitioner_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProducerIdentity {
+    id: i64,
+    epoch: i16,
+}
+
+struct Shared {
+    cluster: Cluster,
+    config: ProducerConfig,
+    clock: Clock,
+    /// The producer id and epoch new batches are stamped with; `None` without idempotence.
+    /// An async lock, because replacing the identity waits for InitProducerId.
+    identity: Option<tokio::sync::Mutex<ProducerIdentity>>,
+    /// `buffer.memory`: one permit per record byte waiting or in flight.
+    memory: Semaphore,
+    accumulator: Mutex<Accumulator>,
+    /// Set once, under the accumulator lock; read by the senders without it.
+    closing: AtomicBool,
+}
+
+struct Accumulator {
+    closed: bool,
+    topics: HashMap<String, TopicEntry>,
+    sticky: StickyPartitioner,
+    senders: Vec<JoinHandle<()>>,
+}
+
+/// What the producer knows of a topic, and its partitions' queues.
+struct TopicEntry {
+    partitions: i32,
+    /// Partitions with a leader, for the sticky partitioner.
+    available: Vec<i32>,
+    /// When the metadata was read, on the producer's clock.
+    refreshed_ms: i64,
+    /// An error said the leaders moved: refresh before the next record.
+    stale: bool,
+    queues: Vec<Option<Arc<PartitionQueue>>>,
+}
+
+impl Shared {
+    fn accumulator(&self) -> MutexGuard<'_, Accumulator> {
+        self.accumulator.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// The queue of the partition `record` goes to, its sender started on first use.
+    fn route(
+        self: &Arc<Self>,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        size: usize,
+        now_ms: i64,
+    ) -> Result<Arc<PartitionQueue>, ProduceError> {
+        let mut guard = self.accumulator();
+        if guard.closed {
+            return Err(ProduceError::Closed);
+        }
+        let max_age_ms = i64::try_from(self.config.metadata_max_age_ms).unwrap_or(i64::MAX);
+        if guard
+            .topics
+            .get(topic)
+            .is_none_or(|t| t.stale || now_ms.saturating_sub(t.refreshed_ms) >= max_age_ms)
+        {
+            self.refresh(&mut guard, topic, now_ms)?;
+        }
+        let Accumulator {
+            topics,
+            sticky,
+            senders,
+            ..
+        } = &mut *guard;
+        let entry = topics
+            .get_mut(topic)
+            .ok_or_else(|| ProduceError::UnknownTopic(topic.to_owned()))?;
+        let chosen = match (partition, key) {
+            (Some(p), _) => p,
+            (None, Some(key)) => partition_for_key(key, entry.partitions),
+            (None, None) => sticky.partition(topic, &entry.available, entry.partitions, size),
+        };
+        let index = usize::try_from(chosen)
+            .ok()
+            .filter(|_| chosen < entry.partitions)
+            .ok_or_else(|| ProduceError::UnknownPartition {
+                topic: topic.to_owned(),
+                partition: chosen,
+                partitions: entry.partitions,
+            })?;
+        if entry.queues.len() <= index {
+            entry.queues.resize(index + 1, None);
+        }
+        let queue = entry.queues[index].get_or_insert_with(|| {
+            let queue = Arc::new(PartitionQueue::new(TopicPartition::new(topic, chosen)));
+            senders.push(tokio::spawn(run_sender(Arc::clone(self), Arc::clone(&queue))));
+            queue
+        });
+        Ok(Arc::clone(queue))
+    }
+
+    /// Re-reads a topic's partitions and leaders from the cluster's metadata.
+    fn refresh(&self, accumulator: &mut Accumulator, topic: &str, now_ms: i64) -> Result<(), ProduceError> {
+        let image = self.cluster.metadata();
+        let Some(metadata) = image.topics.get(topic) else {
+            return Err(ProduceError::UnknownTopic(topic.to_owned()));
+        };
+        let partitions = i32::try_from(metadata.partitions.len()).unwrap_or(i32::MAX);
+        let available = (0..partitions)
+            .zip(&metadata.partitions)
+            .filter(|(_, p)| p.leader != NO_LEADER)
+            .map(|(i, _)| i)
+            .collect();
+        let entry = accumulator
+            .topics
+            .entry(topic.to_owned())
+            .or_insert_with(|| TopicEntry {
+                partitions,
+                available: Vec::new(),
+                refreshed_ms: now_ms,
+                stale: false,
+                queues: Vec::new(),
+            });
+        entry.partitions = partitions;
+        entry.available = available;
+        entry.refreshed_ms = now_ms;
+        entry.stale = false;
+        Ok(())
+    }
+
+    fn mark_stale(&self, topic: &str) {
+        if let Some(entry) = self.accumulator().topics.get_mut(topic) {
+            entry.stale = true;
+        }
+    }
+
+    fn queues(&self) -> Vec<Arc<PartitionQueue>> {
+        self.accumulator()
+            .topics
+            .values()
+            .flat_map(|t| t.queues.iter().flatten().cloned())
+            .collect()
+    }
+
+    /// Refuses new records and wakes every sender to deliver what is left; returns the
+    /// sender tasks for the first caller to wait on.
+    fn begin_close(&self) -> Vec<JoinHandle<()>> {
+        let senders = {
+            let mut accumulator = self.accumulator();
+            accumulator.closed = true;
+            self.closing.store(true, Ordering::Release);
+            std::mem::take(&mut accumulator.senders)
+        };
+        // Enqueues waiting for buffer memory give up rather than wait for a closed producer.
+        self.memory.close();
+        for queue in self.queues() {
+            queue.wakeup.notify_one();
+        }
+        senders
+    }
+
+    async fn flush(&self) {
+        let mut targets = Vec::new();
+        for queue in self.queues() {
+            let target = {
+                let mut state = queue.state();
+                state.flush_until = state.appended;
+                state.appended
+            };
+            queue.wakeup.notify_one();
+            targets.push((queue, target));
+        }
+        for (queue, target) in targets {
+            let mut completed = queue.completed.subscribe();
+            // The sender half lives in the queue we hold, so this cannot fail.
+            let _ = completed.wait_for(|done| *done >= target).await;
+        }
+    }
+
+    /// Gives a batch its producer identity and sequence numbers when idempotent, choosing a
+    /// new identity first when the partition's last batch failed with its sequence unresolved.
+    async fn identity_for(&self, sequence: &mut SequenceState) -> anyhow::Result<Option<(ProducerIdentity, i32)>> {
+        let Some(lock) = &self.identity else {
+            return Ok(None);
+        };
+        let mut current = lock.lock().await;
+        if sequence.unresolved && sequence.identity == Some(*current) {
+            // A failed batch may or may not be in the log, so its sequence numbers can be
+            // neither reused nor skipped: start afresh under a new producer id, as Kafka's
+            // idempotent producer resets (or bumps) its id after such a failure.
+            let (id, epoch) = self.cluster.init_producer_id().await?;
+            *current = ProducerIdentity { id, epoch };
+        }
+        if sequence.identity != Some(*current) {
+            // Another partition moved the producer to a new identity: its sequences start at 0.
+            sequence.identity = Some(*current);
+            sequence.next = 0;
+        }
+        sequence.unresolved = false;
+        Ok(Some((*current, sequence.next)))
+    }
+
+    /// Delivers one batch: encodes it once, sends it until it is acknowledged, refused for
+    /// good, or out of delivery time, and resolves its records.
+    async fn deliver(&self, tp: &TopicPartition, mut batch: ProducerBatch, sequence: &mut SequenceState) -> Resolved {
+        let deadline = batch.created + Duration::from_millis(self.config.delivery_timeout_ms);
+        let backoff = Duration::from_millis(self.config.retry_backoff_ms);
+        let mut last_error = None;
+        // The encoded batch, kept so that every retry sends the same bytes (same sequence).
+        let mut request: Option<Vec<u8>> = None;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                sequence.unresolved |= request.is_some();
+                let error = ProduceError::DeliveryTimeout {
+                    tp: tp.clone(),
+                    elapsed_ms: now.duration_since(batch.created).as_millis() as u64,
+                    last_error,
+                };
+                return batch.resolve(tp, Err(error));
+            }
+            let encoded = match request.take() {
+                Some(encoded) => encoded,
+                None => match self.identity_for(sequence).await {
+                    Ok(stamp) => match encode(&mut batch.records, stamp, self.config.compression) {
+                        Ok(encoded) => {
+                            if let Some((_, base)) = stamp {
+                                sequence.next = next_sequence(base, batch.records.len());
+                            }
+                            encoded
+                        }
+                        Err(reason) => {
+                            let error = ProduceError::Encode { tp: tp.clone(), reason };
+                            return batch.resolve(tp, Err(error));
+                        }
+                    },
+                    Err(e) => {
+                        tracing::debug!(%tp, error = %e, "no new producer id yet; retrying");
+                        tokio::time::sleep_until((now + backoff).min(deadline)).await;
+                        continue;
+                    }
+                },
+            };
+            let attempt = encoded.clone();
+            request = Some(encoded);
+            let timeout = Duration::from_millis(self.config.request_timeout_ms).min(deadline - now);
+            match self.cluster.produce(tp, attempt, self.config.acks, timeout).await {
+                Ok(base_offset) => {
+                    let base_offset = if self.config.acks == Acks::None { -1 } else { base_offset };
+                    return batch.resolve(tp, Ok(base_offset));
+                }
+                // Kafka does not retry with acks = 0: it never learns of a failure.
+                Err(error) if error.is_retriable() && self.config.acks != Acks::None => {
+                    tracing::debug!(%tp, ?error, "produce failed; retrying after backoff");
+                    last_error = Some(error);
+                    self.mark_stale(&tp.topic);
+                    tokio::time::sleep_until((Instant::now() + backoff).min(deadline)).await;
+                }
+                Err(error) => {
+                    sequence.unresolved = true;
+                    let error = ProduceError::Kafka { tp: tp.clone(), error };
+                    return batch.resolve(tp, Err(error));
+                }
+            }
+        }
+    }
+}
+
+/// A partition's sequence numbers under the producer identity it last used.
+#[derive(Default)]
+struct SequenceState {
+    identity: Option<ProducerIdentity>,
+    next: i32,
+    /// The last batch failed after being sent: it may be in the log or not.
+    unresolved: bool,
+}
+
+/// Kafka's sequence numbers wrap from `i32::MAX` to 0.
+fn next_sequence(base: i32, count: usize) -> i32 {
+    let modulus = i64::from(i32::MAX) + 1;
+    let count = i64::try_from(count).unwrap_or(i64::MAX) % modulus;
+    ((i64::from(base) + count) % modulus) as i32
+}
+
+/// Numbers the records 0.. within their batch and encodes them as one v2 batch. `stamp`
+/// (producer identity and base sequence) makes it an idempotent batch; without it the batch
+/// keeps `records::record`'s defaults (no producer id, base sequence -1).
+fn encode(
+    records: &mut [Record],
+    stamp: Option<(ProducerIdentity, i32)>,
+    compression: Compression,
+) -> Result<Vec<u8>, String> {
+    for (delta, record) in records.iter_mut().enumerate() {
+        let delta = i32::try_from(delta).map_err(|_| "more than 2^31 records in one batch".to_owned())?;
+        record.offset = i64::from(delta);
+        match stamp {
+            Some((identity, base)) => {
+                record.producer_id = identity.id;
+                record.producer_epoch = identity.epoch;
+                // Only the batch's base sequence is on the wire; the codec needs each record's
+                // sequence to advance with its offset to keep them in one batch.
+                record.sequence = base.wrapping_add(delta);
+            }
+            None => record.sequence = delta - 1,
+        }
+    }
+    records::encode_batch(records, compression)
+        .map(Vec::from)
+        .map_err(|e| e.to_string())
+}
+
+/// The most records a new batch makes room for up front: tiny records in a huge batch grow it.
+const MAX_PRESIZED_RECORDS: usize = 4096;
+
+/// How a record's outcome reaches its producer.
+enum Resolver {
+    Channel(oneshot::Sender<DeliveryResult>),
+    Callback(Box<dyn FnOnce(DeliveryResult) + Send>),
+}
+
+impl Resolver {
+    fn resolve(self, result: DeliveryResult) {
+        match self {
+            // A dropped receiver means nobody wants the outcome any more.
+            Resolver::Channel(tx) => {
+                let _ = tx.send(result);
+            }
+            Resolver::Callback(callback) => callback(result),
+        }
+    }
+}
+
+/// A record on its way into a batch.
+struct Pending {
+    record: Record,
+    /// Its bytes that do not depend on its place in a batch.
+    fixed: usize,
+    /// Its share of buffer.memory.
+    memory: usize,
+    resolver: Resolver,
+}
+
+/// Records of one partition that go out in one request.
+struct ProducerBatch {
+    created: Instant,
+    /// The partition's count of appended records when this batch opened.
+    first_record: u64,
+    first_timestamp: i64,
+    records: Vec<Record>,
+    resolvers: Vec<Resolver>,
+    /// Encoded size before compression, batch header included.
+    size: usize,
+    memory: usize,
+}
+
+impl ProducerBatch {
+    /// A batch sized for about `capacity` records, so that filling it does not move them.
+    fn new(created: Instant, first_record: u64, first_timestamp: i64, capacity: usize) -> Self {
+        ProducerBatch {
+            created,
+            first_record,
+            first_timestamp,
+            records: Vec::with_capacity(capacity),
+            resolvers: Vec::with_capacity(capacity),
+            size: RECORD_BATCH_OVERHEAD,
+            memory: 0,
+        }
+    }
+
+    /// The size the next record would take in this batch.
+    fn next_record_bytes(&self, fixed: usize, timestamp: i64) -> usize {
+        record_bytes(
+            fixed,
+            self.records.len() as i64,
+            timestamp.saturating_sub(self.first_timestamp),
+        )
+    }
+
+    /// Resolves every record with its offset (from the batch's `base_offset`, -1 for none)
+    /// or the batch's error.
+    fn resolve(self, tp: &TopicPartition, result: Result<i64, ProduceError>) -> Resolved {
+        let count = self.records.len() as u64;
+        for ((delta, record), resolver) in self.records.into_iter().enumerate().zip(self.resolvers) {
+            let outcome = match &result {
+                Ok(base_offset) => Ok(RecordMetadata {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    offset: if *base_offset < 0 { -1 } else { base_offset + delta as i64 },
+                    timestamp: record.timestamp,
+                }),
+                Err(e) => Err(e.clone()),
+            };
+            resolver.resolve(outcome);
+        }
+        Resolved {
+            records: count,
+            memory: self.memory,
+        }
+    }
+}
+
+/// What a resolved batch gives back: its record count and its buffer memory.
+struct Resolved {
+    records: u64,
+    memory: usize,
+}
+
+/// One partition's batches, oldest first; the last one is open for appends.
+struct PartitionQueue {
+    tp: TopicPartition,
+    state: Mutex<QueueState>,
+    /// Tells the sender that a batch is ready, the producer flushes or closes.
+    wakeup: Notify,
+    /// Records resolved so far, for flush.
+    completed: watch::Sender<u64>,
+}
+
+struct QueueState {
+    batches: VecDeque<ProducerBatch>,
+    appended: u64,
+    /// Batches holding records appended before this count go out without lingering.
+    flush_until: u64,
+}
+
+impl PartitionQueue {
+    fn new(tp: TopicPartition) -> Self {
+        PartitionQueue {
+            tp,
+            state: Mutex::new(QueueState {
+                batches: VecDeque::new(),
+                appended: 0,
+                flush_until: 0,
+            }),
+            wakeup: Notify::new(),
+            completed: watch::Sender::new(0),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a record to the open batch, or opens a new one when it would overflow
+    /// `batch_size` (a record bigger than that gets a batch of its own, as in Kafka).
+    fn append(&self, shared: &Shared, pending: Pending) -> Result<(), ProduceError> {
+        let batch_size = shared.config.batch_size;
+        let timestamp = pending.record.timestamp;
+        let mut state = self.state();
+        // Checked under the queue lock, which the sender also holds when it sees the queue
+        // empty and the producer closing and stops: so no record lands behind it.
+        if shared.is_closing() {
+            return Err(ProduceError::Closed);
+        }
+        let index = state.appended;
+        let fits = state.batches.back().is_some_and(|open| {
+            open.records.is_empty() || open.size + open.next_record_bytes(pending.fixed, timestamp) <= batch_size
+        });
+        let mut wake = false;
+        if !fits {
+            // Records like this one fill the batch at about this count; a batch of larger
+            // records grows its vectors instead.
+            let capacity = (batch_size / record_bytes(pending.fixed, 0, 0)).clamp(1, MAX_PRESIZED_RECORDS);
+            state
+                .batches
+                .push_back(ProducerBatch::new(Instant::now(), index, timestamp, capacity));
+            wake = true;
+        }
+        let Some(open) = state.batches.back_mut() else {
+            return Err(ProduceError::Closed);
+        };
+        open.size += open.next_record_bytes(pending.fixed, timestamp);
+        open.memory += pending.memory;
+        open.records.push(pending.record);
+        open.resolvers.push(pending.resolver);
+        wake |= open.size >= batch_size;
+        state.appended += 1;
+        drop(state);
+        if wake {
+            self.wakeup.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The next batch to send: the oldest, once it is full, has a successor, has lingered
+    /// long enough, or the producer flushes or closes. `None` when closed and drained.
+    async fn next_ready(&self, shared: &Shared) -> Option<ProducerBatch> {
+        let linger = Duration::from_millis(shared.config.linger_ms);
+        loop {
+            let due = {
+                let mut state = self.state();
+                let closing = shared.is_closing();
+                match state.batches.front() {
+                    None if closing => return None,
+                    None => None,
+                    Some(oldest) => {
+                        let due = oldest.created + linger;
+                        let ready = state.batches.len() > 1
+                            || oldest.size >= shared.config.batch_size
+                            || oldest.first_record < state.flush_until
+                            || closing
+                            || Instant::now() >= due;
+                        if ready {
+                            return state.batches.pop_front();
+                        }
+                        Some(due)
+                    }
+                }
+            };
+            match due {
+                Some(due) => {
+                    tokio::select! {
+                        () = self.wakeup.notified() => {}
+                        () = tokio::time::sleep_until(due) => {}
+                    }
+                }
+                None => self.wakeup.notified().await,
+            }
+        }
+    }
+}
+
+/// A partition's sender: one batch at a time, in order.
+async fn run_sender(shared: Arc<Shared>, queue: Arc<PartitionQueue>) {
+    let mut sequence = SequenceState::default();
+    while let Some(batch) = queue.next_ready(&shared).await {
+        let resolved = shared.deliver(&queue.tp, batch, &mut sequence).await;
+        shared.memory.add_permits(resolved.memory);
+        queue.completed.send_modify(|done| *done += resolved.records);
+    }
+}
+
+/// The bytes of a record in a v2 batch that do not depend on its place: attributes, key,
+/// value and headers with their length prefixes (Kafka's `DefaultRecord.sizeInBytes`).
+fn fixed_record_bytes(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(String, Option<Bytes>)]) -> usize {
+    let field = |bytes: Option<&[u8]>| bytes.map_or(1, |b| varint_bytes(b.len() as i64) + b.len());
+    let headers_bytes: usize = headers
+        .iter()
+        .map(|(name, value)| field(Some(name.as_bytes())) + field(value.as_deref()))
+        .sum();
+    1 + field(key) + field(value) + varint_bytes(headers.len() as i64) + headers_bytes
+}
+
+/// A record's full size at `offset_delta` with `timestamp_delta` in its batch.
+fn record_bytes(fixed: usize, offset_delta: i64, timestamp_delta: i64) -> usize {
+    let body = fixed + varint_bytes(offset_delta) + varint_bytes(timestamp_delta);
+    varint_bytes(body as i64) + body
+}
+
+/// Bytes of a zig-zag varint (or varlong), as the v2 record format writes its numbers.
+fn varint_bytes(value: i64) -> usize {
+    let zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    let bits = 64 - (zigzag | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_sizes_match_the_encoder() {
+        let headers = vec![("trace".to_owned(), Some(Bytes::from_static(b"abc"))), ("none".to_owned(), None)];
+        let key = Bytes::from_static(b"user-42");
+        let value = Bytes::from(vec![b'x'; 300]);
+        let fixed = fixed_record_bytes(Some(&key), Some(&value), &headers);
+        let mut batch = Vec::new();
+        for delta in 0..200i64 {
+            let mut record = records::record(delta, 1_000 + delta * 7, Some(key.clone()), Some(value.clone()));
+            for (name, v) in &headers {
+                record.headers.insert(StrBytes::from_string(name.clone()), v.clone());
+            }
+            batch.push(record);
+        }
+        let expected: usize =
+            RECORD_BATCH_OVERHEAD + (0..200i64).map(|d| record_bytes(fixed, d, d * 7)).sum::<usize>();
+        let encoded = records::encode_batch(&batch, Compression::None).expect("encodes");
+        assert_eq!(encoded.len(), expected);
+    }
+
+    #[test]
+    fn varints_take_seven_bits_a_byte_after_zigzag() {
+        assert_eq!(varint_bytes(0), 1);
+        assert_eq!(varint_bytes(-1), 1);
+        assert_eq!(varint_bytes(63), 1);
+        assert_eq!(varint_bytes(64), 2);
+        assert_eq!(varint_bytes(-65), 2);
+        assert_eq!(varint_bytes(i64::MAX), 10);
+        assert_eq!(varint_bytes(i64::MIN), 10);
+    }
+
+    #[test]
+    fn sequences_wrap_to_zero_after_i32_max() {
+        assert_eq!(next_sequence(0, 10), 10);
+        assert_eq!(next_sequence(i32::MAX - 1, 1), i32::MAX);
+        assert_eq!(next_sequence(i32::MAX - 1, 3), 1);
+    }
+}
