@@ -43,8 +43,9 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
     let partitions = args.partitions;
     cluster
         .wait_for(Duration::from_secs(30), |s| {
-            s.partitions.len() == partitions as usize
-                && s.partitions.iter().all(|p| {
+            let bench: Vec<_> = s.partitions.iter().filter(|p| p.tp.topic == "bench").collect();
+            bench.len() == partitions as usize
+                && bench.iter().all(|p| {
                     p.isr.len() == 3
                         && p.high_watermark.is_some()
                         && p.replicas.iter().all(|r| r.log_end_offset.is_some())
