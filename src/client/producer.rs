@@ -136,7 +136,9 @@ pub enum ProduceError {
     #[error("{tp}: the broker refused the batch: {error:?}")]
     Kafka { tp: TopicPartition, error: ErrorCode },
     /// Retriable errors (or a slow queue) used up `delivery.timeout.ms`.
-    #[error("{tp}: record expired {elapsed_ms} ms after its batch was created (delivery.timeout.ms); last error {last_error:?}")]
+    #[error(
+        "{tp}: record expired {elapsed_ms} ms after its batch was created (delivery.timeout.ms); last error {last_error:?}"
+    )]
     DeliveryTimeout {
         tp: TopicPartition,
         elapsed_ms: u64,
@@ -145,7 +147,11 @@ pub enum ProduceError {
     #[error("topic {0:?} does not exist")]
     UnknownTopic(String),
     #[error("topic {topic:?} has {partitions} partitions, so there is no partition {partition}")]
-    UnknownPartition { topic: String, partition: i32, partitions: i32 },
+    UnknownPartition {
+        topic: String,
+        partition: i32,
+        partitions: i32,
+    },
     #[error("the record is {size} bytes, more than buffer.memory ({buffer_memory} bytes)")]
     RecordTooLarge { size: usize, buffer_memory: usize },
     #[error("invalid record: {0}")]
@@ -597,7 +603,11 @@ impl Shared {
             let timeout = Duration::from_millis(self.config.request_timeout_ms).min(deadline - now);
             match self.cluster.produce(tp, attempt, self.config.acks, timeout).await {
                 Ok(base_offset) => {
-                    let base_offset = if self.config.acks == Acks::None { -1 } else { base_offset };
+                    let base_offset = if self.config.acks == Acks::None {
+                        -1
+                    } else {
+                        base_offset
+                    };
                     return batch.resolve(tp, Ok(base_offset));
                 }
                 // Kafka does not retry with acks = 0: it never learns of a failure.
@@ -736,7 +746,11 @@ impl ProducerBatch {
                 Ok(base_offset) => Ok(RecordMetadata {
                     topic: tp.topic.clone(),
                     partition: tp.partition,
-                    offset: if *base_offset < 0 { -1 } else { base_offset + delta as i64 },
+                    offset: if *base_offset < 0 {
+                        -1
+                    } else {
+                        base_offset + delta as i64
+                    },
                     timestamp: record.timestamp,
                 }),
                 Err(e) => Err(e.clone()),
@@ -910,7 +924,10 @@ mod tests {
 
     #[test]
     fn record_sizes_match_the_encoder() {
-        let headers = vec![("trace".to_owned(), Some(Bytes::from_static(b"abc"))), ("none".to_owned(), None)];
+        let headers = vec![
+            ("trace".to_owned(), Some(Bytes::from_static(b"abc"))),
+            ("none".to_owned(), None),
+        ];
         let key = Bytes::from_static(b"user-42");
         let value = Bytes::from(vec![b'x'; 300]);
         let fixed = fixed_record_bytes(Some(&key), Some(&value), &headers);
@@ -922,8 +939,7 @@ mod tests {
             }
             batch.push(record);
         }
-        let expected: usize =
-            RECORD_BATCH_OVERHEAD + (0..200i64).map(|d| record_bytes(fixed, d, d * 7)).sum::<usize>();
+        let expected: usize = RECORD_BATCH_OVERHEAD + (0..200i64).map(|d| record_bytes(fixed, d, d * 7)).sum::<usize>();
         let encoded = records::encode_batch(&batch, Compression::None).expect("encodes");
         assert_eq!(encoded.len(), expected);
     }
