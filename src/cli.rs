@@ -33,8 +33,29 @@ pub enum BenchCommand {
     Storage(StorageBenchArgs),
     /// Read a filled topic with a group consumer (kafka-consumer-perf-test).
     Consume(ConsumeBenchArgs),
+    /// End-to-end latency: scheduled producer sends to a group consumer's receipt.
+    E2e(EndToEndBenchArgs),
     /// Produce with acks=all to an embedded 3-broker cluster, no client batching.
     Engine(EngineBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EndToEndBenchArgs {
+    /// Records per second, sent on a fixed schedule.
+    #[arg(long, default_value_t = 500_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub rate: u32,
+    /// How long to send, in seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+    pub secs: f64,
+    /// Size of each record's value (at least 8: it carries the due time).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(8..=1_000_000))]
+    pub record_size: u32,
+    /// Partitions of the benchmark topic.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    pub partitions: i32,
+    /// Directory for the cluster's data (default: the system temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

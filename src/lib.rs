@@ -26,6 +26,9 @@ pub fn run(cli: Cli) -> Result<()> {
             what: BenchCommand::Consume(args),
         }) => bench::consume::run(&args),
         Some(Command::Bench {
+            what: BenchCommand::E2e(args),
+        }) => bench::e2e::run(&args),
+        Some(Command::Bench {
             what: BenchCommand::Engine(args),
         }) => bench::engine::run(&args),
     }

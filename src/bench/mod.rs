@@ -2,6 +2,7 @@
 //! here, apart from the tests, which never assert a duration.
 
 pub mod consume;
+pub mod e2e;
 pub mod engine;
 pub mod storage;
 

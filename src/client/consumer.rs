@@ -280,6 +280,11 @@ impl Consumer {
                         });
                     }
                     self.positions.insert(tp, next);
+                    if !self.buffered.is_empty() {
+                        // Hand out what arrived; the other long polls are dropped (aborted)
+                        // rather than holding these records back for their full wait.
+                        break;
+                    }
                 }
                 Err(ErrorCode::OffsetOutOfRange) => {
                     let reset = match self.config.auto_offset_reset {

@@ -1,0 +1,158 @@
+//! `kdeck bench e2e`: end-to-end latency, from the moment a record is due to be produced to
+//! the moment a group consumer receives it. Records are sent on a fixed schedule (so a slow
+//! moment delays the records behind it and shows in their latency: no coordinated
+//! omission), through the client producer (acks=all) and the client consumer.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::cli::EndToEndBenchArgs;
+use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
+use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
+use crate::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+
+pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?
+        .block_on(run_async(args))
+}
+
+async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
+    let tmp = match &args.dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .context("creating the benchmark directory")?;
+    let cluster = Cluster::start(ClusterConfig {
+        data_dir: tmp.path().to_path_buf(),
+        ..ClusterConfig::default()
+    })
+    .await?;
+    let partitions = args.partitions;
+    cluster
+        .create_topic("e2e", TopicConfig::new(partitions, 3).with_min_insync_replicas(2))
+        .await?;
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            (0..partitions).all(|i| {
+                s.partition(&TopicPartition::new("e2e", i))
+                    .is_some_and(|p| p.high_watermark.is_some() && p.isr.len() == 3)
+            })
+        })
+        .await?;
+
+    let mut consumer = Consumer::new(
+        cluster.clone(),
+        ConsumerConfig {
+            group_id: Some("e2e".into()),
+            auto_offset_reset: OffsetReset::Latest,
+            enable_auto_commit: false,
+            fetch_max_wait_ms: 100,
+            max_poll_records: 100_000,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.subscribe(vec!["e2e".into()]);
+    let ready_by = Instant::now() + Duration::from_secs(30);
+    while consumer.assignment().len() < partitions as usize {
+        if Instant::now() > ready_by {
+            bail!("the consumer never got its partitions");
+        }
+        let _ = consumer.poll(Duration::from_millis(100)).await;
+    }
+
+    let origin = Instant::now();
+    let total = (f64::from(args.rate) * args.secs) as u64;
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(total as usize)));
+    let received = {
+        let latencies = Arc::clone(&latencies);
+        tokio::spawn(async move {
+            let mut got = 0u64;
+            let give_up = Instant::now() + Duration::from_secs(60) + Duration::from_secs_f64(total as f64 / 1000.0);
+            while got < total && Instant::now() < give_up {
+                let Ok(records) = consumer.poll(Duration::from_millis(200)).await else {
+                    continue;
+                };
+                let now = origin.elapsed().as_micros() as u64;
+                let mut l = latencies.lock().unwrap_or_else(|p| p.into_inner());
+                for r in records {
+                    let Some(due) = r
+                        .value
+                        .as_ref()
+                        .and_then(|v| v.get(..8))
+                        .and_then(|b| b.try_into().ok())
+                    else {
+                        continue;
+                    };
+                    l.push(now.saturating_sub(u64::from_be_bytes(due)));
+                    got += 1;
+                }
+            }
+            consumer.close().await;
+        })
+    };
+
+    let producer = Producer::new(
+        cluster.clone(),
+        ProducerConfig {
+            linger_ms: 1,
+            ..ProducerConfig::default()
+        },
+    )
+    .await?;
+    // One tick a millisecond; each carries the records due in it, stamped with their due time.
+    let per_ms = f64::from(args.rate) / 1000.0;
+    let mut sent = 0u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    while sent < total {
+        tick.tick().await;
+        let elapsed_ms = origin.elapsed().as_secs_f64() * 1000.0;
+        let due_by_now = ((elapsed_ms * per_ms) as u64).min(total);
+        while sent < due_by_now {
+            let due_us = (sent as f64 / per_ms * 1000.0) as u64;
+            let mut value = due_us.to_be_bytes().to_vec();
+            value.resize(args.record_size.max(8) as usize, b'x');
+            let record = ProducerRecord {
+                topic: "e2e".into(),
+                value: Some(Bytes::from(value)),
+                ..ProducerRecord::default()
+            };
+            producer
+                .enqueue_with_callback(record, |_| {})
+                .await
+                .map_err(|e| anyhow::anyhow!("enqueue failed: {e}"))?;
+            sent += 1;
+        }
+    }
+    producer.flush().await;
+    received.await.context("the consumer task failed")?;
+    let mut l = Arc::try_unwrap(latencies).map_or_else(
+        |a| a.lock().map(|v| v.clone()).unwrap_or_default(),
+        |m| m.into_inner().unwrap_or_default(),
+    );
+    l.sort_unstable();
+    if l.is_empty() {
+        bail!("no record arrived");
+    }
+    let pct = |q: f64| l[((l.len() as f64 * q).ceil() as usize).clamp(1, l.len()) - 1] as f64 / 1000.0;
+    let avg = l.iter().sum::<u64>() as f64 / l.len() as f64 / 1000.0;
+    println!(
+        "end-to-end: {} of {total} records received at {} records/sec target, {avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th.",
+        l.len(),
+        args.rate,
+        pct(1.0),
+        pct(0.5),
+        pct(0.95),
+        pct(0.99),
+        pct(0.999),
+    );
+    cluster.shutdown().await;
+    Ok(())
+}
