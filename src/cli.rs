@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
+use crate::engine::Acks;
+use crate::storage::records::Compression;
 
 pub const CONSOLE_NOT_YET: &str = "kdeck: the console is not built yet. Today kdeck offers `kdeck bench storage` \
 (the partition-log benchmark); run `kdeck --help` for details.";
@@ -37,6 +41,8 @@ pub enum BenchCommand {
     E2e(EndToEndBenchArgs),
     /// Produce with acks=all to an embedded 3-broker cluster, no client batching.
     Engine(EngineBenchArgs),
+    /// Produce through the client producer to an embedded cluster (kafka-producer-perf-test).
+    Produce(ProduceBenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -97,6 +103,57 @@ pub struct EngineBenchArgs {
     /// Directory for the cluster's data (default: the system temp directory).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProduceBenchArgs {
+    /// Records to produce.
+    #[arg(long, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub records: u64,
+    /// Size of each record's value, in bytes.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub record_size: u32,
+    /// Acknowledgements: 0, 1 or all (-1).
+    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(["0", "1", "all", "-1"]).map(|a| parse_acks(&a)))]
+    pub acks: Acks,
+    /// Partitions of the benchmark topic.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    pub partitions: i32,
+    /// Replication factor of the benchmark topic (min.insync.replicas is 2 from RF 2 up).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=32))]
+    pub replication_factor: i32,
+    /// Producers sharing the records, each with its own task.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub producers: u32,
+    /// Compression codec of the batches.
+    #[arg(long, default_value = "none", value_parser = PossibleValuesParser::new(["none", "gzip", "snappy", "lz4", "zstd"]).map(|c| parse_compression(&c)))]
+    pub compression: Compression,
+    /// Brokers in the embedded cluster.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=32))]
+    pub brokers: i32,
+    /// Directory for the cluster's data (default: the system temp directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Maps a value `PossibleValuesParser` already checked.
+fn parse_acks(text: &str) -> Acks {
+    match text {
+        "0" => Acks::None,
+        "1" => Acks::Leader,
+        _ => Acks::All,
+    }
+}
+
+/// Maps a value `PossibleValuesParser` already checked.
+fn parse_compression(text: &str) -> Compression {
+    match text {
+        "gzip" => Compression::Gzip,
+        "snappy" => Compression::Snappy,
+        "lz4" => Compression::Lz4,
+        "zstd" => Compression::Zstd,
+        _ => Compression::None,
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -31,5 +31,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             what: BenchCommand::Engine(args),
         }) => bench::engine::run(&args),
+        Some(Command::Bench {
+            what: BenchCommand::Produce(args),
+        }) => bench::produce::run(&args),
     }
 }

@@ -124,13 +124,24 @@ fn bench_consume_prints_kafkas_consumer_performance_columns() {
 fn bench_e2e_prints_latency_percentiles_for_every_record() {
     let out = kdeck(&["bench", "e2e", "--rate", "2000", "--secs", "0.5", "--partitions", "2"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = stdout
         .lines()
         .find(|l| l.starts_with("end-to-end: "))
         .unwrap_or_else(|| panic!("no end-to-end line in\n{stdout}"));
     assert!(line.starts_with("end-to-end: 1000 of 1000 records received"), "{line}");
-    for part in ["ms avg latency", "ms max latency", "ms 50th", "ms 95th", "ms 99th", "ms 99.9th."] {
+    for part in [
+        "ms avg latency",
+        "ms max latency",
+        "ms 50th",
+        "ms 95th",
+        "ms 99th",
+        "ms 99.9th.",
+    ] {
         assert!(line.contains(part), "{part:?} missing from {line:?}");
     }
 }

@@ -4,6 +4,7 @@
 pub mod consume;
 pub mod e2e;
 pub mod engine;
+pub mod produce;
 pub mod storage;
 
 use anyhow::Result;

@@ -25,6 +25,7 @@
 //! - a batch the broker refuses as too large is failed, not split and retried.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -218,7 +219,7 @@ impl Producer {
             memory: Semaphore::new(config.buffer_memory),
             accumulator: Mutex::new(Accumulator {
                 closed: false,
-                topics: HashMap::new(),
+                topics: HashMap::default(),
                 sticky: StickyPartitioner::new(config.batch_size, partitioner_seed()),
                 senders: Vec::new(),
             }),
@@ -376,7 +377,7 @@ struct Shared {
 
 struct Accumulator {
     closed: bool,
-    topics: HashMap<String, TopicEntry>,
+    topics: HashMap<String, TopicEntry, BuildHasherDefault<Fnv1a>>,
     sticky: StickyPartitioner,
     senders: Vec<JoinHandle<()>>,
 }
@@ -627,6 +628,28 @@ impl Shared {
     }
 }
 
+/// FNV-1a for the topic map, which is looked up for every record: topic names are short and
+/// chosen by the application, so a fast hash fits better than SipHash's flood resistance.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A partition's sequence numbers under the producer identity it last used.
 #[derive(Default)]
 struct SequenceState {
@@ -715,14 +738,13 @@ struct ProducerBatch {
 }
 
 impl ProducerBatch {
-    /// A batch sized for about `capacity` records, so that filling it does not move them.
-    fn new(created: Instant, first_record: u64, first_timestamp: i64, capacity: usize) -> Self {
+    fn new(created: Instant, first_record: u64, first_timestamp: i64, storage: BatchStorage) -> Self {
         ProducerBatch {
             created,
             first_record,
             first_timestamp,
-            records: Vec::with_capacity(capacity),
-            resolvers: Vec::with_capacity(capacity),
+            records: storage.records,
+            resolvers: storage.resolvers,
             size: RECORD_BATCH_OVERHEAD,
             memory: 0,
         }
@@ -739,9 +761,9 @@ impl ProducerBatch {
 
     /// Resolves every record with its offset (from the batch's `base_offset`, -1 for none)
     /// or the batch's error.
-    fn resolve(self, tp: &TopicPartition, result: Result<i64, ProduceError>) -> Resolved {
+    fn resolve(mut self, tp: &TopicPartition, result: Result<i64, ProduceError>) -> Resolved {
         let count = self.records.len() as u64;
-        for ((delta, record), resolver) in self.records.into_iter().enumerate().zip(self.resolvers) {
+        for ((delta, record), resolver) in self.records.iter().enumerate().zip(self.resolvers.drain(..)) {
             let outcome = match &result {
                 Ok(base_offset) => Ok(RecordMetadata {
                     topic: tp.topic.clone(),
@@ -757,17 +779,30 @@ impl ProducerBatch {
             };
             resolver.resolve(outcome);
         }
+        self.records.clear();
         Resolved {
             records: count,
             memory: self.memory,
+            storage: BatchStorage {
+                records: self.records,
+                resolvers: self.resolvers,
+            },
         }
     }
 }
 
-/// What a resolved batch gives back: its record count and its buffer memory.
+/// A resolved batch's emptied vectors, kept for the partition's next batch: allocating them
+/// afresh for every batch costs more than anything else the producer does per batch.
+struct BatchStorage {
+    records: Vec<Record>,
+    resolvers: Vec<Resolver>,
+}
+
+/// What a resolved batch gives back: its record count, its buffer memory and its storage.
 struct Resolved {
     records: u64,
     memory: usize,
+    storage: BatchStorage,
 }
 
 /// One partition's batches, oldest first; the last one is open for appends.
@@ -785,6 +820,8 @@ struct QueueState {
     appended: u64,
     /// Batches holding records appended before this count go out without lingering.
     flush_until: u64,
+    /// The vectors of the last resolved batch, for the next one.
+    spare: Option<BatchStorage>,
 }
 
 impl PartitionQueue {
@@ -795,6 +832,7 @@ impl PartitionQueue {
                 batches: VecDeque::new(),
                 appended: 0,
                 flush_until: 0,
+                spare: None,
             }),
             wakeup: Notify::new(),
             completed: watch::Sender::new(0),
@@ -822,12 +860,18 @@ impl PartitionQueue {
         });
         let mut wake = false;
         if !fits {
-            // Records like this one fill the batch at about this count; a batch of larger
-            // records grows its vectors instead.
-            let capacity = (batch_size / record_bytes(pending.fixed, 0, 0)).clamp(1, MAX_PRESIZED_RECORDS);
+            let storage = state.spare.take().unwrap_or_else(|| {
+                // Records like this one fill a batch at about this count, so that filling it
+                // does not move them; larger records grow the vectors instead.
+                let capacity = (batch_size / record_bytes(pending.fixed, 0, 0)).clamp(1, MAX_PRESIZED_RECORDS);
+                BatchStorage {
+                    records: Vec::with_capacity(capacity),
+                    resolvers: Vec::with_capacity(capacity),
+                }
+            });
             state
                 .batches
-                .push_back(ProducerBatch::new(Instant::now(), index, timestamp, capacity));
+                .push_back(ProducerBatch::new(Instant::now(), index, timestamp, storage));
             wake = true;
         }
         let Some(open) = state.batches.back_mut() else {
@@ -890,6 +934,7 @@ async fn run_sender(shared: Arc<Shared>, queue: Arc<PartitionQueue>) {
     while let Some(batch) = queue.next_ready(&shared).await {
         let resolved = shared.deliver(&queue.tp, batch, &mut sequence).await;
         shared.memory.add_permits(resolved.memory);
+        queue.state().spare = Some(resolved.storage);
         queue.completed.send_modify(|done| *done += resolved.records);
     }
 }
