@@ -4,33 +4,20 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::{make_batch, mb};
 use crate::cli::ConsumeBenchArgs;
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
-use crate::engine::{Acks, Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use crate::engine::{Acks, TopicConfig, TopicPartition};
 use crate::storage::batch::BatchHeader;
 
 pub fn run(args: &ConsumeBenchArgs) -> Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?
-        .block_on(run_async(args))
+    super::block_on(run_async(args))
 }
 
 async fn run_async(args: &ConsumeBenchArgs) -> Result<()> {
-    let tmp = match &args.dir {
-        Some(d) => tempfile::tempdir_in(d),
-        None => tempfile::tempdir(),
-    }
-    .context("creating the benchmark directory")?;
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: tmp.path().to_path_buf(),
-        ..ClusterConfig::default()
-    })
-    .await?;
+    let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     let rf = args.replication_factor.min(3);
     cluster
         .create_topic("consume-bench", TopicConfig::new(args.partitions, rf))

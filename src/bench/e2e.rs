@@ -13,27 +13,14 @@ use tokio::time::Instant;
 use crate::cli::EndToEndBenchArgs;
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use crate::engine::{TopicConfig, TopicPartition};
 
 pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?
-        .block_on(run_async(args))
+    super::block_on(run_async(args))
 }
 
 async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
-    let tmp = match &args.dir {
-        Some(d) => tempfile::tempdir_in(d),
-        None => tempfile::tempdir(),
-    }
-    .context("creating the benchmark directory")?;
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: tmp.path().to_path_buf(),
-        ..ClusterConfig::default()
-    })
-    .await?;
+    let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     let partitions = args.partitions;
     cluster
         .create_topic("e2e", TopicConfig::new(partitions, 3).with_min_insync_replicas(2))

@@ -11,29 +11,15 @@ use tokio::sync::Mutex;
 
 use super::{make_batch, mb};
 use crate::cli::EngineBenchArgs;
-use crate::engine::{Acks, Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use crate::engine::{Acks, TopicConfig, TopicPartition};
 use crate::storage::batch::BatchHeader;
 
 pub fn run(args: &EngineBenchArgs) -> Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?
-        .block_on(run_async(args))
+    super::block_on(run_async(args))
 }
 
 async fn run_async(args: &EngineBenchArgs) -> Result<()> {
-    let tmp = match &args.dir {
-        Some(d) => tempfile::tempdir_in(d),
-        None => tempfile::tempdir(),
-    }
-    .context("creating the benchmark directory")?;
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: tmp.path().to_path_buf(),
-        brokers: 3,
-        ..ClusterConfig::default()
-    })
-    .await?;
+    let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     cluster
         .create_topic(
             "bench",

@@ -7,8 +7,14 @@ pub mod engine;
 pub mod produce;
 pub mod storage;
 
-use anyhow::Result;
+use std::future::Future;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use bytes::Bytes;
+use tempfile::TempDir;
+
+use crate::engine::{Cluster, ClusterConfig};
 
 use crate::storage::records::{self, Compression};
 
@@ -49,4 +55,30 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs a benchmark on a multi-threaded runtime, as the console does.
+pub fn block_on<F: Future<Output = Result<()>>>(bench: F) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?
+        .block_on(bench)
+}
+
+/// An embedded cluster of `brokers` in a temporary directory (under `dir` when given),
+/// removed when the returned guard drops.
+pub async fn embedded_cluster(dir: Option<&Path>, brokers: i32) -> Result<(TempDir, Cluster)> {
+    let tmp = match dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .context("creating the benchmark directory")?;
+    let cluster = Cluster::start(ClusterConfig {
+        data_dir: tmp.path().to_path_buf(),
+        brokers,
+        ..ClusterConfig::default()
+    })
+    .await?;
+    Ok((tmp, cluster))
 }

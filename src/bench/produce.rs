@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::mb;
 use crate::cli::ProduceBenchArgs;
 use crate::client::producer::{DeliveryResult, ProduceError, Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Acks, Cluster, ClusterConfig, TopicConfig};
+use crate::engine::{Acks, Cluster, TopicConfig};
 
 const TOPIC: &str = "bench";
 
@@ -22,25 +22,11 @@ const TOPIC: &str = "bench";
 const MAX_SAMPLES: u64 = 500_000;
 
 pub fn run(args: &ProduceBenchArgs) -> Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?
-        .block_on(run_async(args))
+    super::block_on(run_async(args))
 }
 
 async fn run_async(args: &ProduceBenchArgs) -> Result<()> {
-    let tmp = match &args.dir {
-        Some(d) => tempfile::tempdir_in(d),
-        None => tempfile::tempdir(),
-    }
-    .context("creating the benchmark directory")?;
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: tmp.path().to_path_buf(),
-        brokers: args.brokers,
-        ..ClusterConfig::default()
-    })
-    .await?;
+    let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), args.brokers).await?;
     let min_insync = if args.replication_factor >= 2 { 2 } else { 1 };
     cluster
         .create_topic(
