@@ -8,8 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::Acks;
 use crate::storage::records::Compression;
 
-pub const CONSOLE_NOT_YET: &str = "kdeck: the console is not built yet. Today kdeck offers `kdeck bench storage` \
-(the partition-log benchmark); run `kdeck --help` for details.";
+pub const CONSOLE_NOT_YET: &str = "kdeck: the console is not built yet. Today kdeck offers the benchmarks \
+`kdeck bench storage`, `kdeck bench engine`, `kdeck bench produce`, `kdeck bench consume` and `kdeck bench e2e`, \
+each on an embedded cluster; run `kdeck --help` for details.";
 
 #[derive(Debug, Parser)]
 #[command(
