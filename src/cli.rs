@@ -8,10 +8,6 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::Acks;
 use crate::storage::records::Compression;
 
-pub const CONSOLE_NOT_YET: &str = "kdeck: the console is not built yet. Today kdeck offers the benchmarks \
-`kdeck bench storage`, `kdeck bench engine`, `kdeck bench produce`, `kdeck bench consume` and `kdeck bench e2e`, \
-each on an embedded cluster; run `kdeck --help` for details.";
-
 #[derive(Debug, Parser)]
 #[command(
     name = "kdeck",
@@ -21,6 +17,29 @@ each on an embedded cluster; run `kdeck --help` for details.";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Without a command, kdeck opens the console on an embedded cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Where and how the embedded cluster runs; shared by every command that starts one.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Data directory of the cluster, kept across runs (default: kdeck/ in the platform data directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "ephemeral")]
+    pub data_dir: Option<PathBuf>,
+    /// Use a temporary data directory, removed on exit.
+    #[arg(long)]
+    pub ephemeral: bool,
+    /// Brokers to start (default: [cluster] brokers of the configuration).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=32))]
+    pub brokers: Option<i32>,
+    /// Do not run the built-in demo traffic.
+    #[arg(long)]
+    pub no_demo: bool,
+    /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,6 +63,27 @@ pub enum BenchCommand {
     Engine(EngineBenchArgs),
     /// Produce through the client producer to an embedded cluster (kafka-producer-perf-test).
     Produce(ProduceBenchArgs),
+    /// Console rendering: one frame of a large cluster view, and the idle console's CPU use.
+    Render(RenderBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RenderBenchArgs {
+    /// Partitions in the rendered cluster view.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub partitions: u32,
+    /// Frames to render.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub frames: u32,
+    /// Terminal width of the frame.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(20..=1000))]
+    pub width: u16,
+    /// Terminal height of the frame.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u16).range(5..=1000))]
+    pub height: u16,
+    /// Seconds to measure the idle console (embedded cluster without demo); 0 skips it.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_idle_seconds)]
+    pub idle_secs: f64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -204,6 +244,13 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Some(0) => Err(format!("size must be positive, got {text:?}")),
         Some(v) => Ok(v),
         None => Err(format!("size {text:?} is too large")),
+    }
+}
+
+fn parse_idle_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(0.0) => Ok(0.0),
+        _ => parse_seconds(text),
     }
 }
 

@@ -4,21 +4,26 @@
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod config;
+pub mod embedded;
 pub mod engine;
 pub mod storage;
+pub mod tui;
+pub mod view;
 pub mod workload;
 
-use anyhow::Result;
+use std::sync::Arc;
 
-use cli::{BenchCommand, Cli, Command};
+use anyhow::{Context, Result};
+
+use cli::{BenchCommand, Cli, ClusterArgs, Command};
+use config::KdeckConfig;
+use embedded::{DataDir, Embedded};
 
 /// Runs what the command line asked for.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => {
-            println!("{}", cli::CONSOLE_NOT_YET);
-            Ok(())
-        }
+        None => run_console(&cli.cluster),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
@@ -34,5 +39,41 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             what: BenchCommand::Produce(args),
         }) => bench::produce::run(&args),
+        Some(Command::Bench {
+            what: BenchCommand::Render(args),
+        }) => bench::render::run(&args),
     }
+}
+
+/// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never
+/// to the screen.
+fn run_console(args: &ClusterArgs) -> Result<()> {
+    let config = KdeckConfig::load(args.config.as_deref())?;
+    // A bad key binding is reported before the terminal switches to the console.
+    tui::keymap::Keymap::from_config(&config.keys)?;
+    let data_dir = DataDir::prepare(args)?;
+    let log_path = data_dir.path().join("kdeck.log");
+    let appender = tracing_appender::rolling::never(data_dir.path(), "kdeck.log");
+    let (writer, _flush_guard) = tracing_appender::non_blocking(appender);
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(writer)
+        .with_ansi(false)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let embedded = Arc::new(Embedded::start_in(&config, args, data_dir).await?);
+        tracing::info!(data_dir = %embedded.data_dir().display(), "console started");
+        let result = tui::run(
+            Arc::clone(&embedded) as Arc<dyn view::ClusterSource>,
+            &config,
+            Some(log_path),
+        )
+        .await;
+        embedded.shutdown().await;
+        result
+    })
 }

@@ -1,5 +1,6 @@
 //! `assets/kdeck.toml` documents the defaults; it must say what the code does.
 
+use kdeck::config::{ConsoleConfig, KdeckConfig, KeysConfig};
 use kdeck::engine::ClusterConfig;
 use kdeck::storage::LogConfig;
 use kdeck::workload::DemoConfig;
@@ -41,4 +42,30 @@ fn the_documented_demo_defaults_are_the_real_ones() {
         .try_into()
         .expect("[demo] is a valid demo config");
     assert_eq!(demo, DemoConfig::default());
+}
+
+#[test]
+fn the_documented_console_and_key_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let console: ConsoleConfig = table
+        .get("console")
+        .expect("a [console] section")
+        .clone()
+        .try_into()
+        .expect("[console] is a valid console config");
+    assert_eq!(console, ConsoleConfig::default());
+    let keys: KeysConfig = table
+        .get("keys")
+        .expect("a [keys] section")
+        .clone()
+        .try_into()
+        .expect("[keys] is a valid key config");
+    assert_eq!(keys, KeysConfig::default());
+}
+
+#[test]
+fn the_whole_documented_file_is_the_default_configuration() {
+    let loaded = KdeckConfig::from_layers(None).expect("the defaults load");
+    assert_eq!(loaded, KdeckConfig::default());
 }

@@ -5,6 +5,7 @@ pub mod consume;
 pub mod e2e;
 pub mod engine;
 pub mod produce;
+pub mod render;
 pub mod storage;
 
 use std::future::Future;

@@ -1,0 +1,262 @@
+//! The TOML configuration: `assets/kdeck.toml` holds the documented defaults, a user's file
+//! (`--config FILE`, else `kdeck/kdeck.toml` in the platform config directory) overrides them
+//! key by key. Errors name the file, line and column and the offending key or value.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::engine::ClusterConfig;
+use crate::storage::LogConfig;
+use crate::workload::DemoConfig;
+
+/// The documented defaults, compiled in.
+pub const DEFAULTS: &str = include_str!("../assets/kdeck.toml");
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KdeckConfig {
+    pub log: LogConfig,
+    pub cluster: ClusterConfig,
+    pub demo: DemoConfig,
+    pub console: ConsoleConfig,
+    pub keys: KeysConfig,
+}
+
+/// `[console]`: how the console looks and behaves.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// The name in the header.
+    pub cluster_name: String,
+    /// How often a new cluster view is taken, in ms.
+    pub refresh_ms: u64,
+    /// Ask before killing, stopping or pausing a broker and before deleting a topic.
+    pub confirm_destructive: bool,
+    /// Capture the mouse (wheel scrolls, click focuses a pane); it disables the terminal's
+    /// own text selection, hence off by default.
+    pub mouse: bool,
+    /// Records kept by a message tail.
+    pub tail_capacity: usize,
+    /// A new tail starts this many records before the end of each partition.
+    pub tail_start_last: i64,
+    /// Events kept for the timeline.
+    pub event_history: usize,
+    /// How long a changed cell stays highlighted, in ms.
+    pub flash_ms: u64,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            cluster_name: "kdeck".into(),
+            refresh_ms: 250,
+            confirm_destructive: true,
+            mouse: false,
+            tail_capacity: 1000,
+            tail_start_last: 50,
+            event_history: 500,
+            flash_ms: 2000,
+        }
+    }
+}
+
+/// `[keys]`: every action's keys. A key is a character (`x`, `G`, `?`), a name (`enter`,
+/// `esc`, `tab`, `backtab`, `space`, `up`, `down`, `left`, `right`, `home`, `end`, `pageup`,
+/// `pagedown`, `f1`..`f12`), optionally prefixed by `ctrl-` or `alt-`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeysConfig {
+    pub quit: Vec<String>,
+    pub help: Vec<String>,
+    pub next_pane: Vec<String>,
+    pub prev_pane: Vec<String>,
+    pub up: Vec<String>,
+    pub down: Vec<String>,
+    pub page_up: Vec<String>,
+    pub page_down: Vec<String>,
+    pub drill: Vec<String>,
+    pub back: Vec<String>,
+    pub filter: Vec<String>,
+    pub produce: Vec<String>,
+    pub kill_broker: Vec<String>,
+    pub stop_broker: Vec<String>,
+    pub restart_broker: Vec<String>,
+    pub pause_broker: Vec<String>,
+    pub rebalance: Vec<String>,
+    pub create_topic: Vec<String>,
+    pub delete_topic: Vec<String>,
+    pub pause_demo: Vec<String>,
+    pub follow: Vec<String>,
+    pub pause_tail: Vec<String>,
+    pub seek_beginning: Vec<String>,
+    pub seek_end: Vec<String>,
+    pub seek_offset: Vec<String>,
+    pub seek_time: Vec<String>,
+    pub next_partition: Vec<String>,
+    pub prev_partition: Vec<String>,
+}
+
+fn keys(list: &[&str]) -> Vec<String> {
+    list.iter().map(|k| k.to_string()).collect()
+}
+
+impl Default for KeysConfig {
+    fn default() -> Self {
+        KeysConfig {
+            quit: keys(&["q", "ctrl-c"]),
+            help: keys(&["?"]),
+            next_pane: keys(&["tab"]),
+            prev_pane: keys(&["backtab"]),
+            up: keys(&["k", "up"]),
+            down: keys(&["j", "down"]),
+            page_up: keys(&["pageup"]),
+            page_down: keys(&["pagedown"]),
+            drill: keys(&["enter"]),
+            back: keys(&["esc"]),
+            filter: keys(&["/"]),
+            produce: keys(&["p"]),
+            kill_broker: keys(&["x"]),
+            stop_broker: keys(&["s"]),
+            restart_broker: keys(&["r"]),
+            pause_broker: keys(&["z"]),
+            rebalance: keys(&["b"]),
+            create_topic: keys(&["c"]),
+            delete_topic: keys(&["d"]),
+            pause_demo: keys(&["w"]),
+            follow: keys(&["f"]),
+            pause_tail: keys(&["space"]),
+            seek_beginning: keys(&["g", "home"]),
+            seek_end: keys(&["G", "end"]),
+            seek_offset: keys(&["o"]),
+            seek_time: keys(&["t"]),
+            next_partition: keys(&["]"]),
+            prev_partition: keys(&["["]),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    Unplaced { path: String, message: String },
+}
+
+impl KdeckConfig {
+    /// The defaults merged with `explicit` when given (it must exist), else with the user's
+    /// platform config file when there is one.
+    pub fn load(explicit: Option<&Path>) -> Result<KdeckConfig, ConfigError> {
+        let path = match explicit {
+            Some(p) => Some(p.to_path_buf()),
+            None => user_config_path().filter(|p| p.is_file()),
+        };
+        match path {
+            None => KdeckConfig::from_layers(None),
+            Some(path) => {
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                KdeckConfig::from_layers(Some((&path.display().to_string(), &text)))
+            }
+        }
+    }
+
+    /// The defaults, overridden per key by `user` (its name for messages, and its text).
+    pub fn from_layers(user: Option<(&str, &str)>) -> Result<KdeckConfig, ConfigError> {
+        let mut merged = parse_table("assets/kdeck.toml", DEFAULTS)?;
+        if let Some((name, text)) = user {
+            // Deserializing the user's file alone first places every mistake at its line and
+            // column; the merged table has no positions left.
+            toml::from_str::<KdeckConfig>(text).map_err(|e| placed(name, text, &e))?;
+            merge(&mut merged, parse_table(name, text)?);
+        }
+        let name = user.map_or("assets/kdeck.toml", |(n, _)| n);
+        merged.try_into().map_err(|e: toml::de::Error| ConfigError::Unplaced {
+            path: name.to_string(),
+            message: e.message().to_string(),
+        })
+    }
+
+    /// The cluster settings with the `[log]` defaults in place.
+    pub fn cluster_config(&self) -> ClusterConfig {
+        ClusterConfig {
+            log: self.log.clone(),
+            ..self.cluster.clone()
+        }
+    }
+}
+
+/// `kdeck/kdeck.toml` in the platform configuration directory.
+pub fn user_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("kdeck").join("kdeck.toml"))
+}
+
+fn parse_table(name: &str, text: &str) -> Result<toml::Table, ConfigError> {
+    text.parse::<toml::Table>().map_err(|e| placed(name, text, &e))
+}
+
+fn placed(name: &str, text: &str, error: &toml::de::Error) -> ConfigError {
+    let message = error.message().trim().to_string();
+    match error.span() {
+        Some(span) => {
+            let (line, column) = line_column(text, span.start);
+            ConfigError::Invalid {
+                path: name.to_string(),
+                line,
+                column,
+                message,
+            }
+        }
+        None => ConfigError::Unplaced {
+            path: name.to_string(),
+            message,
+        },
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// Overrides `base` with `over` key by key; tables merge, everything else is replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters_from_one() {
+        let text = "a = 1\nbé = 2\n";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 6), (2, 1));
+        assert_eq!(line_column(text, 10), (2, 4));
+    }
+}

@@ -1,0 +1,99 @@
+//! Brokers: state, leaders, replicas, leader skew, bytes in/out and a produce-rate sparkline.
+//! The controller is marked ◆.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table};
+
+use super::Pane;
+use super::app::App;
+use super::layout::{block, flashing, scroll};
+use super::text::{bytes, sparkline};
+
+/// kafbat's thresholds for leader skew.
+const SKEW_WARN: f64 = 10.0;
+const SKEW_ALERT: f64 = 20.0;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
+    let t = &app.theme;
+    let brokers = app.visible_brokers();
+    let online: Vec<_> = app.view.brokers.iter().filter(|b| b.status.is_up()).collect();
+    let total_leaders: usize = online.iter().map(|b| b.leaders).sum();
+    let mean = if online.is_empty() {
+        0.0
+    } else {
+        total_leaders as f64 / online.len() as f64
+    };
+    let block = block(app, Pane::Brokers, String::new());
+    let inner = block.inner(area);
+    let height = inner.height.saturating_sub(1) as usize;
+    let cursor = app.cursor(Pane::Brokers);
+    let spark_width = (inner.width as usize).saturating_sub(51).clamp(4, 30);
+    let rows = brokers
+        .iter()
+        .enumerate()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|(i, b)| {
+            let skew = if b.status.is_up() && mean > 0.0 {
+                (b.leaders as f64 - mean) / mean * 100.0
+            } else {
+                0.0
+            };
+            let skew_style = match skew.abs() {
+                s if s >= SKEW_ALERT => t.error,
+                s if s >= SKEW_WARN => t.warn,
+                _ => t.text,
+            };
+            let state_style = if flashing(app, b.changed_at, now) {
+                t.flash
+            } else {
+                t.broker(b.status)
+            };
+            let id = if b.is_controller {
+                format!("{} ◆", b.id)
+            } else {
+                b.id.to_string()
+            };
+            let row = Row::new(vec![
+                Cell::from(id),
+                Cell::from(Span::styled(b.status.label(), state_style)),
+                Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
+                Cell::from(Line::from(b.replicas.to_string()).right_aligned()),
+                Cell::from(Line::from(Span::styled(format!("{skew:+.0}%"), skew_style)).right_aligned()),
+                Cell::from(Line::from(format!("{}/s", bytes(b.bytes_in_per_sec))).right_aligned()),
+                Cell::from(Line::from(format!("{}/s", bytes(b.bytes_out_per_sec))).right_aligned()),
+                Cell::from(Span::styled(sparkline(&b.produce_history, spark_width), t.ok)),
+            ]);
+            if i == cursor && app.focus == Pane::Brokers {
+                row.style(t.selected)
+            } else {
+                row
+            }
+        });
+    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
+    let header = Row::new(vec![
+        Cell::from("ID"),
+        Cell::from("STATE"),
+        right("LEAD"),
+        right("REPL"),
+        right("SKEW"),
+        right("IN"),
+        right("OUT"),
+        Cell::from("RATE"),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(4),
+        Constraint::Length(7),
+        Constraint::Length(4),
+        Constraint::Length(4),
+        Constraint::Length(5),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Min(4),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}

@@ -1,0 +1,105 @@
+//! Consumer groups: state, members, total lag with its trend; below, the selected group's
+//! per-partition committed offset, end offset, lag and owning member.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table};
+
+use super::Pane;
+use super::app::App;
+use super::layout::{block, scroll};
+use super::text::{fit, sparkline};
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let groups = app.visible_groups();
+    let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let list_height = (groups.len() as u16 + 1).clamp(2, inner.height / 2);
+    let parts = Layout::vertical([Constraint::Length(list_height), Constraint::Min(0)]).split(inner);
+    let cursor = app.cursor(Pane::Groups);
+    let height = parts[0].height.saturating_sub(1) as usize;
+    let id_width = (inner.width as usize).saturating_sub(33).clamp(6, 24);
+    let rows = groups
+        .iter()
+        .enumerate()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|(i, g)| {
+            let state_style = if g.state == "Stable" { t.ok } else { t.warn };
+            let row = Row::new(vec![
+                Cell::from(fit(&g.group_id, id_width)),
+                Cell::from(Span::styled(state_label(&g.state), state_style)),
+                Cell::from(Line::from(g.members.len().to_string()).right_aligned()),
+                Cell::from(Line::from(g.total_lag.to_string()).right_aligned()),
+                Cell::from(Span::styled(sparkline(&g.lag_history, 8), t.warn)),
+            ]);
+            if i == cursor { row.style(t.selected) } else { row }
+        });
+    let header = Row::new(vec![
+        Cell::from("GROUP"),
+        Cell::from("STATE"),
+        Cell::from(Line::from("MEMB").right_aligned()),
+        Cell::from(Line::from("LAG").right_aligned()),
+        Cell::from("TREND"),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(id_width as u16),
+        Constraint::Length(11),
+        Constraint::Length(4),
+        Constraint::Length(6),
+        Constraint::Length(8),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header), parts[0]);
+
+    let Some(group) = app.selected_group() else {
+        return;
+    };
+    let height = parts[1].height.saturating_sub(1) as usize;
+    let rows = group.offsets.iter().take(height).map(|o| {
+        let member = group
+            .owner(&o.topic, o.partition)
+            .map_or("-".to_string(), |m| fit(&m.member_id, 14));
+        Row::new(vec![
+            Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),
+            Cell::from(Line::from(o.committed.to_string()).right_aligned()),
+            Cell::from(Line::from(o.end.map_or("-".into(), |e| e.to_string())).right_aligned()),
+            Cell::from(
+                Line::from(Span::styled(
+                    o.lag.map_or("-".into(), |l| l.to_string()),
+                    if o.lag.unwrap_or(0) > 0 { t.warn } else { t.text },
+                ))
+                .right_aligned(),
+            ),
+            Cell::from(Span::styled(member, t.dim)),
+        ])
+    });
+    let header = Row::new(vec![
+        Cell::from("PARTITION"),
+        Cell::from(Line::from("COMMITTED").right_aligned()),
+        Cell::from(Line::from("END").right_aligned()),
+        Cell::from(Line::from("LAG").right_aligned()),
+        Cell::from("MEMBER"),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(16),
+        Constraint::Length(9),
+        Constraint::Length(8),
+        Constraint::Length(6),
+        Constraint::Min(6),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header), parts[1]);
+}
+
+/// Group states in at most 11 columns.
+fn state_label(state: &str) -> &str {
+    match state {
+        "PreparingRebalance" => "Rebalancing",
+        "CompletingRebalance" => "Completing",
+        other => other,
+    }
+}

@@ -1,0 +1,61 @@
+//! The header: cluster, source, health counters and the clock.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::app::App;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
+    let v = &app.view;
+    let t = &app.theme;
+    let clock = now.with_timezone(&app.tz).format("%Y-%m-%d %H:%M:%S").to_string();
+    let title = format!(" kdeck · cluster {} ({}) ", v.cluster_name, v.source.label());
+    let pad = (area.width as usize).saturating_sub(title.chars().count() + clock.chars().count() + 1);
+    let first = Line::from(vec![
+        Span::styled(title, t.header),
+        Span::styled(" ".repeat(pad), t.header),
+        Span::styled(format!("{clock} "), t.header),
+    ]);
+    let counter = |label: &str, value: String, bad: bool| {
+        vec![
+            Span::styled(format!("{label} "), t.dim),
+            Span::styled(value, if bad { t.error } else { t.ok }),
+            Span::raw("   "),
+        ]
+    };
+    let up = v.brokers_up();
+    let online = v.partitions_online();
+    let urp = v.under_replicated();
+    let offline = v.partitions.len() - online;
+    let mut spans = Vec::new();
+    spans.extend(counter(
+        "brokers up",
+        format!("{up}/{}", v.brokers.len()),
+        up < v.brokers.len(),
+    ));
+    spans.extend(counter(
+        "controller",
+        v.controller.map_or("none".into(), |c| c.to_string()),
+        v.controller.is_none(),
+    ));
+    spans.extend(counter(
+        "partitions online",
+        format!("{online}/{}", v.partitions.len()),
+        offline > 0,
+    ));
+    spans.extend(counter("under-replicated", urp.to_string(), urp > 0));
+    spans.extend(counter("offline", offline.to_string(), offline > 0));
+    if let Some(running) = v.demo {
+        spans.push(Span::styled("demo ", t.dim));
+        spans.push(Span::styled(
+            if running { "running" } else { "paused" },
+            if running { t.ok } else { t.warn },
+        ));
+    }
+    let second = Line::from(spans).style(Style::default());
+    frame.render_widget(Paragraph::new(vec![first, second]), area);
+}

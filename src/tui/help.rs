@@ -1,0 +1,51 @@
+//! The `?` overlay: every binding from the keymap, and where the log file is.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::app::App;
+use super::keymap::Action;
+use super::messages::centered;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{:<16}", "1-6"), t.title),
+        Span::raw(Action::FocusPane(super::Pane::Brokers).describe()),
+    ])];
+    for (action, _) in &app.keymap.bindings {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<16}", app.keymap.keys_of(*action)), t.title),
+            Span::raw(action.describe()),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "Dialogs: Tab/↑/↓ move between fields, Enter submit, Esc cancel. Confirm with y or Enter.",
+        t.dim,
+    ));
+    lines.push(Line::styled(
+        "Replicas: ★ leader  ● in-sync follower  ○ out-of-sync  ✗ offline.  Controller: ◆",
+        t.dim,
+    ));
+    let log = app
+        .log_path
+        .as_ref()
+        .map_or("not written".to_string(), |p| p.display().to_string());
+    lines.push(Line::styled(format!("Log file: {log}"), t.dim));
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let width = area.width.min(100);
+    let popup = centered(area, width * 100 / area.width.max(1), height * 100 / area.height.max(1));
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(t.focused_border)
+                .title(" Keys · any key closes "),
+        ),
+        popup,
+    );
+}

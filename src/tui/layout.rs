@@ -1,0 +1,146 @@
+//! Where each pane goes. At 120x36 and more: the whole dashboard. From 80x24: header,
+//! brokers, the focused main pane and the latest events (secondary panes collapse). Below
+//! that, one "terminal too small" line.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+
+use super::Pane;
+use super::app::{App, Mode};
+use super::{brokers, dialog, events, footer, groups, header, help, messages, partitions, topics};
+
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+pub const FULL_WIDTH: u16 = 120;
+pub const FULL_HEIGHT: u16 = 36;
+
+/// Draws one frame of the console.
+pub fn draw(frame: &mut Frame, app: &mut App, now: DateTime<Utc>) {
+    let area = frame.area();
+    app.pane_areas.clear();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let text = format!(
+            "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT}",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(Line::styled(text, app.theme.warn)), area);
+        return;
+    }
+    let rows = Layout::vertical([Constraint::Length(2), Constraint::Min(0), Constraint::Length(1)]).split(area);
+    header::draw(frame, rows[0], app, now);
+    if area.width >= FULL_WIDTH && area.height >= FULL_HEIGHT {
+        full(frame, rows[1], app, now);
+    } else {
+        compact(frame, rows[1], app, now);
+    }
+    footer::draw(frame, rows[2], app);
+    match &app.mode {
+        Mode::Help => help::draw(frame, area, app),
+        Mode::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
+        Mode::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
+        Mode::Detail(record) => messages::draw_detail(frame, area, app, record),
+        Mode::Normal | Mode::Filter => {}
+    }
+}
+
+fn full(frame: &mut Frame, area: Rect, app: &mut App, now: DateTime<Utc>) {
+    let top = (app.view.brokers.len().max(3) as u16 + 3).min(10);
+    let bottom = (area.height / 3).clamp(8, 16);
+    let rows = Layout::vertical([Constraint::Length(top), Constraint::Min(6), Constraint::Length(bottom)]).split(area);
+    let split = |r: Rect, left: u16| {
+        Layout::horizontal([Constraint::Percentage(left), Constraint::Percentage(100 - left)]).split(r)
+    };
+    let a = split(rows[0], 48);
+    let b = split(rows[1], 60);
+    let c = split(rows[2], 55);
+    place(frame, app, Pane::Brokers, a[0], now);
+    place(frame, app, Pane::Topics, a[1], now);
+    place(frame, app, Pane::Partitions, b[0], now);
+    place(frame, app, Pane::Groups, b[1], now);
+    place(frame, app, Pane::Messages, c[0], now);
+    place(frame, app, Pane::Events, c[1], now);
+}
+
+fn compact(frame: &mut Frame, area: Rect, app: &mut App, now: DateTime<Utc>) {
+    let top = (app.view.brokers.len().max(1) as u16 + 3).min(7);
+    let rows = Layout::new(
+        Direction::Vertical,
+        [Constraint::Length(top), Constraint::Min(5), Constraint::Length(6)],
+    )
+    .split(area);
+    place(frame, app, Pane::Brokers, rows[0], now);
+    let main = match app.focus {
+        Pane::Brokers | Pane::Events => Pane::Partitions,
+        other => other,
+    };
+    place(frame, app, main, rows[1], now);
+    place(frame, app, Pane::Events, rows[2], now);
+}
+
+fn place(frame: &mut Frame, app: &mut App, pane: Pane, area: Rect, now: DateTime<Utc>) {
+    app.pane_areas.push((pane, area));
+    match pane {
+        Pane::Brokers => brokers::draw(frame, area, app, now),
+        Pane::Topics => topics::draw(frame, area, app),
+        Pane::Partitions => partitions::draw(frame, area, app, now),
+        Pane::Groups => groups::draw(frame, area, app),
+        Pane::Messages => messages::draw(frame, area, app),
+        Pane::Events => events::draw(frame, area, app),
+    }
+}
+
+/// The frame of a pane, with its number, title, extra info and the focus highlight.
+pub fn block<'a>(app: &App, pane: Pane, info: String) -> Block<'a> {
+    let focused = app.focus == pane;
+    let filter = &app.filters[pane.index()];
+    let mut title = format!(" {} {} ", pane.index() + 1, pane.title());
+    if !info.is_empty() {
+        title.push_str(&format!("· {info} "));
+    }
+    if !filter.is_empty() {
+        title.push_str(&format!("· filter \"{filter}\" "));
+    }
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused { BorderType::Thick } else { BorderType::Plain })
+        .border_style(if focused {
+            app.theme.focused_border
+        } else {
+            app.theme.border
+        })
+        .title(Line::styled(
+            title,
+            if focused { app.theme.title } else { app.theme.text },
+        ))
+}
+
+/// The first row to show so that `cursor` is visible in `height` rows.
+pub fn scroll(cursor: usize, height: usize) -> usize {
+    if height == 0 {
+        0
+    } else {
+        cursor.saturating_sub(height - 1)
+    }
+}
+
+/// Whether `changed_at` is recent enough to flash.
+pub fn flashing(app: &App, changed_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    changed_at.is_some_and(|t| {
+        let age = (now - t).num_milliseconds();
+        age >= 0 && (age as u64) < app.console.flash_ms
+    })
+}
+
+/// True while some cell flashes (so ticks redraw until the flash ends).
+pub fn flash_active(app: &App, now: DateTime<Utc>) -> bool {
+    let until = chrono::Duration::milliseconds(app.console.flash_ms as i64 + 300);
+    app.view
+        .brokers
+        .iter()
+        .filter_map(|b| b.changed_at)
+        .chain(app.view.partitions.iter().filter_map(|p| p.changed_at))
+        .any(|t| now - t < until && now >= t)
+}

@@ -1,0 +1,205 @@
+//! The message tail of the selected topic (all partitions or one) and the detail view of one
+//! record: JSON pretty-printed, binary as hex.
+
+use chrono::{DateTime, FixedOffset, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
+use unicode_width::UnicodeWidthStr;
+
+use super::Pane;
+use super::app::App;
+use super::layout::{block, scroll};
+use super::text::fit;
+use crate::view::TailRecord;
+
+/// A record field as one line of text: UTF-8 as is, binary as hex.
+pub fn preview(bytes: &Option<bytes::Bytes>) -> String {
+    match bytes {
+        None => "∅".into(),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => s.to_string(),
+            Err(_) => format!("0x{}", hex(b)),
+        },
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn local_time(ms: i64, tz: FixedOffset, format: &str) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.with_timezone(&tz).format(format).to_string())
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let Some(tail) = &app.tail else {
+        let block = block(app, Pane::Messages, String::new());
+        frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
+        return;
+    };
+    let messages = app.visible_messages();
+    let spec = &tail.handle.spec;
+    let partition = spec
+        .partition
+        .map_or("all partitions".to_string(), |p| format!("partition {p}"));
+    let mode = match (&tail.frozen, tail.follow) {
+        (Some(_), _) => "FROZEN",
+        (None, true) => "following",
+        (None, false) => "scrolling",
+    };
+    let mut info = format!("{} · {partition} · from {} · {mode}", spec.topic, spec.start);
+    if let Some(e) = tail.handle.buffer.error() {
+        info.push_str(&format!(" · {e}"));
+    }
+    let block = block(app, Pane::Messages, info);
+    let inner = block.inner(area);
+    let height = inner.height.saturating_sub(1) as usize;
+    let cursor = app.cursor(Pane::Messages);
+    let key_width = 10usize;
+    let value_width = (inner.width as usize).saturating_sub(3 + 8 + 12 + key_width + 4 + 6);
+    let rows = messages
+        .iter()
+        .enumerate()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|(i, r)| {
+            let headers = if r.headers.is_empty() {
+                String::new()
+            } else {
+                format!("h{}", r.headers.len())
+            };
+            let row = Row::new(vec![
+                Cell::from(Line::from(r.partition.to_string()).right_aligned()),
+                Cell::from(Line::from(r.offset.to_string()).right_aligned()),
+                Cell::from(Span::styled(local_time(r.timestamp, app.tz, "%H:%M:%S%.3f"), t.dim)),
+                Cell::from(fit(&preview(&r.key), key_width)),
+                Cell::from(fit(&preview(&r.value), value_width)),
+                Cell::from(Span::styled(headers, t.dim)),
+            ]);
+            if i == cursor && app.focus == Pane::Messages {
+                row.style(t.selected)
+            } else {
+                row
+            }
+        });
+    let header = Row::new(vec![
+        Cell::from(Line::from("P").right_aligned()),
+        Cell::from(Line::from("OFFSET").right_aligned()),
+        Cell::from("TIME"),
+        Cell::from("KEY"),
+        Cell::from("VALUE"),
+        Cell::from("HDRS"),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(3),
+        Constraint::Length(8),
+        Constraint::Length(12),
+        Constraint::Length(key_width as u16),
+        Constraint::Length(value_width as u16),
+        Constraint::Length(4),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}
+
+/// The body of a record for the detail view: pretty JSON when it parses, the text when it
+/// is UTF-8, otherwise a hex dump.
+pub fn pretty(bytes: &Option<bytes::Bytes>) -> Vec<String> {
+    let Some(b) = bytes else {
+        return vec!["∅ (null)".into()];
+    };
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(b)
+        && (json.is_object() || json.is_array())
+        && let Ok(text) = serde_json::to_string_pretty(&json)
+    {
+        return text.lines().map(str::to_string).collect();
+    }
+    if let Ok(s) = std::str::from_utf8(b) {
+        return s.lines().map(str::to_string).collect();
+    }
+    b.chunks(16)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let hexes: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+            let ascii: String = chunk
+                .iter()
+                .map(|&b| {
+                    if b.is_ascii_graphic() || b == b' ' {
+                        b as char
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            format!("{:08x}  {:<48}  {ascii}", i * 16, hexes.join(" "))
+        })
+        .collect()
+}
+
+pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord) {
+    let t = &app.theme;
+    let popup = centered(area, 90, 80);
+    let topic = app.tail.as_ref().map_or("", |t| t.handle.spec.topic.as_str());
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("topic-partition  ", t.dim),
+            Span::raw(format!("{topic}-{}", record.partition)),
+        ]),
+        Line::from(vec![
+            Span::styled("offset           ", t.dim),
+            Span::raw(record.offset.to_string()),
+        ]),
+        Line::from(vec![
+            Span::styled("timestamp        ", t.dim),
+            Span::raw(format!(
+                "{} ({} ms)",
+                local_time(record.timestamp, app.tz, "%Y-%m-%d %H:%M:%S%.3f %:z"),
+                record.timestamp
+            )),
+        ]),
+        Line::from(vec![
+            Span::styled("key              ", t.dim),
+            Span::raw(preview(&record.key)),
+        ]),
+    ];
+    lines.push(Line::styled("headers", t.dim));
+    if record.headers.is_empty() {
+        lines.push(Line::raw("  (none)"));
+    }
+    for (k, v) in &record.headers {
+        lines.push(Line::raw(format!("  {k} = {}", preview(v))));
+    }
+    let size = record.value.as_ref().map_or(0, |v| v.len());
+    lines.push(Line::styled(format!("value ({size} bytes)"), t.dim));
+    let body_width = popup.width.saturating_sub(4) as usize;
+    lines.extend(pretty(&record.value).into_iter().map(|l| {
+        let l = if l.width() > body_width { fit(&l, body_width) } else { l };
+        Line::raw(format!("  {l}"))
+    }));
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(t.focused_border)
+                .title(" Message · Esc close "),
+        ),
+        popup,
+    );
+}
+
+/// A rectangle of `percent_x` by `percent_y` of `area`, centred.
+pub fn centered(area: Rect, percent_x: u16, percent_y: u16) -> Rect {
+    let w = area.width * percent_x / 100;
+    let h = area.height * percent_y / 100;
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}

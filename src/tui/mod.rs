@@ -1,0 +1,258 @@
+//! The console: app state ([`app`]), keymap, theme, one file per pane, and the event loop.
+//! A reader task turns terminal input and ticks into one channel; the loop redraws only for a
+//! new view, a key, a resize, new tail records or the clock, and coalesces bursts into one
+//! frame, so an idle console costs almost nothing.
+
+pub mod app;
+pub mod brokers;
+pub mod dialog;
+pub mod events;
+pub mod footer;
+pub mod groups;
+pub mod header;
+pub mod help;
+pub mod keymap;
+pub mod layout;
+pub mod messages;
+pub mod partitions;
+pub mod text;
+pub mod theme;
+pub mod topics;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use chrono::{Local, Utc};
+use crossterm::event::{self, Event as TermEvent, KeyEventKind};
+use tokio::sync::mpsc;
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+
+use crate::config::KdeckConfig;
+use crate::view::{ClusterSource, CommandOutcome};
+use app::App;
+use keymap::Keymap;
+use theme::Theme;
+
+/// The panes, in focus order (keys 1-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    Brokers,
+    Topics,
+    Partitions,
+    Groups,
+    Messages,
+    Events,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 6] = [
+        Pane::Brokers,
+        Pane::Topics,
+        Pane::Partitions,
+        Pane::Groups,
+        Pane::Messages,
+        Pane::Events,
+    ];
+
+    pub fn index(self) -> usize {
+        match self {
+            Pane::Brokers => 0,
+            Pane::Topics => 1,
+            Pane::Partitions => 2,
+            Pane::Groups => 3,
+            Pane::Messages => 4,
+            Pane::Events => 5,
+        }
+    }
+
+    pub fn next(self) -> Pane {
+        Pane::ALL[(self.index() + 1) % Pane::ALL.len()]
+    }
+
+    pub fn prev(self) -> Pane {
+        Pane::ALL[(self.index() + Pane::ALL.len() - 1) % Pane::ALL.len()]
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Brokers => "Brokers",
+            Pane::Topics => "Topics",
+            Pane::Partitions => "Partitions",
+            Pane::Groups => "Consumer groups",
+            Pane::Messages => "Messages",
+            Pane::Events => "Events",
+        }
+    }
+}
+
+/// What the event loop reacts to, besides new views and command outcomes.
+pub enum Input {
+    Terminal(TermEvent),
+    Tick,
+}
+
+/// The shortest time between two frames: bursts of changes become one frame.
+const FRAME: Duration = Duration::from_millis(33);
+const TICK: Duration = Duration::from_millis(250);
+
+/// Builds the app state for a source from the configuration.
+pub fn new_app(
+    source: Arc<dyn ClusterSource>,
+    config: &KdeckConfig,
+    log_path: Option<PathBuf>,
+) -> Result<(App, mpsc::UnboundedReceiver<CommandOutcome>)> {
+    let keymap = Keymap::from_config(&config.keys)?;
+    let (outcomes_tx, outcomes) = mpsc::unbounded_channel();
+    let tz = *Local::now().offset();
+    let app = App::new(
+        source,
+        outcomes_tx,
+        keymap,
+        Theme::from_env(),
+        config.console.clone(),
+        tz,
+        log_path,
+    );
+    Ok((app, outcomes))
+}
+
+/// Runs the console until the user quits. The terminal is restored on return and on panic.
+pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path: Option<PathBuf>) -> Result<()> {
+    let (mut app, mut outcomes) = new_app(source, config, log_path)?;
+    let mut terminal = ratatui::try_init().context("opening the terminal")?;
+    if config.console.mouse {
+        crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture).context("enabling the mouse")?;
+    }
+    let (input_tx, mut input) = mpsc::unbounded_channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop));
+    let ticker = spawn_ticker(input_tx);
+    let result = event_loop(&mut terminal, &mut app, &mut input, &mut outcomes).await;
+    stop.store(true, Ordering::Release);
+    ticker.abort();
+    if config.console.mouse {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+    }
+    ratatui::restore();
+    let _ = reader.await;
+    result
+}
+
+/// Sends a tick four times a second (clock, flashes, new tail records).
+pub fn spawn_ticker(tx: mpsc::UnboundedSender<Input>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            if tx.send(Input::Tick).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Redraws when something changed, at most once per frame time, until the app quits.
+pub async fn event_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    input: &mut mpsc::UnboundedReceiver<Input>,
+    outcomes: &mut mpsc::UnboundedReceiver<CommandOutcome>,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let mut views = app.source.views();
+    let mut views_open = true;
+    let mut dirty = true;
+    let mut last_frame = tokio::time::Instant::now() - FRAME;
+    let mut last_second = Utc::now().timestamp();
+    loop {
+        if dirty {
+            let wait = FRAME.saturating_sub(last_frame.elapsed());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            let now = Utc::now();
+            terminal.draw(|frame| layout::draw(frame, app, now))?;
+            last_frame = tokio::time::Instant::now();
+            dirty = false;
+        }
+        tokio::select! {
+            Some(i) = input.recv() => dirty |= handle(app, i, &mut last_second),
+            changed = views.changed(), if views_open => match changed {
+                Ok(()) => {
+                    app.set_view(views.borrow_and_update().clone());
+                    dirty = true;
+                }
+                Err(_) => views_open = false,
+            },
+            Some(outcome) = outcomes.recv() => {
+                app.on_outcome(outcome);
+                dirty = true;
+            }
+        }
+        while let Ok(i) = input.try_recv() {
+            dirty |= handle(app, i, &mut last_second);
+        }
+        if app.quit {
+            return Ok(());
+        }
+    }
+}
+
+/// True when the screen must be redrawn.
+fn handle(app: &mut App, input: Input, last_second: &mut i64) -> bool {
+    match input {
+        Input::Terminal(TermEvent::Key(key)) if key.kind != KeyEventKind::Release => {
+            app.on_key(key);
+            true
+        }
+        Input::Terminal(TermEvent::Mouse(m)) => {
+            app.on_mouse(m);
+            true
+        }
+        Input::Terminal(TermEvent::Resize(..)) => true,
+        Input::Terminal(_) => false,
+        Input::Tick => {
+            let now = Utc::now();
+            let second = now.timestamp();
+            let clock = second != *last_second;
+            *last_second = second;
+            let flashing = layout::flash_active(app, now);
+            app.on_tick() | clock | flashing
+        }
+    }
+}
+
+/// Reads terminal events on a blocking thread (crossterm's reader blocks), polling so that
+/// it notices when the console quits.
+fn spawn_reader(tx: mpsc::UnboundedSender<Input>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_blocking(move || {
+        while !stop.load(Ordering::Acquire) {
+            match event::poll(Duration::from_millis(100)) {
+                Ok(true) => match event::read() {
+                    Ok(e) => {
+                        if tx.send(Input::Terminal(e)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading the terminal failed");
+                        return;
+                    }
+                },
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "polling the terminal failed");
+                    return;
+                }
+            }
+        }
+    })
+}

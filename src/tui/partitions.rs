@@ -1,0 +1,150 @@
+//! Partitions of the selected topic: leader and epoch, each replica with its role (colour and
+//! glyph: ★ leader, ● in-sync follower, ○ out-of-sync, ✗ offline), ISR, preferred leader and
+//! whether it leads, high watermark, leader LEO, each follower's lag and the log start.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+
+use super::Pane;
+use super::app::App;
+use super::layout::{block, flashing, scroll};
+use super::theme::Theme;
+use crate::view::{PartitionRow, ReplicaRole};
+
+/// The replicas of a partition as styled `★1 ●2 ○0` spans.
+pub fn replica_spans<'a>(theme: &Theme, p: &PartitionRow) -> Vec<Span<'a>> {
+    let mut spans = Vec::new();
+    for (i, r) in p.replicas.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::styled(
+            format!("{}{}", r.role.glyph(), r.broker),
+            theme.role(r.role),
+        ));
+    }
+    spans
+}
+
+fn follower_lag(p: &PartitionRow) -> String {
+    let leader = p.leader_log_end();
+    p.replicas
+        .iter()
+        .filter(|r| r.role != ReplicaRole::Leader)
+        .map(|r| match (r.role, leader, r.log_end_offset) {
+            (ReplicaRole::Offline, ..) => format!("{}:✗", r.broker),
+            (_, Some(l), Some(f)) => format!("{}:{}", r.broker, (l - f).max(0)),
+            _ => format!("{}:?", r.broker),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn ids(list: &[i32]) -> String {
+    list.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+}
+
+fn opt(v: Option<i64>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
+    let t = &app.theme;
+    let Some(topic) = app.selected_topic() else {
+        let block = block(app, Pane::Partitions, String::new());
+        frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
+        return;
+    };
+    let partitions = app.visible_partitions();
+    let block = block(
+        app,
+        Pane::Partitions,
+        format!("{} · ★ leader ● in sync ○ out of sync ✗ offline", topic.name),
+    );
+    let inner = block.inner(area);
+    let height = inner.height.saturating_sub(1) as usize;
+    let cursor = app.cursor(Pane::Partitions);
+    let rf = partitions.first().map_or(3, |p| p.replicas.len());
+    let replica_width = partitions
+        .iter()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|p| Line::from(replica_spans(t, p)).width())
+        .max()
+        .unwrap_or(0)
+        .max(8) as u16;
+    let rows = partitions
+        .iter()
+        .enumerate()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|(i, p)| {
+            let flash = flashing(app, p.changed_at, now);
+            let leader = match p.leader {
+                Some(l) => Span::styled(l.to_string(), if flash { t.flash } else { t.leader }),
+                None => Span::styled("none", t.error),
+            };
+            let isr_style = if flash {
+                t.flash
+            } else if p.under_replicated {
+                t.warn
+            } else {
+                t.text
+            };
+            let pref = if p.preferred_leads() {
+                Span::styled(format!("{} ✓", p.preferred_leader), t.text)
+            } else {
+                Span::styled(format!("{} ✗", p.preferred_leader), t.warn)
+            };
+            let row = Row::new(vec![
+                Cell::from(Line::from(p.partition.to_string()).right_aligned()),
+                Cell::from(Line::from(leader).right_aligned()),
+                Cell::from(Line::from(p.leader_epoch.to_string()).right_aligned()),
+                Cell::from(Line::from(replica_spans(t, p))),
+                Cell::from(Span::styled(ids(&p.isr), isr_style)),
+                Cell::from(Line::from(pref)),
+                Cell::from(Line::from(opt(p.high_watermark)).right_aligned()),
+                Cell::from(Line::from(opt(p.leader_log_end())).right_aligned()),
+                Cell::from(Line::from(opt(p.log_start_offset)).right_aligned()),
+                Cell::from(follower_lag(p)),
+            ]);
+            if i == cursor && app.focus == Pane::Partitions {
+                row.style(t.selected)
+            } else {
+                row
+            }
+        });
+    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
+    let header = Row::new(vec![
+        right("P"),
+        right("LEADER"),
+        right("EPOCH"),
+        Cell::from("REPLICAS"),
+        Cell::from("ISR"),
+        Cell::from("PREF"),
+        right("HW"),
+        right("LEO"),
+        right("START"),
+        Cell::from("FOLLOWER LAG"),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(3),
+        Constraint::Length(6),
+        Constraint::Length(5),
+        Constraint::Length(replica_width),
+        Constraint::Length((rf * 2).saturating_sub(1).max(3) as u16),
+        Constraint::Length(4),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(5),
+        Constraint::Min(8),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1).block(block),
+        area,
+    );
+}

@@ -1,0 +1,95 @@
+//! Text helpers: display width (unicode-width, so CJK text and emoji keep columns aligned),
+//! numbers and sparklines.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// `text` cut to `width` display columns, with `…` when cut. Control characters become `·`
+/// so a record value cannot move the cursor.
+pub fn fit(text: &str, width: usize) -> String {
+    let clean = |c: char| if c.is_control() { '·' } else { c };
+    if text.width() <= width && !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    let total: usize = text.chars().map(|c| clean(c).width().unwrap_or(0)).sum();
+    if total <= width {
+        return text.chars().map(clean).collect();
+    }
+    let room = width.saturating_sub(1);
+    for c in text.chars().map(clean) {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// Bytes as `12.3 KiB`.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n.max(0.0);
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// A count per second as `950/s`, `12.3k/s`.
+pub fn rate(n: f64) -> String {
+    if n >= 1_000_000.0 {
+        format!("{:.1}M/s", n / 1_000_000.0)
+    } else if n >= 10_000.0 {
+        format!("{:.1}k/s", n / 1000.0)
+    } else {
+        format!("{n:.0}/s")
+    }
+}
+
+/// The last `width` samples as block characters scaled to their maximum.
+pub fn sparkline(samples: &[u64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let tail = &samples[samples.len().saturating_sub(width)..];
+    let max = tail.iter().copied().max().unwrap_or(0);
+    tail.iter()
+        .map(|&v| {
+            if max == 0 {
+                BARS[0]
+            } else {
+                BARS[((v as u128 * 7) / max as u128) as usize]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_counts_display_columns_not_bytes() {
+        assert_eq!(fit("abc", 5), "abc");
+        assert_eq!(fit("首页商品", 5), "首页…");
+        assert_eq!(fit("首页商品", 5).width(), 5);
+        assert_eq!(fit("a\nb", 5), "a·b");
+        assert_eq!(fit("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn sparkline_scales_to_the_maximum() {
+        assert_eq!(sparkline(&[0, 5, 10], 3), "▁▄█");
+        assert_eq!(sparkline(&[0, 0], 5), "▁▁");
+    }
+}

@@ -1,0 +1,72 @@
+//! Topics: partitions, replication factor, under-replicated and offline partitions, rate,
+//! size and the total lag of the groups reading it.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Table};
+
+use super::Pane;
+use super::app::App;
+use super::layout::{block, scroll};
+use super::text::{bytes, fit, rate};
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let topics = app.visible_topics();
+    let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
+    let inner = block.inner(area);
+    let height = inner.height.saturating_sub(1) as usize;
+    let cursor = app.cursor(Pane::Topics);
+    let name_width = (inner.width as usize).saturating_sub(42).clamp(8, 40);
+    let rows = topics
+        .iter()
+        .enumerate()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .map(|(i, tp)| {
+            let urp_style = if tp.under_replicated > 0 { t.warn } else { t.text };
+            let name_style = if tp.offline > 0 {
+                t.error
+            } else if tp.internal {
+                t.dim
+            } else {
+                t.text
+            };
+            let urp = if tp.offline > 0 {
+                format!("{} ✗{}", tp.under_replicated, tp.offline)
+            } else {
+                tp.under_replicated.to_string()
+            };
+            let row = Row::new(vec![
+                Cell::from(Span::styled(fit(&tp.name, name_width), name_style)),
+                Cell::from(Line::from(tp.partitions.to_string()).right_aligned()),
+                Cell::from(Line::from(tp.replication_factor.to_string()).right_aligned()),
+                Cell::from(Line::from(Span::styled(urp, urp_style)).right_aligned()),
+                Cell::from(Line::from(rate(tp.messages_per_sec)).right_aligned()),
+                Cell::from(Line::from(bytes(tp.size_bytes as f64)).right_aligned()),
+                Cell::from(Line::from(tp.total_lag.map_or("-".into(), |l| l.to_string())).right_aligned()),
+            ]);
+            if i == cursor { row.style(t.selected) } else { row }
+        });
+    let header = Row::new(vec![
+        Cell::from("TOPIC"),
+        Cell::from(Line::from("PARTS").right_aligned()),
+        Cell::from(Line::from("RF").right_aligned()),
+        Cell::from(Line::from("URP").right_aligned()),
+        Cell::from(Line::from("MSG/S").right_aligned()),
+        Cell::from(Line::from("SIZE").right_aligned()),
+        Cell::from(Line::from("LAG").right_aligned()),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(name_width as u16),
+        Constraint::Length(5),
+        Constraint::Length(2),
+        Constraint::Length(5),
+        Constraint::Length(8),
+        Constraint::Length(9),
+        Constraint::Length(7),
+    ];
+    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}

@@ -1,0 +1,67 @@
+//! The configuration file: defaults merged with the user's file key by key, and mistakes
+//! reported at their file, line and column.
+
+use kdeck::config::{ConfigError, KdeckConfig};
+
+fn error(text: &str) -> String {
+    KdeckConfig::from_layers(Some(("my.toml", text)))
+        .map(|_| ())
+        .expect_err("the file is refused")
+        .to_string()
+}
+
+#[test]
+fn user_values_override_the_defaults_key_by_key() {
+    let config = KdeckConfig::from_layers(Some((
+        "my.toml",
+        "[cluster]\nbrokers = 5\n\n[console]\nconfirm_destructive = false\n\n[keys]\nkill_broker = [\"K\"]\n",
+    )))
+    .expect("valid");
+    let defaults = KdeckConfig::default();
+    assert_eq!(config.cluster.brokers, 5);
+    assert_eq!(
+        config.cluster.replica_lag_time_max_ms,
+        defaults.cluster.replica_lag_time_max_ms
+    );
+    assert!(!config.console.confirm_destructive);
+    assert_eq!(config.console.refresh_ms, defaults.console.refresh_ms);
+    assert_eq!(config.keys.kill_broker, vec!["K".to_string()]);
+    assert_eq!(config.keys.quit, defaults.keys.quit);
+    assert_eq!(config.log, defaults.log);
+}
+
+#[test]
+fn a_malformed_file_is_placed_at_its_line_and_column() {
+    let message = error("[console]\nrefresh_ms = = 3\n");
+    assert!(message.starts_with("my.toml:2:"), "{message}");
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_position() {
+    let message = error("[console]\nrefresh_ms = 100\nrefrsh = 3\n");
+    assert!(message.starts_with("my.toml:3:1:"), "{message}");
+    assert!(message.contains("refrsh"), "{message}");
+}
+
+#[test]
+fn a_wrong_type_is_named_with_its_position() {
+    let message = error("[cluster]\nbrokers = \"three\"\n");
+    assert!(message.starts_with("my.toml:2:11:"), "{message}");
+    assert!(message.contains("three") || message.contains("string"), "{message}");
+}
+
+#[test]
+fn an_unknown_section_is_refused() {
+    let message = error("[consle]\nmouse = true\n");
+    assert!(message.starts_with("my.toml:1:"), "{message}");
+    assert!(message.contains("consle"), "{message}");
+}
+
+#[test]
+fn a_missing_explicit_file_is_an_error_naming_it() {
+    let path = std::path::Path::new("/nonexistent/kdeck.toml");
+    match KdeckConfig::load(Some(path)) {
+        Err(ConfigError::Read { path: p, .. }) => assert_eq!(p, path),
+        other => panic!("expected a read error, got {other:?}"),
+    }
+}

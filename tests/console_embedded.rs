@@ -1,0 +1,159 @@
+//! The embedded source behind the console: a persistent data directory survives a restart
+//! (topics kept, the demo copes with them existing), commands report their outcome, and a
+//! tail reads records.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kdeck::cli::ClusterArgs;
+use kdeck::config::KdeckConfig;
+use kdeck::embedded::Embedded;
+use kdeck::view::{BrokerStatus, ClusterSource, ClusterView, Command, ProduceRequest, SeekPosition, TailSpec};
+use tokio::sync::mpsc;
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+async fn wait_view(source: &Embedded, what: &str, condition: impl Fn(&ClusterView) -> bool) -> Arc<ClusterView> {
+    let mut views = source.views();
+    let wait = async {
+        loop {
+            let view = views.borrow_and_update().clone();
+            if condition(&view) {
+                return view;
+            }
+            views.changed().await.expect("the view task runs");
+        }
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+fn messages(view: &ClusterView, topic: &str) -> i64 {
+    view.topic(topic).map_or(0, |t| t.messages)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_data_dir_keeps_its_topics_across_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = ClusterArgs {
+        data_dir: Some(dir.path().to_path_buf()),
+        brokers: Some(3),
+        ..ClusterArgs::default()
+    };
+    let config = KdeckConfig::default();
+    let first = Embedded::start(&config, &args).await.expect("first start");
+    let view = wait_view(&first, "demo traffic", |v| messages(v, "page-views") > 0).await;
+    assert_eq!(view.demo, Some(true));
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    first.submit(
+        Command::CreateTopic {
+            name: "orders".into(),
+            partitions: 2,
+            replication_factor: 3,
+        },
+        tx,
+    );
+    let outcome = tokio::time::timeout(PATIENCE, outcomes.recv())
+        .await
+        .expect("an outcome")
+        .expect("sent");
+    assert!(outcome.result.is_ok(), "{outcome:?}");
+    let before = messages(
+        &*wait_view(&first, "orders", |v| v.topic("orders").is_some()).await,
+        "page-views",
+    );
+    first.shutdown().await;
+
+    let second = Embedded::start(&config, &args)
+        .await
+        .expect("second start on the same directory");
+    let view = wait_view(&second, "the old topics and new traffic", |v| {
+        v.topic("orders").is_some() && messages(v, "page-views") > before
+    })
+    .await;
+    assert_eq!(view.topic("orders").map(|t| t.partitions), Some(2));
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_report_outcomes_and_tails_read_records() {
+    let args = ClusterArgs {
+        ephemeral: true,
+        no_demo: true,
+        brokers: Some(3),
+        ..ClusterArgs::default()
+    };
+    let embedded = Embedded::start(&KdeckConfig::default(), &args).await.expect("start");
+    let path = embedded.data_dir().to_path_buf();
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    let mut next = async || {
+        tokio::time::timeout(PATIENCE, outcomes.recv())
+            .await
+            .expect("an outcome")
+            .expect("sent")
+    };
+
+    embedded.submit(
+        Command::CreateTopic {
+            name: "t".into(),
+            partitions: 1,
+            replication_factor: 3,
+        },
+        tx.clone(),
+    );
+    assert!(next().await.result.is_ok());
+    embedded.submit(
+        Command::Produce(ProduceRequest {
+            topic: "t".into(),
+            partition: None,
+            key: Some("k".into()),
+            value: "v 世界".into(),
+            headers: vec![("h".into(), "1".into())],
+        }),
+        tx.clone(),
+    );
+    let produced = next().await;
+    assert_eq!(produced.result, Ok("produced to t-0 at offset 0".to_string()));
+
+    let tail = embedded.tail(
+        TailSpec {
+            topic: "t".into(),
+            partition: None,
+            start: SeekPosition::Beginning,
+        },
+        10,
+    );
+    let read = tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Some(r) = tail.buffer.records().first().cloned() {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the tail reads the record");
+    assert_eq!(read.value.as_deref(), Some("v 世界".as_bytes()));
+    assert_eq!(read.headers.len(), 1);
+
+    embedded.submit(Command::KillBroker(1), tx.clone());
+    assert!(next().await.result.is_ok());
+    wait_view(&embedded, "broker 1 killed", |v| {
+        v.brokers.iter().any(|b| b.id == 1 && b.status == BrokerStatus::Killed)
+    })
+    .await;
+    embedded.submit(Command::KillBroker(1), tx.clone());
+    assert!(next().await.result.is_err(), "a dead broker cannot be killed again");
+    embedded.submit(Command::PauseDemo, tx.clone());
+    assert!(next().await.result.is_err(), "no demo to pause");
+    embedded.submit(Command::StartBroker(1), tx.clone());
+    assert!(next().await.result.is_ok());
+    wait_view(&embedded, "broker 1 back in the ISR", |v| {
+        v.brokers_up() == 3 && v.partitions_of("t").all(|p| p.isr.contains(&1))
+    })
+    .await;
+    drop(tail);
+    embedded.shutdown().await;
+    assert!(!path.exists(), "the ephemeral data directory is removed");
+}

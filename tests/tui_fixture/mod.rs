@@ -1,0 +1,400 @@
+//! A fixed cluster view, a fixed clock and time zone, and a source that records what the
+//! console asks of it: the ground the console tests stand on.
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::tui::app::App;
+use kdeck::tui::keymap::Keymap;
+use kdeck::tui::theme::Theme;
+use kdeck::view::{
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
+    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Severity, SourceKind, TailBuffer, TailHandle, TailRecord,
+    TailSpec, TopicRow, ViewEvent,
+};
+use tokio::sync::{mpsc, watch};
+
+pub fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 15, 12, 0, 0)
+        .single()
+        .expect("a valid time")
+}
+
+pub fn tz() -> FixedOffset {
+    FixedOffset::east_opt(0).expect("UTC")
+}
+
+fn at(seconds_before: i64) -> DateTime<Utc> {
+    now() - chrono::Duration::seconds(seconds_before)
+}
+
+fn replica(broker: i32, role: ReplicaRole, leo: Option<i64>) -> ReplicaRow {
+    ReplicaRow {
+        broker,
+        role,
+        log_end_offset: leo,
+    }
+}
+
+fn partition(topic: &str, p: i32, leader: Option<i32>, replicas: Vec<ReplicaRow>, isr: &[i32]) -> PartitionRow {
+    let preferred = replicas.first().map_or(0, |r| r.broker);
+    PartitionRow {
+        topic: topic.into(),
+        partition: p,
+        leader,
+        leader_epoch: 4,
+        under_replicated: isr.len() < replicas.len(),
+        replicas,
+        isr: isr.to_vec(),
+        preferred_leader: preferred,
+        high_watermark: leader.map(|_| 1200 + i64::from(p)),
+        log_start_offset: leader.map(|_| 0),
+        changed_at: None,
+    }
+}
+
+/// Three brokers (1 killed), two demo topics and the offsets topic, one partition in each
+/// replica role, three groups, a few events.
+pub fn view() -> ClusterView {
+    use ReplicaRole::*;
+    let broker = |id, status, leaders, history: &[u64]| BrokerRow {
+        id,
+        status,
+        is_controller: id == 0,
+        leaders,
+        replicas: 9,
+        bytes_in_per_sec: if status == BrokerStatus::Online { 48_000.0 } else { 0.0 },
+        bytes_out_per_sec: if status == BrokerStatus::Online { 96_000.0 } else { 0.0 },
+        produce_history: history.to_vec(),
+        changed_at: None,
+    };
+    let mut brokers = vec![
+        broker(0, BrokerStatus::Online, 5, &[10, 20, 30, 40, 50, 60]),
+        broker(1, BrokerStatus::Killed, 0, &[40, 40, 40, 0, 0, 0]),
+        broker(2, BrokerStatus::Online, 4, &[30, 30, 60, 60, 30, 30]),
+    ];
+    brokers[1].changed_at = Some(at(1));
+    let mut partitions = vec![
+        partition(
+            "page-views",
+            0,
+            Some(0),
+            vec![
+                replica(0, Leader, Some(1200)),
+                replica(1, Offline, None),
+                replica(2, InSync, Some(1200)),
+            ],
+            &[0, 2],
+        ),
+        partition(
+            "page-views",
+            1,
+            Some(2),
+            vec![
+                replica(1, Offline, None),
+                replica(2, Leader, Some(1201)),
+                replica(0, OutOfSync, Some(1150)),
+            ],
+            &[2],
+        ),
+        partition(
+            "page-views",
+            2,
+            Some(2),
+            vec![
+                replica(2, Leader, Some(1202)),
+                replica(0, InSync, Some(1202)),
+                replica(1, Offline, None),
+            ],
+            &[2, 0],
+        ),
+        partition(
+            "clicks",
+            0,
+            Some(0),
+            vec![replica(0, Leader, Some(77)), replica(2, InSync, Some(77))],
+            &[0, 2],
+        ),
+        partition("clicks", 1, None, vec![replica(1, Offline, None)], &[1]),
+    ];
+    partitions[1].changed_at = Some(at(1));
+    partitions[1].leader_epoch = 5;
+    let topic = |name: &str, parts, rf, urp, offline, rate: f64, lag| TopicRow {
+        name: name.into(),
+        internal: name.starts_with("__"),
+        partitions: parts,
+        replication_factor: rf,
+        under_replicated: urp,
+        offline,
+        messages: 3603,
+        size_bytes: 987_654,
+        messages_per_sec: rate,
+        total_lag: lag,
+    };
+    let groups = vec![
+        GroupRow {
+            group_id: "analytics".into(),
+            state: "Stable".into(),
+            protocol: "range".into(),
+            generation: 3,
+            coordinator: 0,
+            members: vec![
+                MemberRow {
+                    member_id: "analytics-0-5f1c".into(),
+                    assignment: vec![("page-views".into(), 0), ("page-views".into(), 1)],
+                },
+                MemberRow {
+                    member_id: "analytics-1-9a2b".into(),
+                    assignment: vec![("page-views".into(), 2)],
+                },
+            ],
+            offsets: vec![
+                GroupOffsetRow {
+                    topic: "page-views".into(),
+                    partition: 0,
+                    committed: 1190,
+                    end: Some(1200),
+                    lag: Some(10),
+                },
+                GroupOffsetRow {
+                    topic: "page-views".into(),
+                    partition: 1,
+                    committed: 1201,
+                    end: Some(1201),
+                    lag: Some(0),
+                },
+                GroupOffsetRow {
+                    topic: "page-views".into(),
+                    partition: 2,
+                    committed: 1100,
+                    end: Some(1202),
+                    lag: Some(102),
+                },
+            ],
+            total_lag: 112,
+            lag_history: vec![0, 50, 100, 112],
+        },
+        GroupRow {
+            group_id: "billing".into(),
+            state: "PreparingRebalance".into(),
+            protocol: "range".into(),
+            generation: 7,
+            coordinator: 2,
+            members: Vec::new(),
+            offsets: Vec::new(),
+            total_lag: 0,
+            lag_history: vec![5, 4, 3, 0],
+        },
+    ];
+    let event = |secs, severity, text: &str| ViewEvent {
+        at: at(secs),
+        severity,
+        text: text.into(),
+    };
+    ClusterView {
+        cluster_name: "training".into(),
+        source: SourceKind::Embedded,
+        taken_at: now(),
+        controller: Some(0),
+        brokers,
+        topics: vec![
+            topic("page-views", 3, 3, 3, 0, 301.0, Some(112)),
+            topic("clicks", 2, 2, 0, 1, 99.0, None),
+            topic("__consumer_offsets", 10, 3, 0, 0, 12.0, None),
+        ],
+        partitions,
+        groups,
+        events: vec![
+            event(9, Severity::Warn, "broker 1 down: killed"),
+            event(
+                6,
+                Severity::Warn,
+                "broker 1 fenced: no heartbeat for 3000 ms (broker.session.timeout.ms)",
+            ),
+            event(
+                6,
+                Severity::Warn,
+                "leader page-views-1: 1 -> 2, epoch 5 (leader unavailable)",
+            ),
+            event(
+                5,
+                Severity::Warn,
+                "ISR page-views-0 shrank: -[1] -> [0,2] (broker 1 fenced)",
+            ),
+            event(
+                4,
+                Severity::Error,
+                "clicks-1 OFFLINE: no live in-sync replica (ISR [1])",
+            ),
+            event(
+                2,
+                Severity::Error,
+                "produce to clicks-1 rejected: LeaderNotAvailable: no leader",
+            ),
+        ],
+        demo: Some(true),
+    }
+}
+
+/// Records with JSON, Chinese text, emoji, headers and binary.
+pub fn records() -> Vec<TailRecord> {
+    let ts = now().timestamp_millis() - 1500;
+    let record =
+        |partition, offset, key: Option<&str>, value: &[u8], headers: Vec<(String, Option<Bytes>)>| TailRecord {
+            partition,
+            offset,
+            timestamp: ts + offset,
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(Bytes::copy_from_slice(value)),
+            headers,
+        };
+    vec![
+        record(
+            0,
+            1197,
+            Some("u17"),
+            br#"{"user":"u17","url":"/products/42","referrer":""}"#,
+            vec![],
+        ),
+        record(1, 1198, Some("u8"), r#"{"user":"u8","url":"/首页"}"#.as_bytes(), vec![]),
+        record(
+            2,
+            1199,
+            Some("用户"),
+            "emoji 🚀 and 商品 详情".as_bytes(),
+            vec![("trace".into(), Some(Bytes::from_static(b"abc")))],
+        ),
+        record(0, 1200, None, &[0x00, 0xff, 0x10, 0x80, 0x41], vec![]),
+    ]
+}
+
+/// A source that records commands and tails, and answers nothing.
+pub struct RecordingSource {
+    pub views: watch::Sender<Arc<ClusterView>>,
+    pub commands: Mutex<Vec<Command>>,
+    pub tails: Mutex<Vec<TailSpec>>,
+}
+
+impl RecordingSource {
+    pub fn new(view: ClusterView) -> Arc<RecordingSource> {
+        Arc::new(RecordingSource {
+            views: watch::channel(Arc::new(view)).0,
+            commands: Mutex::new(Vec::new()),
+            tails: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn commands(&self) -> Vec<Command> {
+        self.commands.lock().expect("commands").clone()
+    }
+
+    pub fn tails(&self) -> Vec<TailSpec> {
+        self.tails.lock().expect("tails").clone()
+    }
+}
+
+impl ClusterSource for RecordingSource {
+    fn views(&self) -> watch::Receiver<Arc<ClusterView>> {
+        self.views.subscribe()
+    }
+
+    fn submit(&self, command: Command, _outcomes: OutcomeSender) {
+        self.commands.lock().expect("commands").push(command);
+    }
+
+    fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
+        self.tails.lock().expect("tails").push(spec.clone());
+        let buffer = Arc::new(TailBuffer::new(capacity));
+        buffer.push(records());
+        TailHandle { spec, buffer }
+    }
+}
+
+pub struct Harness {
+    pub app: App,
+    pub source: Arc<RecordingSource>,
+    pub outcomes: mpsc::UnboundedReceiver<CommandOutcome>,
+}
+
+pub fn harness_with(view: ClusterView, console: ConsoleConfig, keys: KeysConfig, theme: Theme) -> Harness {
+    let source = RecordingSource::new(view);
+    let (tx, outcomes) = mpsc::unbounded_channel();
+    let app = App::new(
+        Arc::clone(&source) as Arc<dyn ClusterSource>,
+        tx,
+        Keymap::from_config(&keys).expect("default keys"),
+        theme,
+        console,
+        tz(),
+        Some("/data/kdeck/kdeck.log".into()),
+    );
+    Harness { app, source, outcomes }
+}
+
+pub fn harness() -> Harness {
+    harness_with(
+        view(),
+        ConsoleConfig::default(),
+        KeysConfig::default(),
+        Theme::colored(),
+    )
+}
+
+impl Harness {
+    pub fn press(&mut self, code: KeyCode) {
+        let modifiers = match code {
+            KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
+            _ => KeyModifiers::NONE,
+        };
+        self.app.on_key(KeyEvent::new(code, modifiers));
+    }
+
+    pub fn chars(&mut self, text: &str) {
+        for c in text.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+}
+
+/// Renders the app into a test terminal of the given size at the fixed clock, and snapshots
+/// the text.
+#[macro_export]
+macro_rules! assert_draw {
+    ($name:expr, $harness:expr, $width:expr, $height:expr) => {{
+        let buffer = $crate::tui_fixture::draw(&mut $harness.app, $width, $height);
+        insta::assert_snapshot!($name, $crate::tui_fixture::text(&buffer));
+    }};
+}
+
+pub fn draw(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
+    terminal
+        .draw(|f| kdeck::tui::layout::draw(f, app, now()))
+        .expect("draw");
+    terminal.backend().buffer().clone()
+}
+
+/// The buffer's text, one line per row, trailing spaces kept (column alignment is the point).
+pub fn text(buffer: &ratatui::buffer::Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut skip = 0;
+        for x in 0..area.width {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let symbol = buffer[(x, y)].symbol();
+            skip = unicode_width::UnicodeWidthStr::width(symbol).saturating_sub(1);
+            out.push_str(symbol);
+        }
+        out.push_str("|\n");
+    }
+    out
+}

@@ -1,0 +1,270 @@
+//! Each console action becomes the right `ClusterSource` call (or state change).
+
+mod tui_fixture;
+
+use crossterm::event::KeyCode;
+use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::tui::Pane;
+use kdeck::tui::app::Mode;
+use kdeck::tui::theme::Theme;
+use kdeck::view::{Command, ProduceRequest, SeekPosition};
+use tui_fixture::{harness, harness_with, view};
+
+#[test]
+fn kill_asks_first_then_kills_the_selected_broker() {
+    let mut h = harness();
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Char('x'));
+    assert!(matches!(h.app.mode, Mode::Confirm { .. }));
+    assert!(h.source.commands().is_empty(), "nothing happens before the answer");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
+}
+
+#[test]
+fn no_cancels_a_destructive_action() {
+    let mut h = harness();
+    h.press(KeyCode::Char('s'));
+    h.press(KeyCode::Char('n'));
+    assert!(h.source.commands().is_empty());
+    assert_eq!(h.app.mode, Mode::Normal);
+}
+
+#[test]
+fn stop_restart_and_pause_act_on_the_selected_broker() {
+    let mut h = harness();
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('s'));
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('z'));
+    h.press(KeyCode::Char('k'));
+    h.press(KeyCode::Char('r'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::StopBroker(2), Command::PauseBroker(2), Command::StartBroker(1)]
+    );
+}
+
+#[test]
+fn without_confirmations_kill_acts_at_once() {
+    let console = ConsoleConfig {
+        confirm_destructive: false,
+        ..ConsoleConfig::default()
+    };
+    let mut h = harness_with(view(), console, KeysConfig::default(), Theme::colored());
+    h.press(KeyCode::Char('x'));
+    assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
+}
+
+#[test]
+fn a_paused_broker_resumes_with_z_or_r() {
+    let mut paused = view();
+    paused.brokers[2].status = kdeck::view::BrokerStatus::Paused;
+    let mut h = harness_with(
+        paused,
+        ConsoleConfig::default(),
+        KeysConfig::default(),
+        Theme::colored(),
+    );
+    h.press(KeyCode::Char('G'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('z'));
+    h.press(KeyCode::Char('r'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::ResumeBroker(2), Command::ResumeBroker(2)]
+    );
+}
+
+#[test]
+fn rebalance_targets_the_selected_topic_or_all() {
+    let mut h = harness();
+    h.press(KeyCode::Char('b'));
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('b'));
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::ElectPreferredLeaders { topic: None },
+            Command::ElectPreferredLeaders {
+                topic: Some("clicks".into())
+            },
+        ]
+    );
+}
+
+#[test]
+fn produce_sends_the_dialog_fields() {
+    let mut h = harness();
+    h.press(KeyCode::Char('p'));
+    h.chars("hello 世界");
+    h.press(KeyCode::Tab);
+    h.chars("source=console, trace=1");
+    h.press(KeyCode::Tab);
+    h.chars("2");
+    h.press(KeyCode::Tab);
+    h.chars("u1");
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::Produce(ProduceRequest {
+            topic: "page-views".into(),
+            partition: Some(2),
+            key: Some("u1".into()),
+            value: "hello 世界".into(),
+            headers: vec![("source".into(), "console".into()), ("trace".into(), "1".into())],
+        })]
+    );
+}
+
+#[test]
+fn a_bad_partition_keeps_the_dialog_open_with_the_reason() {
+    let mut h = harness();
+    h.press(KeyCode::Char('p'));
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Tab);
+    h.chars("two");
+    h.press(KeyCode::Enter);
+    assert!(h.source.commands().is_empty());
+    match &h.app.mode {
+        Mode::Dialog(d) => assert!(d.error.as_deref().is_some_and(|e| e.contains("two")), "{d:?}"),
+        other => panic!("the dialog closed: {other:?}"),
+    }
+}
+
+#[test]
+fn create_and_delete_topics() {
+    let mut h = harness();
+    h.press(KeyCode::Char('c'));
+    h.chars("orders");
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Backspace);
+    h.chars("6");
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('d'));
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::CreateTopic {
+                name: "orders".into(),
+                partitions: 6,
+                replication_factor: 3
+            },
+            Command::DeleteTopic {
+                name: "page-views".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn w_pauses_and_resumes_the_demo() {
+    let mut h = harness();
+    h.press(KeyCode::Char('w'));
+    let mut paused = view();
+    paused.demo = Some(false);
+    h.app.set_view(std::sync::Arc::new(paused));
+    h.press(KeyCode::Char('w'));
+    assert_eq!(h.source.commands(), vec![Command::PauseDemo, Command::ResumeDemo]);
+}
+
+#[test]
+fn q_quits() {
+    let mut h = harness();
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.quit);
+}
+
+#[test]
+fn panes_cycle_with_tab_and_jump_with_digits() {
+    let mut h = harness();
+    assert_eq!(h.app.focus, Pane::Brokers);
+    h.press(KeyCode::Tab);
+    assert_eq!(h.app.focus, Pane::Topics);
+    h.press(KeyCode::BackTab);
+    h.press(KeyCode::BackTab);
+    assert_eq!(h.app.focus, Pane::Events);
+    h.press(KeyCode::Char('3'));
+    assert_eq!(h.app.focus, Pane::Partitions);
+}
+
+#[test]
+fn the_tail_follows_the_selected_topic_partition_and_seeks() {
+    let mut h = harness();
+    assert_eq!(h.source.tails().last().map(|t| t.topic.as_str()), Some("page-views"));
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.focus, Pane::Messages);
+    let spec = h.source.tails().last().cloned().expect("a tail");
+    assert_eq!((spec.topic.as_str(), spec.partition), ("page-views", Some(1)));
+    h.press(KeyCode::Char('g'));
+    assert_eq!(h.source.tails().last().map(|t| t.start), Some(SeekPosition::Beginning));
+    h.press(KeyCode::Char('G'));
+    assert_eq!(h.source.tails().last().map(|t| t.start), Some(SeekPosition::End));
+    h.press(KeyCode::Char('o'));
+    h.chars("1100");
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.source.tails().last().map(|t| t.start),
+        Some(SeekPosition::Offset(1100))
+    );
+    h.press(KeyCode::Char(']'));
+    assert_eq!(h.source.tails().last().and_then(|t| t.partition), Some(2));
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('j'));
+    assert_eq!(h.source.tails().last().map(|t| t.topic.as_str()), Some("clicks"));
+}
+
+#[test]
+fn seek_to_a_time_accepts_relative_and_local_times() {
+    let mut h = harness();
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Char('t'));
+    h.chars("2026-01-15 11:59:00");
+    h.press(KeyCode::Enter);
+    let expected = tui_fixture::now() - chrono::Duration::seconds(60);
+    assert_eq!(
+        h.source.tails().last().map(|t| t.start),
+        Some(SeekPosition::Timestamp(expected))
+    );
+    h.press(KeyCode::Char('t'));
+    h.chars("yesterday");
+    h.press(KeyCode::Enter);
+    assert!(
+        matches!(h.app.mode, Mode::Dialog(_)),
+        "a bad time keeps the dialog open"
+    );
+}
+
+#[test]
+fn the_message_filter_matches_keys_values_and_headers() {
+    let mut h = harness();
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Char('/'));
+    h.chars("首页");
+    h.press(KeyCode::Enter);
+    let offsets: Vec<i64> = h.app.visible_messages().iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![1198]);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.visible_messages().len(), 4);
+}
+
+#[test]
+fn keys_come_from_the_configuration() {
+    let keys = KeysConfig {
+        kill_broker: vec!["K".into()],
+        ..KeysConfig::default()
+    };
+    let mut h = harness_with(view(), ConsoleConfig::default(), keys, Theme::colored());
+    h.press(KeyCode::Char('x'));
+    assert_eq!(h.app.mode, Mode::Normal, "x is no longer bound");
+    h.press(KeyCode::Char('K'));
+    h.press(KeyCode::Char('y'));
+    assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
+}

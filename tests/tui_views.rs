@@ -1,0 +1,210 @@
+//! Every console view rendered from a fixed cluster view at a fixed clock and time zone, and
+//! the styles text snapshots cannot show: replica roles by colour (and by modifier without
+//! colour).
+
+mod tui_fixture;
+
+use crossterm::event::KeyCode;
+use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::tui::Pane;
+use kdeck::tui::theme::Theme;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+use tui_fixture::{harness, harness_with, view};
+
+#[test]
+fn dashboard_at_120x40() {
+    let mut h = harness();
+    assert_draw!("dashboard_120x40", h, 120, 40);
+}
+
+#[test]
+fn dashboard_at_200x60() {
+    let mut h = harness();
+    assert_draw!("dashboard_200x60", h, 200, 60);
+}
+
+#[test]
+fn compact_layout_at_80x24_shows_brokers_partitions_and_events() {
+    let mut h = harness();
+    assert_draw!("compact_80x24", h, 80, 24);
+}
+
+#[test]
+fn compact_layout_shows_the_focused_pane() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    assert_draw!("compact_topics", h, 80, 24);
+    h.press(KeyCode::Char('4'));
+    assert_draw!("compact_groups", h, 80, 24);
+    h.press(KeyCode::Char('5'));
+    assert_draw!("compact_messages", h, 80, 24);
+}
+
+#[test]
+fn below_80x24_one_line_says_the_terminal_is_too_small() {
+    let mut h = harness();
+    assert_draw!("too_small", h, 79, 24);
+    let buffer = tui_fixture::draw(&mut h.app, 60, 10);
+    let text = tui_fixture::text(&buffer);
+    assert!(
+        text.starts_with("terminal too small: 60x10, kdeck needs at least 80x24"),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.trim_end_matches('|').trim() != "").count(), 1);
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let mut h = harness();
+    h.press(KeyCode::Char('?'));
+    assert_draw!("help", h, 120, 40);
+}
+
+#[test]
+fn produce_dialog() {
+    let mut h = harness();
+    h.press(KeyCode::Char('p'));
+    h.chars("{\"hello\":\"世界\"}");
+    assert_draw!("produce_dialog", h, 120, 40);
+}
+
+#[test]
+fn create_topic_dialog_with_an_error() {
+    let mut h = harness();
+    h.press(KeyCode::Char('c'));
+    h.chars("bad name!");
+    h.press(KeyCode::Enter);
+    assert_draw!("create_topic_dialog", h, 120, 40);
+}
+
+#[test]
+fn kill_confirmation() {
+    let mut h = harness();
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('x'));
+    assert_draw!("confirm_kill", h, 120, 40);
+}
+
+#[test]
+fn message_detail_pretty_prints_json() {
+    let mut h = harness();
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Home);
+    assert_draw!("messages_from_beginning", h, 120, 40);
+    h.press(KeyCode::Enter);
+    assert_draw!("message_detail_json", h, 120, 40);
+}
+
+#[test]
+fn message_detail_shows_binary_as_hex() {
+    let mut h = harness();
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Enter);
+    assert_draw!("message_detail_binary", h, 120, 40);
+}
+
+#[test]
+fn filtering_topics() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('/'));
+    h.chars("cli");
+    assert_draw!("topics_filtered", h, 120, 40);
+}
+
+#[test]
+fn events_focused() {
+    let mut h = harness();
+    h.press(KeyCode::Char('6'));
+    assert_draw!("events_focused", h, 120, 40);
+}
+
+/// The style of the first replica glyph `glyph` followed by a broker id in the Partitions
+/// pane.
+fn glyph_style(app: &kdeck::tui::app::App, buffer: &Buffer, glyph: &str) -> ratatui::style::Style {
+    let (_, area) = app
+        .pane_areas
+        .iter()
+        .find(|(p, _)| *p == Pane::Partitions)
+        .copied()
+        .expect("the partitions pane is shown");
+    for y in area.y..area.y + area.height {
+        for x in area.x..(area.x + area.width).saturating_sub(1) {
+            let next = buffer[(x + 1, y)].symbol();
+            if buffer[(x, y)].symbol() == glyph && next.chars().all(|c| c.is_ascii_digit()) {
+                return buffer[(x, y)].style();
+            }
+        }
+    }
+    panic!("no replica shown as {glyph}");
+}
+
+#[test]
+fn replica_roles_have_their_own_colours() {
+    let mut h = harness();
+    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let leader = glyph_style(&h.app, &buffer, "★");
+    assert_eq!(leader.fg, Some(Color::Green));
+    assert!(leader.add_modifier.contains(Modifier::BOLD));
+    assert_eq!(glyph_style(&h.app, &buffer, "●").fg, Some(Color::Cyan));
+    assert_eq!(glyph_style(&h.app, &buffer, "○").fg, Some(Color::Yellow));
+    let offline = glyph_style(&h.app, &buffer, "✗");
+    assert_eq!(offline.fg, Some(Color::Red));
+    assert!(offline.add_modifier.contains(Modifier::CROSSED_OUT));
+}
+
+#[test]
+fn without_colour_roles_read_by_glyph_and_modifier() {
+    let mut h = harness_with(
+        view(),
+        ConsoleConfig::default(),
+        KeysConfig::default(),
+        Theme::monochrome(),
+    );
+    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            let style = buffer[(x, y)].style();
+            assert!(
+                matches!(style.fg, None | Some(Color::Reset)) && matches!(style.bg, None | Some(Color::Reset)),
+                "a colour at {x},{y} with NO_COLOR: {style:?}"
+            );
+        }
+    }
+    assert!(glyph_style(&h.app, &buffer, "★").add_modifier.contains(Modifier::BOLD));
+    assert!(glyph_style(&h.app, &buffer, "○").add_modifier.contains(Modifier::DIM));
+    assert!(
+        glyph_style(&h.app, &buffer, "✗")
+            .add_modifier
+            .contains(Modifier::CROSSED_OUT)
+    );
+    assert!(
+        !glyph_style(&h.app, &buffer, "●")
+            .add_modifier
+            .intersects(Modifier::BOLD | Modifier::DIM)
+    );
+}
+
+#[test]
+fn a_changed_partition_flashes_then_settles() {
+    let mut h = harness();
+    let theme = Theme::colored();
+    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let flashed = (0..buffer.area.height).any(|y| {
+        (0..buffer.area.width).any(|x| buffer[(x, y)].style().bg == theme.flash.bg && buffer[(x, y)].symbol() == "2")
+    });
+    assert!(flashed, "page-views-1's new leader 2 flashes");
+    let mut later = view();
+    later.taken_at += chrono::Duration::seconds(10);
+    let h2 = &mut harness_with(later, ConsoleConfig::default(), KeysConfig::default(), Theme::colored());
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).expect("terminal");
+    terminal
+        .draw(|f| kdeck::tui::layout::draw(f, &mut h2.app, tui_fixture::now() + chrono::Duration::seconds(10)))
+        .expect("draw");
+    let buffer = terminal.backend().buffer();
+    let still =
+        (0..buffer.area.height).any(|y| (0..buffer.area.width).any(|x| buffer[(x, y)].style().bg == theme.flash.bg));
+    assert!(!still, "nothing flashes 10 s later");
+}
