@@ -60,9 +60,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     };
     let height = parts[1].height.saturating_sub(1) as usize;
     let rows = group.offsets.iter().take(height).map(|o| {
-        let member = group
-            .owner(&o.topic, o.partition)
-            .map_or("-".to_string(), |m| fit(&m.member_id, 14));
+        // Member ids start with the group id; the rest tells members apart.
+        let prefix = format!("{}-", group.group_id);
+        let member = group.owner(&o.topic, o.partition).map_or("-".to_string(), |m| {
+            fit(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), 14)
+        });
         Row::new(vec![
             Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),
             Cell::from(Line::from(o.committed.to_string()).right_aligned()),

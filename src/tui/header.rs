@@ -20,11 +20,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Span::styled(" ".repeat(pad), t.header),
         Span::styled(format!("{clock} "), t.header),
     ]);
+    // Narrow terminals get short labels so every counter stays visible.
+    let wide = area.width >= 110;
+    let label = |long: &'static str, short: &'static str| if wide { long } else { short };
     let counter = |label: &str, value: String, bad: bool| {
         vec![
             Span::styled(format!("{label} "), t.dim),
             Span::styled(value, if bad { t.error } else { t.ok }),
-            Span::raw("   "),
+            Span::raw(if wide { "   " } else { "  " }),
         ]
     };
     let up = v.brokers_up();
@@ -33,21 +36,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let offline = v.partitions.len() - online;
     let mut spans = Vec::new();
     spans.extend(counter(
-        "brokers up",
+        label("brokers up", "brokers"),
         format!("{up}/{}", v.brokers.len()),
         up < v.brokers.len(),
     ));
     spans.extend(counter(
-        "controller",
+        label("controller", "ctrl"),
         v.controller.map_or("none".into(), |c| c.to_string()),
         v.controller.is_none(),
     ));
     spans.extend(counter(
-        "partitions online",
+        label("partitions online", "online"),
         format!("{online}/{}", v.partitions.len()),
         offline > 0,
     ));
-    spans.extend(counter("under-replicated", urp.to_string(), urp > 0));
+    spans.extend(counter(label("under-replicated", "URP"), urp.to_string(), urp > 0));
     spans.extend(counter("offline", offline.to_string(), offline > 0));
     if let Some(running) = v.demo {
         spans.push(Span::styled("demo ", t.dim));

@@ -7,7 +7,6 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::app::App;
 use super::keymap::Action;
-use super::messages::centered;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
@@ -37,7 +36,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::styled(format!("Log file: {log}"), t.dim));
     let height = (lines.len() as u16 + 2).min(area.height);
     let width = area.width.min(100);
-    let popup = centered(area, width * 100 / area.width.max(1), height * 100 / area.height.max(1));
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
         Paragraph::new(lines).block(

@@ -43,15 +43,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     };
     let messages = app.visible_messages();
     let spec = &tail.handle.spec;
-    let partition = spec
-        .partition
-        .map_or("all partitions".to_string(), |p| format!("partition {p}"));
+    let partition = spec.partition.map_or("all partitions".to_string(), |p| format!("p{p}"));
     let mode = match (&tail.frozen, tail.follow) {
         (Some(_), _) => "FROZEN",
         (None, true) => "following",
         (None, false) => "scrolling",
     };
-    let mut info = format!("{} · {partition} · from {} · {mode}", spec.topic, spec.start);
+    let mut info = format!("{} · {partition} · {} · {mode}", spec.topic, spec.start);
     if let Some(e) = tail.handle.buffer.error() {
         info.push_str(&format!(" · {e}"));
     }

@@ -59,11 +59,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         return;
     };
     let partitions = app.visible_partitions();
-    let block = block(
-        app,
-        Pane::Partitions,
-        format!("{} · ★ leader ● in sync ○ out of sync ✗ offline", topic.name),
-    );
+    let legend = " · ★ leader ● in sync ○ out of sync ✗ offline";
+    let room = (area.width as usize).saturating_sub(20 + topic.name.chars().count());
+    let info = if legend.chars().count() <= room {
+        format!("{}{legend}", topic.name)
+    } else {
+        topic.name.clone()
+    };
+    let block = block(app, Pane::Partitions, info);
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Partitions);
@@ -128,7 +131,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         right("HW"),
         right("LEO"),
         right("START"),
-        Cell::from("FOLLOWER LAG"),
+        Cell::from("BEHIND"),
     ])
     .style(t.column_header);
     let widths = [
