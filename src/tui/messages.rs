@@ -112,9 +112,9 @@ pub fn pretty(bytes: &Option<bytes::Bytes>) -> Vec<String> {
     };
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(b)
         && (json.is_object() || json.is_array())
-        && let Ok(text) = serde_json::to_string_pretty(&json)
+        && let Ok(text) = std::str::from_utf8(b)
     {
-        return text.lines().map(str::to_string).collect();
+        return indent_json(text);
     }
     if let Ok(s) = std::str::from_utf8(b) {
         return s.lines().map(str::to_string).collect();
@@ -136,6 +136,68 @@ pub fn pretty(bytes: &Option<bytes::Bytes>) -> Vec<String> {
             format!("{:08x}  {:<48}  {ascii}", i * 16, hexes.join(" "))
         })
         .collect()
+}
+
+/// Re-indents valid JSON text, keeping its key order (a parsed map would sort the keys).
+fn indent_json(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = text.chars().peekable();
+    let pad = |depth: usize| "  ".repeat(depth);
+    while let Some(c) = chars.next() {
+        if in_string {
+            line.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                line.push(c);
+            }
+            '{' | '[' => {
+                while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|n| matches!(n, '}' | ']')) {
+                    line.push(c);
+                    line.extend(chars.next());
+                } else {
+                    line.push(c);
+                    lines.push(std::mem::take(&mut line));
+                    depth += 1;
+                    line = pad(depth);
+                }
+            }
+            '}' | ']' => {
+                if !line.trim().is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                }
+                depth = depth.saturating_sub(1);
+                line = format!("{}{c}", pad(depth));
+            }
+            ',' => {
+                line.push(c);
+                lines.push(std::mem::take(&mut line));
+                line = pad(depth);
+            }
+            ':' => line.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => line.push(c),
+        }
+    }
+    if !line.trim().is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord) {
@@ -199,5 +261,38 @@ pub fn centered(area: Rect, percent_x: u16, percent_y: u16) -> Rect {
         y: area.y + (area.height - h) / 2,
         width: w,
         height: h,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_indented_in_its_own_key_order() {
+        let text = r#"{"user":"u1","url":"/a, b","tags":[],"nested":{"k":[1, 2]},"q":"say \"hi\""}"#;
+        assert_eq!(
+            indent_json(text),
+            vec![
+                "{",
+                r#"  "user": "u1","#,
+                r#"  "url": "/a, b","#,
+                r#"  "tags": [],"#,
+                r#"  "nested": {"#,
+                r#"    "k": ["#,
+                "      1,",
+                "      2",
+                "    ]",
+                "  },",
+                r#"  "q": "say \"hi\"""#,
+                "}",
+            ]
+        );
+    }
+
+    #[test]
+    fn binary_values_are_shown_as_a_hex_dump() {
+        let dump = pretty(&Some(bytes::Bytes::from_static(&[0x00, 0xff, 0x41])));
+        assert_eq!(dump, vec![format!("00000000  {:<48}  ..A", "00 ff 41")]);
     }
 }
