@@ -25,11 +25,34 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the embedded cluster headless and serve the Kafka protocol to real clients
+    /// (kcat, librdkafka, kafka-python...). Line commands on stdin when it is not a terminal:
+    /// kill N, start N, stop N, pause N, resume N, elect, status.
+    Serve(ServeArgs),
     /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Where the brokers keep their logs (default: [cluster] data_dir of the config).
+    #[arg(long, conflicts_with = "ephemeral")]
+    pub data_dir: Option<PathBuf>,
+    /// Keep the data in a temporary directory, removed on exit.
+    #[arg(long)]
+    pub ephemeral: bool,
+    /// Number of brokers (default: [cluster] brokers of the config).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=64))]
+    pub brokers: Option<i32>,
+    /// Do not run the built-in demo traffic.
+    #[arg(long)]
+    pub no_demo: bool,
+    /// A kdeck.toml with [log], [cluster], [demo] and [wire] sections (all optional).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,9 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod engine;
+pub mod serve;
 pub mod storage;
+pub mod wire;
 pub mod workload;
 
 use anyhow::Result;
@@ -19,6 +21,7 @@ pub fn run(cli: Cli) -> Result<()> {
             println!("{}", cli::CONSOLE_NOT_YET);
             Ok(())
         }
+        Some(Command::Serve(args)) => serve::run(&args),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),

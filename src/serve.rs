@@ -1,0 +1,222 @@
+//! `kdeck serve`: the embedded cluster without the console, its brokers listening for Kafka
+//! clients. Scripts drive failures through line commands on standard input.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::cli::ServeArgs;
+use crate::engine::{BrokerId, BrokerState, Cluster, ClusterConfig, ErrorCode};
+use crate::storage::LogConfig;
+use crate::wire::{WireConfig, WireServer};
+use crate::workload::{DemoConfig, Workload};
+
+/// The sections of a kdeck.toml that `serve` reads; every one is optional.
+#[derive(Debug, Default, Deserialize)]
+struct ServeFile {
+    #[serde(default)]
+    log: Option<LogConfig>,
+    #[serde(default)]
+    cluster: Option<ClusterConfig>,
+    #[serde(default)]
+    demo: Option<DemoConfig>,
+    #[serde(default)]
+    wire: Option<WireConfig>,
+}
+
+fn load(path: Option<&Path>) -> Result<ServeFile> {
+    let Some(path) = path else {
+        return Ok(ServeFile::default());
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("in {}", path.display()))
+}
+
+pub fn run(args: &ServeArgs) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let result = runtime.block_on(serve(args));
+    // The stdin reader may sit in a blocking read: do not wait for it.
+    runtime.shutdown_background();
+    result
+}
+
+async fn serve(args: &ServeArgs) -> Result<()> {
+    let file = load(args.config.as_deref())?;
+    let mut config = file.cluster.unwrap_or_default();
+    if let Some(log) = file.log {
+        config.log = log;
+    }
+    if let Some(brokers) = args.brokers {
+        config.brokers = brokers;
+    }
+    let _ephemeral = if args.ephemeral {
+        let dir = tempfile::tempdir().context("creating a temporary data directory")?;
+        config.data_dir = dir.path().to_path_buf();
+        Some(dir)
+    } else {
+        if let Some(dir) = &args.data_dir {
+            config.data_dir = dir.clone();
+        }
+        None
+    };
+    let wire = file.wire.unwrap_or_default();
+    if !wire.enabled {
+        bail!("[wire] enabled = false: kdeck serve has nothing to serve");
+    }
+    tracing::info!(data_dir = %config.data_dir.display(), brokers = config.brokers, "starting the cluster");
+    let cluster = Cluster::start(config).await?;
+    let server = match WireServer::start(cluster.clone(), wire).await {
+        Ok(s) => s,
+        Err(e) => {
+            cluster.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    let listeners = server.listeners();
+    for l in &listeners {
+        println!("broker {} listening on {}", l.broker, l.addr);
+    }
+    let bootstrap: Vec<String> = listeners.iter().map(|l| l.addr.to_string()).collect();
+    println!("bootstrap.servers={}", bootstrap.join(","));
+    let workload = if args.no_demo {
+        None
+    } else {
+        Some(Workload::start(&cluster, file.demo.unwrap_or_default()).await?)
+    };
+    let mut commands = stdin_commands();
+    let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+            line = commands.recv(), if !commands.is_closed() => {
+                let Some(line) = line else { continue };
+                let reply = match command(&cluster, &server, line.trim()).await {
+                    Ok(ok) => format!("ok {ok}"),
+                    Err(e) => format!("error {e:#}"),
+                };
+                println!("{reply}");
+            }
+        }
+    }
+    tracing::info!("shutting down");
+    if let Some(w) = workload {
+        w.stop();
+    }
+    server.shutdown();
+    cluster.shutdown().await;
+    Ok(())
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).context("installing the signal handler")
+}
+
+/// Lines from standard input when it is not a terminal. Its end is not a shutdown: a script
+/// may close it and still stop kdeck with a signal.
+fn stdin_commands() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    if std::io::stdin().is_terminal() {
+        return rx;
+    }
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { return };
+            if !line.trim().is_empty() && tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn broker_arg(word: Option<&str>) -> Result<BrokerId> {
+    let Some(word) = word else {
+        bail!("which broker? (a broker id)");
+    };
+    word.parse().with_context(|| format!("{word:?} is not a broker id"))
+}
+
+/// Runs one stdin command; the answer is one line.
+async fn command(cluster: &Cluster, server: &WireServer, line: &str) -> Result<String> {
+    let mut words = line.split_whitespace();
+    let verb = words.next().unwrap_or_default();
+    let arg = words.next();
+    let answer = match verb {
+        "kill" => {
+            let id = broker_arg(arg)?;
+            cluster.kill(id)?;
+            format!("broker {id} killed")
+        }
+        "stop" => {
+            let id = broker_arg(arg)?;
+            cluster.stop(id).await?;
+            format!("broker {id} stopped")
+        }
+        "start" => {
+            let id = broker_arg(arg)?;
+            cluster.start_broker(id)?;
+            format!("broker {id} started")
+        }
+        "pause" => {
+            let id = broker_arg(arg)?;
+            cluster.pause(id)?;
+            format!("broker {id} paused")
+        }
+        "resume" => {
+            let id = broker_arg(arg)?;
+            cluster.resume(id)?;
+            format!("broker {id} resumed")
+        }
+        "elect" => {
+            let results = cluster.elect_preferred_leaders(|_| true).await?;
+            let moved = results.iter().filter(|(_, e)| *e == ErrorCode::None).count();
+            format!("preferred leaders elected for {moved} partitions")
+        }
+        "status" => return Ok(status(cluster, server)),
+        other => {
+            bail!("unknown command {other:?}; commands: kill N, start N, stop N, pause N, resume N, elect, status")
+        }
+    };
+    server.sync().await;
+    Ok(answer)
+}
+
+fn status(cluster: &Cluster, server: &WireServer) -> String {
+    let snapshot = cluster.snapshot();
+    let listeners = server.listeners();
+    let brokers: Vec<String> = snapshot
+        .brokers
+        .iter()
+        .map(|b| {
+            let state = match b.state {
+                BrokerState::Running if b.fenced => "fenced",
+                BrokerState::Running => "running",
+                BrokerState::Paused => "paused",
+                BrokerState::Stopped => "stopped",
+                BrokerState::Killed => "killed",
+            };
+            let addr = listeners
+                .iter()
+                .find(|l| l.broker == b.id)
+                .map_or(String::new(), |l| format!("@{}", l.addr));
+            format!("{}{}={} leaders={}", b.id, addr, state, b.leaders)
+        })
+        .collect();
+    let offline = snapshot.partitions.iter().filter(|p| p.leader.is_none()).count();
+    let under = snapshot.partitions.iter().filter(|p| p.under_replicated).count();
+    format!(
+        "controller={} brokers=[{}] partitions={} offline={} under_replicated={}",
+        snapshot.controller.map_or("none".to_string(), |c| c.to_string()),
+        brokers.join(", "),
+        snapshot.partitions.len(),
+        offline,
+        under
+    )
+}
