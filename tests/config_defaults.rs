@@ -42,3 +42,16 @@ fn the_documented_demo_defaults_are_the_real_ones() {
         .expect("[demo] is a valid demo config");
     assert_eq!(demo, DemoConfig::default());
 }
+
+#[test]
+fn the_documented_wire_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let wire: kdeck::wire::WireConfig = table
+        .get("wire")
+        .expect("a [wire] section")
+        .clone()
+        .try_into()
+        .expect("[wire] is a valid wire config");
+    assert_eq!(wire, kdeck::wire::WireConfig::default());
+}
