@@ -91,12 +91,16 @@ async fn serve(args: &ServeArgs) -> Result<()> {
     };
     let mut commands = stdin_commands();
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut stdin_open = true;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
-            line = commands.recv(), if !commands.is_closed() => {
-                let Some(line) = line else { continue };
+            line = commands.recv(), if stdin_open => {
+                let Some(line) = line else {
+                    stdin_open = false;
+                    continue;
+                };
                 let reply = match command(&cluster, &server, line.trim()).await {
                     Ok(ok) => format!("ok {ok}"),
                     Err(e) => format!("error {e:#}"),
