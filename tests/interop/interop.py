@@ -340,7 +340,8 @@ def scenario_failover(server):
             except BufferError:
                 producer.poll(0.1)
         if i % 1000 == 0:
-            producer.poll(0.01)
+            # Spread the load over seconds, so the kill lands among requests in flight.
+            producer.poll(0.05)
     assert producer.flush(120) == 0, "records left unsent"
     assert len(acked) > 0
     # Read everything back with a fresh consumer.
