@@ -44,6 +44,10 @@ pub struct ClusterArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the embedded cluster headless and serve the Kafka protocol to real clients
+    /// (kcat, librdkafka, kafka-python...). Line commands on stdin when it is not a terminal:
+    /// kill N, start N, stop N, pause N, resume N, elect, status.
+    Serve(ClusterArgs),
     /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
     Bench {
         #[command(subcommand)]

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::engine::ClusterConfig;
 use crate::storage::LogConfig;
+use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
 
 /// The documented defaults, compiled in.
@@ -21,6 +22,7 @@ pub struct KdeckConfig {
     pub demo: DemoConfig,
     pub console: ConsoleConfig,
     pub keys: KeysConfig,
+    pub wire: WireConfig,
 }
 
 /// `[console]`: how the console looks and behaves.

@@ -28,6 +28,7 @@ use crate::view::{
     OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition, Severity, SourceKind, TailBuffer, TailHandle,
     TailRecord, TailSpec, TopicRow, ViewEvent,
 };
+use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
 
 /// Samples kept for sparklines and trends.
@@ -91,6 +92,7 @@ pub struct Embedded {
     snapshot_task: Mutex<Option<JoinHandle<()>>>,
     data_dir: Mutex<Option<DataDir>>,
     data_path: PathBuf,
+    wire: Option<WireServer>,
 }
 
 impl Embedded {
@@ -109,6 +111,18 @@ impl Embedded {
             cluster_config.brokers = n;
         }
         let cluster = Cluster::start(cluster_config).await?;
+        // Kafka clients reach the same brokers the console shows (`[wire]`).
+        let wire = if config.wire.enabled {
+            match WireServer::start(cluster.clone(), config.wire.clone()).await {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    cluster.shutdown().await;
+                    return Err(anyhow::Error::new(e).context("starting the Kafka listeners ([wire])"));
+                }
+            }
+        } else {
+            None
+        };
         let events = cluster.events();
         let demo = (!args.no_demo).then(|| config.demo.clone());
         let workload = match &demo {
@@ -137,6 +151,7 @@ impl Embedded {
             snapshot_task: Mutex::new(Some(task)),
             data_path: data_dir.path().to_path_buf(),
             data_dir: Mutex::new(Some(data_dir)),
+            wire,
         })
     }
 
@@ -148,6 +163,19 @@ impl Embedded {
         &self.data_path
     }
 
+    /// Every broker's Kafka listener address (none when `[wire] enabled = false`).
+    pub fn wire_listeners(&self) -> Vec<Listener> {
+        self.wire.as_ref().map_or_else(Vec::new, WireServer::listeners)
+    }
+
+    /// Brings the Kafka listeners in step with the brokers' states now, so a script that
+    /// just killed or started a broker sees its port closed or open.
+    pub async fn wire_sync(&self) {
+        if let Some(server) = &self.wire {
+            server.sync().await;
+        }
+    }
+
     /// Stops the demo, the view task and every broker (logs closed cleanly); an ephemeral
     /// data directory is removed.
     pub async fn shutdown(&self) {
@@ -156,6 +184,9 @@ impl Embedded {
         }
         if let Some(t) = lock(&self.snapshot_task).take() {
             t.abort();
+        }
+        if let Some(server) = &self.wire {
+            server.shutdown();
         }
         if let Some(p) = self.shared.producer.get() {
             p.clone().close().await;

@@ -7,9 +7,11 @@ pub mod client;
 pub mod config;
 pub mod embedded;
 pub mod engine;
+pub mod serve;
 pub mod storage;
 pub mod tui;
 pub mod view;
+pub mod wire;
 pub mod workload;
 
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use embedded::{DataDir, Embedded};
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None => run_console(&cli.cluster),
+        Some(Command::Serve(args)) => serve::run(&args),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),

@@ -69,3 +69,16 @@ fn the_whole_documented_file_is_the_default_configuration() {
     let loaded = KdeckConfig::from_layers(None).expect("the defaults load");
     assert_eq!(loaded, KdeckConfig::default());
 }
+
+#[test]
+fn the_documented_wire_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let wire: kdeck::wire::WireConfig = table
+        .get("wire")
+        .expect("a [wire] section")
+        .clone()
+        .try_into()
+        .expect("[wire] is a valid wire config");
+    assert_eq!(wire, kdeck::wire::WireConfig::default());
+}

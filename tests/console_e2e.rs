@@ -88,7 +88,12 @@ fn broker_row(screen: &str, id: i32) -> Option<(String, usize)> {
 
 #[test]
 fn kill_and_restart_a_broker_from_the_keyboard() {
-    let mut console = Console::start(&["--ephemeral", "--brokers", "3"]);
+    // Kafka listeners on free ports, so the test runs beside anything on 9092.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("kdeck.toml");
+    std::fs::write(&config, "[wire]\nbase_port = 0\n").expect("write the config");
+    let config = config.to_str().expect("a UTF-8 temp path");
+    let mut console = Console::start(&["--ephemeral", "--brokers", "3", "--config", config]);
     console.wait_for("the dashboard with three brokers up", |s| {
         s.contains("brokers up 3/3") && s.contains("page-views") && broker_row(s, 1).is_some_and(|(_, l)| l > 0)
     });

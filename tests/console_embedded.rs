@@ -33,6 +33,13 @@ fn messages(view: &ClusterView, topic: &str) -> i64 {
     view.topic(topic).map_or(0, |t| t.messages)
 }
 
+/// The defaults, with the Kafka listeners on free ports so tests can run side by side.
+fn config() -> KdeckConfig {
+    let mut config = KdeckConfig::default();
+    config.wire.base_port = 0;
+    config
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_data_dir_keeps_its_topics_across_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -41,7 +48,7 @@ async fn a_persistent_data_dir_keeps_its_topics_across_runs() {
         brokers: Some(3),
         ..ClusterArgs::default()
     };
-    let config = KdeckConfig::default();
+    let config = config();
     let first = Embedded::start(&config, &args).await.expect("first start");
     let view = wait_view(&first, "demo traffic", |v| messages(v, "page-views") > 0).await;
     assert_eq!(view.demo, Some(true));
@@ -84,7 +91,7 @@ async fn commands_report_outcomes_and_tails_read_records() {
         brokers: Some(3),
         ..ClusterArgs::default()
     };
-    let embedded = Embedded::start(&KdeckConfig::default(), &args).await.expect("start");
+    let embedded = Embedded::start(&config(), &args).await.expect("start");
     let path = embedded.data_dir().to_path_buf();
     let (tx, mut outcomes) = mpsc::unbounded_channel();
     let mut next = async || {

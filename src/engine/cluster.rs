@@ -823,6 +823,163 @@ impl Cluster {
             }
         }
     }
+
+    /// The broker hosting the active controller.
+    pub fn controller(&self) -> Option<BrokerId> {
+        self.inner.ctx.network.controller()
+    }
+
+    /// Every broker slot and its state, cheaper than a snapshot (the wire layer polls it to
+    /// open and close listeners).
+    pub fn broker_states(&self) -> Vec<(BrokerId, BrokerState)> {
+        self.slots().iter().map(|(id, s)| (*id, s.state)).collect()
+    }
+
+    /// A consumer fetch served by one broker, as a client connected to it would send it: a
+    /// broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+    pub async fn fetch_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        offset: i64,
+        current_leader_epoch: i32,
+        max_bytes: usize,
+        max_wait: Duration,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let request = Request::Fetch(FetchRequest {
+            replica: None,
+            tp: tp.clone(),
+            fetch_offset: offset,
+            current_leader_epoch,
+            last_fetched_epoch: None,
+            max_bytes,
+            max_wait_ms: max_wait.as_millis() as u64,
+        });
+        match self.call(broker, request, max_wait + Duration::from_secs(5)).await? {
+            Response::Fetch {
+                error: ErrorCode::None,
+                data,
+                ..
+            } => Ok(data),
+            Response::Fetch { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// ListOffsets served by one broker (see [`Cluster::list_offset_with_time`]).
+    pub async fn list_offset_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        timestamp: i64,
+    ) -> Result<(i64, i64), ErrorCode> {
+        let request = Request::ListOffsets {
+            tp: tp.clone(),
+            timestamp,
+        };
+        match self.call(broker, request, Duration::from_secs(5)).await? {
+            Response::ListOffsets {
+                error: ErrorCode::None,
+                offset,
+                timestamp,
+            } => Ok((offset, timestamp)),
+            Response::ListOffsets { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// A consumer-group request served by one broker: NOT_COORDINATOR unless it coordinates
+    /// the group.
+    pub async fn group_request_on(
+        &self,
+        broker: BrokerId,
+        request: GroupRequest,
+        timeout: Duration,
+    ) -> Result<GroupResponse, ErrorCode> {
+        match self.call(broker, Request::Group(request), timeout).await? {
+            Response::Group(r) => Ok(r),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// OffsetForLeaderEpoch on one broker's replica: the leader epoch and end offset of the
+    /// largest epoch at most `leader_epoch` (KIP-101), checked against the current epoch as
+    /// Kafka does (KIP-320).
+    pub fn offset_for_leader_epoch_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<(i32, i64), ErrorCode> {
+        let Some(b) = self.running_broker(broker) else {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        };
+        let Some(partition) = b.partition(tp) else {
+            return Err(if self.metadata().partition(tp).is_some() {
+                ErrorCode::NotLeaderOrFollower
+            } else {
+                ErrorCode::UnknownTopicOrPartition
+            });
+        };
+        let (role, epoch) = partition.role();
+        if role != Role::Leader {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        if current_leader_epoch >= 0 && current_leader_epoch < epoch {
+            return Err(ErrorCode::FencedLeaderEpoch);
+        }
+        if current_leader_epoch > epoch {
+            return Err(ErrorCode::UnknownLeaderEpoch);
+        }
+        let end = partition.log.end_offset_for_epoch(leader_epoch);
+        Ok((end.epoch, end.end_offset))
+    }
+
+    /// Creates a topic, with the Kafka error code and message a client should see on failure.
+    pub async fn create_topic_checked(&self, name: &str, config: TopicConfig) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .create_topic(name, config)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
+
+    /// Grows a topic, with the Kafka error code and message on failure.
+    pub async fn create_partitions_checked(&self, name: &str, total: i32) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .create_partitions(name, total)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
+
+    /// Deletes a topic, with the Kafka error code and message on failure.
+    pub async fn delete_topic_checked(&self, name: &str) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .delete_topic(name)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

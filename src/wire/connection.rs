@@ -1,0 +1,133 @@
+//! One client connection: frames are read and handled concurrently, answers are written
+//! strictly in request order, and at most `max_inflight_per_connection` requests wait for
+//! their answer (the reader stops reading until the oldest is written).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::codec::{self, CodecError};
+use super::handlers::{self, Context};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame length {length} is past socket_request_max_bytes {max}")]
+    TooLarge { length: i64, max: u32 },
+    #[error("negative frame length {0}")]
+    Negative(i32),
+    #[error("connection closed after {got} of {want} frame bytes")]
+    Truncated { got: usize, want: usize },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one frame's payload: `None` at a clean end of stream. The length is checked before
+/// anything is allocated, and the buffer grows only as bytes arrive.
+pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: u32) -> Result<Option<Bytes>, FrameError> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let length = i32::from_be_bytes(prefix);
+    if length < 0 {
+        return Err(FrameError::Negative(length));
+    }
+    if length as u32 > max {
+        return Err(FrameError::TooLarge {
+            length: i64::from(length),
+            max,
+        });
+    }
+    let want = length as usize;
+    let mut payload = Vec::with_capacity(want.min(64 * 1024));
+    let got = reader.take(want as u64).read_to_end(&mut payload).await?;
+    if got < want {
+        return Err(FrameError::Truncated { got, want });
+    }
+    Ok(Some(Bytes::from(payload)))
+}
+
+/// An answer on its way: a frame, nothing (acks=0 produce), or a failure that closes the
+/// connection.
+type Pending = oneshot::Receiver<Result<Option<Bytes>, CodecError>>;
+
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    ctx: Arc<Context>,
+    mut paused: watch::Receiver<bool>,
+    mut closed: watch::Receiver<bool>,
+) {
+    let broker = ctx.broker;
+    let (mut reader, mut writer) = stream.into_split();
+    let (queue, mut answers) = mpsc::channel::<Pending>(ctx.config.max_inflight_per_connection.max(1));
+    let write_loop = tokio::spawn(async move {
+        while let Some(pending) = answers.recv().await {
+            match pending.await {
+                Ok(Ok(Some(frame))) => {
+                    if writer.write_all(&frame).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(broker, %peer, "closing the connection: {e}");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    let max = ctx.config.socket_request_max_bytes;
+    let read_loop = async move {
+        loop {
+            let frame = match read_frame(&mut reader, max).await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(broker, %peer, "closing the connection: {e}");
+                    return;
+                }
+            };
+            let request = match codec::decode_request(frame) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(broker, %peer, "closing the connection: {e}");
+                    return;
+                }
+            };
+            // A paused broker reads nothing more, as a frozen process would.
+            while *paused.borrow_and_update() {
+                if paused.changed().await.is_err() {
+                    return;
+                }
+            }
+            let (tx, rx) = oneshot::channel();
+            let ctx = Arc::clone(&ctx);
+            tokio::spawn(async move {
+                let _ = tx.send(handlers::handle(&ctx, request).await);
+            });
+            if queue.send(rx).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = read_loop => {}
+        _ = closed.changed() => {
+            write_loop.abort();
+            return;
+        }
+    }
+    // Answers already promised are still written, unless the listener closes meanwhile.
+    tokio::select! {
+        _ = write_loop => {}
+        _ = closed.changed() => {}
+    }
+}

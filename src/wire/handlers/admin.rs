@@ -1,0 +1,437 @@
+//! Topic administration and configs: CreateTopics, DeleteTopics, CreatePartitions,
+//! DescribeConfigs, ElectLeaders.
+
+use kafka_protocol::messages::create_partitions_response::{CreatePartitionsResponse, CreatePartitionsTopicResult};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicResult, CreateTopicsResponse};
+use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, DeleteTopicsResponse};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
+};
+use kafka_protocol::messages::elect_leaders_response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, ElectLeadersRequest,
+};
+
+use super::{Context, codes, str_bytes, topic_name};
+use crate::engine::{ErrorCode, TopicConfig, TopicPartition};
+
+/// Kafka's topic name rule: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn valid_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(format!("topic name {name:?} is illegal"));
+    }
+    if name.len() > 249 {
+        return Err("topic names are at most 249 characters".into());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(format!(
+            "topic name {name:?} has characters other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// A topic config for `partitions` and `replication_factor`, with the cluster's defaults.
+fn topic_config(ctx: &Context, partitions: i32, replication_factor: i32) -> TopicConfig {
+    let cluster = ctx.cluster.config();
+    TopicConfig::new(partitions, replication_factor)
+        .with_min_insync_replicas(cluster.min_insync_replicas)
+        .with_unclean_leader_election(cluster.unclean_leader_election)
+}
+
+fn default_replication_factor(ctx: &Context) -> i32 {
+    ctx.config
+        .default_replication_factor
+        .clamp(1, ctx.cluster.config().brokers.max(1))
+}
+
+/// Auto-creation on Metadata (`auto.create.topics.enable`): the broker's defaults.
+pub async fn create_with_defaults(ctx: &Context, name: &str) -> Result<(), (ErrorCode, String)> {
+    let config = topic_config(ctx, ctx.config.default_partitions, default_replication_factor(ctx));
+    ctx.cluster.create_topic_checked(name, config).await
+}
+
+/// Applies one `name=value` topic config, or says why it cannot.
+fn apply_config(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Result<(), String> {
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let bad = || format!("invalid value {value:?} for {name}");
+    match name {
+        "min.insync.replicas" => config.min_insync_replicas = value.parse().map_err(|_| bad())?,
+        "retention.ms" => config.retention_ms = Some(value.parse().map_err(|_| bad())?),
+        "retention.bytes" => config.retention_bytes = Some(value.parse().map_err(|_| bad())?),
+        "segment.bytes" => config.segment_bytes = Some(value.parse().map_err(|_| bad())?),
+        "unclean.leader.election.enable" => config.unclean_leader_election = value.parse().map_err(|_| bad())?,
+        // The only policy kdeck implements, so asking for it is fine.
+        "cleanup.policy" if value == "delete" => {}
+        other => return Err(format!("topic config {other} is not supported by kdeck")),
+    }
+    Ok(())
+}
+
+async fn create_one(ctx: &Context, topic: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
+    let name = topic.name.0.to_string();
+    let partitions = if topic.num_partitions == -1 {
+        ctx.config.default_partitions
+    } else {
+        topic.num_partitions
+    };
+    let replication_factor = if topic.replication_factor == -1 {
+        default_replication_factor(ctx)
+    } else {
+        i32::from(topic.replication_factor)
+    };
+    let fail = |code: i16, message: String| {
+        CreatableTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_error_code(code)
+            .with_error_message(Some(str_bytes(message)))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+    };
+    if let Err(message) = valid_topic_name(&name) {
+        return fail(codes::INVALID_TOPIC, message);
+    }
+    if !topic.assignments.is_empty() {
+        return fail(
+            codes::INVALID_REQUEST,
+            "manual replica assignments are not supported".into(),
+        );
+    }
+    let mut config = topic_config(ctx, partitions, replication_factor);
+    for c in &topic.configs {
+        if let Err(message) = apply_config(&mut config, &c.name, c.value.as_deref()) {
+            return fail(codes::INVALID_CONFIG, message);
+        }
+    }
+    if validate_only {
+        if ctx.cluster.metadata().topics.contains_key(&name) {
+            return fail(
+                ErrorCode::TopicAlreadyExists.code(),
+                format!("topic {name} already exists"),
+            );
+        }
+    } else if let Err((code, message)) = ctx.cluster.create_topic_checked(&name, config).await {
+        return fail(code.code(), message);
+    }
+    CreatableTopicResult::default()
+        .with_name(topic.name.clone())
+        .with_num_partitions(partitions)
+        .with_replication_factor(replication_factor as i16)
+        .with_configs(Some(Vec::new()))
+}
+
+pub async fn create_topics(ctx: &Context, request: &CreateTopicsRequest) -> CreateTopicsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for t in &request.topics {
+        topics.push(create_one(ctx, t, request.validate_only).await);
+    }
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+pub async fn delete_topics(ctx: &Context, request: &DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+    let names: Vec<Option<String>> = if version >= 6 {
+        request
+            .topics
+            .iter()
+            .map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect()
+    } else {
+        request.topic_names.iter().map(|n| Some(n.0.to_string())).collect()
+    };
+    let mut responses = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(name) = name else {
+            // Topics are named, never addressed by id, here.
+            responses.push(DeletableTopicResult::default().with_error_code(codes::UNKNOWN_TOPIC_ID));
+            continue;
+        };
+        let result = DeletableTopicResult::default().with_name(Some(topic_name(name.clone())));
+        responses.push(match ctx.cluster.delete_topic_checked(&name).await {
+            Ok(()) => result,
+            Err((code, message)) => result
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
+    DeleteTopicsResponse::default().with_responses(responses)
+}
+
+pub async fn create_partitions(ctx: &Context, request: &CreatePartitionsRequest) -> CreatePartitionsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for t in &request.topics {
+        let name = t.name.0.to_string();
+        let result = CreatePartitionsTopicResult::default().with_name(t.name.clone());
+        let outcome = if t.assignments.is_some() {
+            Err((
+                codes::INVALID_REQUEST,
+                "manual replica assignments are not supported".to_string(),
+            ))
+        } else if request.validate_only {
+            match ctx.cluster.metadata().topics.get(&name) {
+                None => Err((
+                    codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("topic {name} does not exist"),
+                )),
+                Some(topic) if topic.partitions.len() as i32 >= t.count => Err((
+                    ErrorCode::InvalidPartitions.code(),
+                    format!("topic {name} already has {} partitions", topic.partitions.len()),
+                )),
+                Some(_) => Ok(()),
+            }
+        } else {
+            ctx.cluster
+                .create_partitions_checked(&name, t.count)
+                .await
+                .map_err(|(code, message)| (code.code(), message))
+        };
+        results.push(match outcome {
+            Ok(()) => result,
+            Err((code, message)) => result
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(message))),
+        });
+    }
+    CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Config sources (DescribeConfigs `config_source`).
+const SOURCE_TOPIC: i8 = 1;
+const SOURCE_STATIC_BROKER: i8 = 4;
+const SOURCE_DEFAULT: i8 = 5;
+/// Config types (DescribeConfigs v3+ `config_type`).
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_LONG: i8 = 5;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+/// `(name, value, source, type)` of one config entry.
+type Entry = (&'static str, String, i8, i8);
+
+fn topic_entries(ctx: &Context, config: &TopicConfig) -> Vec<Entry> {
+    let log = config.log_config(&ctx.cluster.config().log);
+    let source = |overridden: bool| if overridden { SOURCE_TOPIC } else { SOURCE_DEFAULT };
+    vec![
+        ("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
+        (
+            "min.insync.replicas",
+            config.min_insync_replicas.to_string(),
+            SOURCE_TOPIC,
+            TYPE_INT,
+        ),
+        (
+            "retention.ms",
+            log.retention_ms.to_string(),
+            source(config.retention_ms.is_some()),
+            TYPE_LONG,
+        ),
+        (
+            "retention.bytes",
+            log.retention_bytes.to_string(),
+            source(config.retention_bytes.is_some()),
+            TYPE_LONG,
+        ),
+        (
+            "segment.bytes",
+            log.segment_bytes.to_string(),
+            source(config.segment_bytes.is_some()),
+            TYPE_INT,
+        ),
+        ("segment.ms", log.segment_ms.to_string(), SOURCE_DEFAULT, TYPE_LONG),
+        (
+            "max.message.bytes",
+            log.max_message_bytes.to_string(),
+            SOURCE_DEFAULT,
+            TYPE_INT,
+        ),
+        (
+            "unclean.leader.election.enable",
+            config.unclean_leader_election.to_string(),
+            SOURCE_TOPIC,
+            TYPE_BOOLEAN,
+        ),
+    ]
+}
+
+fn broker_entries(ctx: &Context, broker: i32) -> Vec<Entry> {
+    let cluster = ctx.cluster.config();
+    let wire = &ctx.config;
+    let s = SOURCE_STATIC_BROKER;
+    vec![
+        ("broker.id", broker.to_string(), s, TYPE_INT),
+        (
+            "auto.create.topics.enable",
+            wire.auto_create_topics.to_string(),
+            s,
+            TYPE_BOOLEAN,
+        ),
+        ("num.partitions", wire.default_partitions.to_string(), s, TYPE_INT),
+        (
+            "default.replication.factor",
+            wire.default_replication_factor.to_string(),
+            s,
+            TYPE_INT,
+        ),
+        (
+            "min.insync.replicas",
+            cluster.min_insync_replicas.to_string(),
+            s,
+            TYPE_INT,
+        ),
+        (
+            "unclean.leader.election.enable",
+            cluster.unclean_leader_election.to_string(),
+            s,
+            TYPE_BOOLEAN,
+        ),
+        (
+            "replica.lag.time.max.ms",
+            cluster.replica_lag_time_max_ms.to_string(),
+            s,
+            TYPE_LONG,
+        ),
+        (
+            "offsets.topic.num.partitions",
+            cluster.offsets_topic_partitions.to_string(),
+            s,
+            TYPE_INT,
+        ),
+        ("log.retention.ms", cluster.log.retention_ms.to_string(), s, TYPE_LONG),
+        (
+            "log.retention.bytes",
+            cluster.log.retention_bytes.to_string(),
+            s,
+            TYPE_LONG,
+        ),
+        ("log.segment.bytes", cluster.log.segment_bytes.to_string(), s, TYPE_INT),
+        (
+            "message.max.bytes",
+            cluster.log.max_message_bytes.to_string(),
+            s,
+            TYPE_INT,
+        ),
+        (
+            "socket.request.max.bytes",
+            wire.socket_request_max_bytes.to_string(),
+            s,
+            TYPE_INT,
+        ),
+    ]
+}
+
+pub fn describe_configs(ctx: &Context, request: &DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let image = ctx.cluster.metadata();
+    let results = request
+        .resources
+        .iter()
+        .map(|r| {
+            let name = r.resource_name.to_string();
+            let result = DescribeConfigsResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone());
+            let (entries, read_only) = match r.resource_type {
+                RESOURCE_TOPIC => match image.topics.get(&name) {
+                    Some(topic) => (topic_entries(ctx, &topic.config), false),
+                    None => {
+                        return result
+                            .with_error_code(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(str_bytes(format!("topic {name} does not exist"))));
+                    }
+                },
+                RESOURCE_BROKER => match name.parse::<i32>() {
+                    Ok(id) if image.brokers.contains_key(&id) => (broker_entries(ctx, id), true),
+                    // An empty name asks for the cluster-wide defaults.
+                    _ if name.is_empty() => (broker_entries(ctx, ctx.broker), true),
+                    _ => {
+                        return result
+                            .with_error_code(codes::INVALID_REQUEST)
+                            .with_error_message(Some(str_bytes(format!("no broker {name}"))));
+                    }
+                },
+                other => {
+                    return result
+                        .with_error_code(codes::INVALID_REQUEST)
+                        .with_error_message(Some(str_bytes(format!(
+                            "resource type {other} is not supported by kdeck"
+                        ))));
+                }
+            };
+            let keys = r.configuration_keys.as_ref();
+            let configs = entries
+                .into_iter()
+                .filter(|(key, ..)| keys.is_none_or(|ks| ks.iter().any(|k| k.as_str() == *key)))
+                .map(|(key, value, source, kind)| {
+                    DescribeConfigsResourceResult::default()
+                        .with_name(str_bytes(key))
+                        .with_value(Some(str_bytes(value)))
+                        .with_read_only(read_only)
+                        .with_config_source(source)
+                        .with_config_type(kind)
+                })
+                .collect();
+            result.with_configs(configs)
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+pub async fn elect_leaders(ctx: &Context, request: &ElectLeadersRequest, version: i16) -> ElectLeadersResponse {
+    let wanted: Option<Vec<TopicPartition>> = request.topic_partitions.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| {
+                let name = t.topic.0.to_string();
+                t.partitions.iter().map(move |p| TopicPartition::new(name.clone(), *p))
+            })
+            .collect()
+    });
+    // election_type 1 (unclean) is not offered: only preferred elections.
+    if request.election_type != 0 {
+        return ElectLeadersResponse::default().with_error_code(codes::INVALID_REQUEST);
+    }
+    let scope = |tp: &TopicPartition| wanted.as_ref().is_none_or(|w| w.contains(tp));
+    let mut results: Vec<(TopicPartition, i16)> = match ctx.cluster.elect_preferred_leaders(scope).await {
+        Ok(results) => results.into_iter().map(|(tp, e)| (tp, e.code())).collect(),
+        Err(e) => {
+            tracing::warn!(broker = ctx.broker, "ElectLeaders: {e:#}");
+            // v0 has no response-wide error: every partition asked carries it.
+            if version == 0 {
+                let code = ErrorCode::NotController.code();
+                let results = wanted.iter().flatten().map(|tp| (tp.clone(), code)).collect();
+                return ElectLeadersResponse::default().with_replica_election_results(by_topic(results));
+            }
+            return ElectLeadersResponse::default().with_error_code(ErrorCode::NotController.code());
+        }
+    };
+    for tp in wanted.iter().flatten() {
+        if !results.iter().any(|(t, _)| t == tp) {
+            results.push((tp.clone(), codes::UNKNOWN_TOPIC_OR_PARTITION));
+        }
+    }
+    ElectLeadersResponse::default().with_replica_election_results(by_topic(results))
+}
+
+fn by_topic(results: Vec<(TopicPartition, i16)>) -> Vec<ReplicaElectionResult> {
+    let mut by_topic: Vec<ReplicaElectionResult> = Vec::new();
+    for (tp, code) in results {
+        let partition = PartitionResult::default()
+            .with_partition_id(tp.partition)
+            .with_error_code(code);
+        match by_topic.iter_mut().find(|r| r.topic.0.as_str() == tp.topic) {
+            Some(r) => r.partition_result.push(partition),
+            None => by_topic.push(
+                ReplicaElectionResult::default()
+                    .with_topic(topic_name(tp.topic))
+                    .with_partition_result(vec![partition]),
+            ),
+        }
+    }
+    by_topic
+}

@@ -1,0 +1,120 @@
+//! One function per API. Each answers as the broker that owns the listener, through the
+//! engine's public API, and maps engine errors to the Kafka codes a client expects.
+
+mod admin;
+mod fetch;
+mod groups;
+mod metadata;
+mod produce;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use super::WireConfig;
+use super::codec::{self, CodecError, DecodedRequest, RequestBody};
+use super::versions;
+use crate::engine::{BrokerId, Cluster};
+
+/// What a handler knows about where it runs.
+pub struct Context {
+    pub cluster: Cluster,
+    /// The broker this listener belongs to.
+    pub broker: BrokerId,
+    pub config: Arc<WireConfig>,
+    pub addresses: Arc<Mutex<BTreeMap<BrokerId, SocketAddr>>>,
+}
+
+impl Context {
+    pub fn address(&self, broker: BrokerId) -> Option<SocketAddr> {
+        self.addresses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&broker)
+            .copied()
+    }
+
+    /// Brokers a client can reach now: registered, unfenced, and listening.
+    pub fn live_brokers(&self) -> Vec<(BrokerId, SocketAddr)> {
+        let image = self.cluster.metadata();
+        let addresses = self.addresses.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        addresses.into_iter().filter(|(id, _)| image.is_live(*id)).collect()
+    }
+}
+
+/// Kafka's `cluster.id`, the same for every broker of the embedded cluster.
+pub const CLUSTER_ID: &str = "kdeck-embedded-cluster";
+
+/// Kafka error codes the engine's `ErrorCode` does not name.
+pub mod codes {
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub const INVALID_TOPIC: i16 = 17;
+    pub const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub const INVALID_GROUP_ID: i16 = 24;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_CONFIG: i16 = 40;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
+}
+
+/// `authorized_operations` when the client did not ask for them (Kafka's INT32_MIN).
+pub const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+
+pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+pub fn topic_name(s: impl Into<String>) -> TopicName {
+    TopicName(str_bytes(s))
+}
+
+fn frame<R: Encodable>(request: &DecodedRequest, response: &R) -> Result<Option<Bytes>, CodecError> {
+    codec::encode_response(request.api_key, request.api_version, request.correlation_id, response).map(Some)
+}
+
+/// Answers one request: the response frame, or `None` when Kafka sends none (acks=0).
+pub async fn handle(ctx: &Context, request: DecodedRequest) -> Result<Option<Bytes>, CodecError> {
+    let v = request.api_version;
+    match &request.body {
+        RequestBody::ApiVersions(_) => frame(&request, &versions::api_versions_response(0)),
+        RequestBody::ApiVersionsUnsupported => codec::encode_response(
+            ApiKey::ApiVersions,
+            0,
+            request.correlation_id,
+            &versions::api_versions_response(codes::UNSUPPORTED_VERSION),
+        )
+        .map(Some),
+        RequestBody::Metadata(r) => frame(&request, &metadata::metadata(ctx, r, v).await),
+        RequestBody::DescribeCluster(_) => frame(&request, &metadata::describe_cluster(ctx)),
+        RequestBody::FindCoordinator(r) => frame(&request, &metadata::find_coordinator(ctx, r, v)),
+        RequestBody::Produce(r) => match produce::produce(ctx, r).await {
+            Some(response) => frame(&request, &response),
+            None => Ok(None),
+        },
+        RequestBody::InitProducerId(r) => frame(&request, &produce::init_producer_id(ctx, r).await),
+        RequestBody::Fetch(r) => frame(&request, &fetch::fetch(ctx, r, v).await),
+        RequestBody::ListOffsets(r) => frame(&request, &fetch::list_offsets(ctx, r, v).await),
+        RequestBody::OffsetForLeaderEpoch(r) => frame(&request, &fetch::offset_for_leader_epoch(ctx, r)),
+        RequestBody::JoinGroup(r) => frame(&request, &groups::join(ctx, r, v).await),
+        RequestBody::SyncGroup(r) => frame(&request, &groups::sync(ctx, r).await),
+        RequestBody::Heartbeat(r) => frame(&request, &groups::heartbeat(ctx, r).await),
+        RequestBody::LeaveGroup(r) => frame(&request, &groups::leave(ctx, r, v).await),
+        RequestBody::OffsetCommit(r) => frame(&request, &groups::offset_commit(ctx, r).await),
+        RequestBody::OffsetFetch(r) => frame(&request, &groups::offset_fetch(ctx, r, v).await),
+        RequestBody::ListGroups(r) => frame(&request, &groups::list_groups(ctx, r).await),
+        RequestBody::DescribeGroups(r) => frame(&request, &groups::describe_groups(ctx, r).await),
+        RequestBody::CreateTopics(r) => frame(&request, &admin::create_topics(ctx, r).await),
+        RequestBody::DeleteTopics(r) => frame(&request, &admin::delete_topics(ctx, r, v).await),
+        RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),
+        RequestBody::DescribeConfigs(r) => frame(&request, &admin::describe_configs(ctx, r)),
+        RequestBody::ElectLeaders(r) => frame(&request, &admin::elect_leaders(ctx, r, v).await),
+    }
+}

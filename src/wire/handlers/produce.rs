@@ -1,0 +1,92 @@
+//! Produce and InitProducerId. Record batches are appended as the client sent them; the
+//! engine checks them and the idempotent producer's sequence numbers.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProduceRequest};
+
+use super::{Context, codes};
+use crate::engine::{Acks, ErrorCode, TopicPartition};
+
+/// The response, or `None` for acks=0 (Kafka sends nothing back).
+pub async fn produce(ctx: &Context, request: &ProduceRequest) -> Option<ProduceResponse> {
+    let acks = match request.acks {
+        0 => Some(Acks::None),
+        1 => Some(Acks::Leader),
+        -1 => Some(Acks::All),
+        _ => None,
+    };
+    let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+    let transactional = request.transactional_id.is_some();
+    let mut pending = Vec::new();
+    for topic in &request.topic_data {
+        let name = topic.name.0.to_string();
+        for p in &topic.partition_data {
+            let tp = TopicPartition::new(name.clone(), p.index);
+            let records = p.records.clone();
+            let cluster = ctx.cluster.clone();
+            let broker = ctx.broker;
+            let task = tokio::spawn(async move {
+                let Some(acks) = acks else {
+                    return Err(codes::INVALID_REQUIRED_ACKS);
+                };
+                if transactional {
+                    // Transactions are not implemented (and not advertised).
+                    return Err(codes::INVALID_REQUEST);
+                }
+                let Some(records) = records.filter(|r| !r.is_empty()) else {
+                    return Err(codes::CORRUPT_MESSAGE);
+                };
+                cluster
+                    .produce_to(broker, &tp, records.to_vec(), acks, timeout)
+                    .await
+                    .map_err(|e| e.code())
+            });
+            pending.push((name.clone(), p.index, task));
+        }
+    }
+    let mut responses: Vec<TopicProduceResponse> = Vec::new();
+    for (topic, index, task) in pending {
+        let outcome = task.await.unwrap_or(Err(ErrorCode::UnknownServerError.code()));
+        let partition = match outcome {
+            Ok(base_offset) => PartitionProduceResponse::default()
+                .with_index(index)
+                .with_base_offset(base_offset),
+            Err(code) => PartitionProduceResponse::default()
+                .with_index(index)
+                .with_error_code(code)
+                .with_base_offset(-1),
+        };
+        match responses.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.partition_responses.push(partition),
+            None => responses.push(
+                TopicProduceResponse::default()
+                    .with_name(super::topic_name(topic))
+                    .with_partition_responses(vec![partition]),
+            ),
+        }
+    }
+    (request.acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+}
+
+pub async fn init_producer_id(ctx: &Context, request: &InitProducerIdRequest) -> InitProducerIdResponse {
+    if request.transactional_id.is_some() {
+        return InitProducerIdResponse::default()
+            .with_error_code(codes::INVALID_REQUEST)
+            .with_producer_id((-1).into())
+            .with_producer_epoch(-1);
+    }
+    match ctx.cluster.init_producer_id().await {
+        Ok((id, epoch)) => InitProducerIdResponse::default()
+            .with_producer_id(id.into())
+            .with_producer_epoch(epoch),
+        Err(e) => {
+            tracing::warn!(broker = ctx.broker, "InitProducerId: {e:#}");
+            InitProducerIdResponse::default()
+                .with_error_code(codes::COORDINATOR_NOT_AVAILABLE)
+                .with_producer_id((-1).into())
+                .with_producer_epoch(-1)
+        }
+    }
+}

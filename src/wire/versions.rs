@@ -1,0 +1,67 @@
+//! The API versions kdeck implements and advertises. Curated, not the crate's
+//! `valid_versions()`: only versions whose semantics the handlers follow (record batches v2 and
+//! up, topic names rather than topic ids, no transactions), and only versions the crate's
+//! structs decode (its `valid_versions()` overstates OffsetCommit, OffsetFetch and
+//! InitProducerId).
+
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+
+/// `(api, min, max)` for every API kdeck answers.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    // v3 is the first with record batches v2; v13 names topics by id.
+    (ApiKey::Produce, 3, 9),
+    // v4 is the first with record batches v2; v13 names topics by id.
+    (ApiKey::Fetch, 4, 12),
+    // v7 adds MAX_TIMESTAMP lookups, which the engine does not answer.
+    (ApiKey::ListOffsets, 1, 6),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+/// The advertised range of `api`, if kdeck implements it.
+pub fn range(api: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == api)
+        .map(|(_, min, max)| (*min, *max))
+}
+
+pub fn is_supported(api: ApiKey, version: i16) -> bool {
+    range(api).is_some_and(|(min, max)| (min..=max).contains(&version))
+}
+
+/// The ApiVersions answer: `error_code` 0, or 35 (UNSUPPORTED_VERSION) when the client asked
+/// with a version we do not know, which it then retries with one from this list.
+pub fn api_versions_response(error_code: i16) -> ApiVersionsResponse {
+    ApiVersionsResponse::default()
+        .with_error_code(error_code)
+        .with_api_keys(
+            SUPPORTED
+                .iter()
+                .map(|(key, min, max)| {
+                    ApiVersion::default()
+                        .with_api_key(*key as i16)
+                        .with_min_version(*min)
+                        .with_max_version(*max)
+                })
+                .collect(),
+        )
+}

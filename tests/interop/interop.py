@@ -1,0 +1,477 @@
+"""Interop tests: real Kafka clients (kcat/librdkafka, confluent-kafka, kafka-python) against
+`kdeck serve --ephemeral --brokers 3 --no-demo` on free ports.
+
+Usage: interop.py KDECK_BINARY [SCENARIO...]. Each scenario starts its own server, so one
+failure does not cascade. Exit status 0 only if every scenario passed.
+"""
+
+import os
+import random
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+KDECK = None
+
+
+class Server:
+    """A running `kdeck serve`, driven through its stdin commands."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="kdeck-interop-")
+        config = os.path.join(self.dir, "kdeck.toml")
+        with open(config, "w") as f:
+            f.write("[wire]\nbase_port = 0\n")
+        self.log = open(os.path.join(self.dir, "serve.log"), "w+")
+        self.proc = subprocess.Popen(
+            [KDECK, "serve", "--ephemeral", "--brokers", "3", "--no-demo", "--config", config],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            bufsize=1,
+        )
+        self.lines = []
+        self.replies = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.bootstrap = self._wait(lambda l: l.startswith("bootstrap.servers="), 60).split("=", 1)[1]
+        self.addresses = {}
+        for line in self.lines:
+            if line.startswith("broker ") and " listening on " in line:
+                parts = line.split()
+                self.addresses[int(parts[1])] = parts[-1]
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            self.log.write(line + "\n")
+            with self.cond:
+                self.lines.append(line)
+                if line.startswith("ok ") or line.startswith("error "):
+                    self.replies.append(line)
+                self.cond.notify_all()
+
+    def _wait(self, pred, timeout):
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if pred(line):
+                        return line
+                left = deadline - time.time()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise AssertionError("kdeck serve did not print what was expected; log in " + self.dir)
+                self.cond.wait(left)
+
+    def command(self, text, timeout=30):
+        with self.cond:
+            seen = len(self.replies)
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+        deadline = time.time() + timeout
+        with self.cond:
+            while len(self.replies) <= seen:
+                left = deadline - time.time()
+                if left <= 0:
+                    raise AssertionError(f"no answer to {text!r}")
+                self.cond.wait(left)
+            reply = self.replies[seen]
+        assert reply.startswith("ok "), f"{text!r} -> {reply}"
+        return reply
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise AssertionError("kdeck serve did not stop on SIGTERM")
+        assert self.proc.returncode == 0, f"kdeck serve exited with {self.proc.returncode}"
+
+
+def admin(server):
+    # One client per server: a future outlives nothing if its client is collected.
+    if getattr(server, "admin", None) is None:
+        server.admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    return server.admin
+
+
+def create_topic(server, name, partitions, rf, config=None):
+    fs = admin(server).create_topics([NewTopic(name, partitions, rf, config=config or {})])
+    for f in fs.values():
+        f.result(timeout=30)
+    # Wait until every partition has a leader in the metadata.
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        md = admin(server).list_topics(name, timeout=10)
+        t = md.topics.get(name)
+        if t and t.error is None and len(t.partitions) == partitions and all(p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {name} has no leaders")
+
+
+def kcat(server, *args, input=None, timeout=120):
+    result = subprocess.run(
+        ["kcat", "-b", server.bootstrap, *args],
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, f"kcat {args} failed: {result.stderr.decode(errors='replace')}"
+    return result.stdout
+
+
+def end_offsets(server, topic, partitions):
+    c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "probe-" + uuid.uuid4().hex})
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    finally:
+        c.close()
+
+
+def committed_offsets(server, group, topic, partitions):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    fs = admin(server).list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
+    )
+    result = list(fs.values())[0].result(timeout=30)
+    return {tp.partition: tp.offset for tp in result.topic_partitions}
+
+
+def scenario_kcat(server):
+    out = kcat(server, "-L").decode()
+    assert " 3 brokers:" in out, out
+    for broker, addr in server.addresses.items():
+        assert f"broker {broker} at {addr}" in out, out
+    create_topic(server, "kcat", 3, 3)
+    out = kcat(server, "-L", "-t", "kcat").decode()
+    assert "isrs: " in out and 'topic "kcat" with 3 partitions' in out, out
+    messages = [f"message-{i}" for i in range(10_000)]
+    keyed = "\n".join(f"k{i % 100}:{m}" for i, m in enumerate(messages))
+    kcat(server, "-P", "-t", "kcat", "-K:", "-X", "acks=all", "-z", "snappy", input=keyed.encode() + b"\n")
+    got = kcat(server, "-C", "-t", "kcat", "-o", "beginning", "-e", "-q").decode().split("\n")
+    got = [g for g in got if g]
+    assert sorted(got) == sorted(messages), f"read {len(got)} of {len(messages)}"
+    group_read = kcat(
+        server, "-G", "kcat-group", "kcat", "-o", "beginning", "-e", "-q",
+        "-X", "enable.auto.commit=true", "-X", "auto.commit.interval.ms=100",
+    ).decode().split("\n")
+    group_read = [g for g in group_read if g]
+    assert sorted(group_read) == sorted(messages), f"group read {len(group_read)}"
+    # kcat commits on its way out; the committed offsets are the end offsets.
+    committed, ends = committed_offsets(server, "kcat-group", "kcat", 3), end_offsets(server, "kcat", 3)
+    assert all(e > 0 for e in ends.values()), ends
+    assert committed == ends, (committed, ends)
+
+
+def commit(consumer):
+    """A synchronous commit; having nothing new to commit is fine."""
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError._NO_OFFSET:
+            raise
+
+
+def scenario_confluent(server):
+    topic, partitions, total = "orders", 6, 100_000
+    create_topic(server, topic, partitions, 3)
+    md = admin(server).list_topics(topic, timeout=10).topics[topic]
+    assert all(len(p.replicas) == 3 and len(p.isrs) == 3 for p in md.partitions.values())
+    producer = Producer({
+        "bootstrap.servers": server.bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+    })
+    failures = []
+
+    def delivered(err, msg):
+        if err is not None:
+            failures.append(err)
+
+    for i in range(total):
+        while True:
+            try:
+                producer.produce(topic, key=f"user-{i % 1000}", value=str(i), on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0, "records left unsent"
+    assert not failures, failures[:3]
+
+    seen = {}
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def consume(index):
+        c = Consumer({
+            "bootstrap.servers": server.bootstrap,
+            "group.id": "orders-readers",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        })
+        c.subscribe([topic])
+        try:
+            while not done.is_set():
+                msgs = c.consume(500, timeout=0.5)
+                for m in msgs:
+                    if m.error():
+                        if m.error().code() != KafkaError._PARTITION_EOF:
+                            raise AssertionError(m.error())
+                        continue
+                    with lock:
+                        key = (m.partition(), m.offset())
+                        assert key not in seen, f"{key} read twice"
+                        seen[key] = m.value()
+                if msgs:
+                    commit(c)
+            commit(c)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 120
+    while time.time() < deadline and len(seen) < total:
+        time.sleep(0.2)
+    done.set()
+    for t in threads:
+        t.join(60)
+    assert len(seen) == total, f"read {len(seen)} of {total}"
+    assert sorted(int(v) for v in seen.values()) == list(range(total))
+    groups = admin(server).list_consumer_groups().result(timeout=30)
+    assert "orders-readers" in [g.group_id for g in groups.valid], groups.valid
+    described = admin(server).describe_consumer_groups(["orders-readers"])["orders-readers"].result(timeout=30)
+    assert described.group_id == "orders-readers"
+    assert committed_offsets(server, "orders-readers", topic, partitions) == end_offsets(server, topic, partitions)
+
+
+def scenario_kafka_python(server):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = "clicks"
+    create_topic(server, topic, 3, 3)
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap, acks="all")
+    for i in range(1000):
+        producer.send(topic, key=str(i % 10).encode(), value=str(i).encode())
+    producer.flush(60)
+
+    def read(expected):
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=server.bootstrap,
+            group_id="clicks-group",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=8000,
+        )
+        values = []
+        deadline = time.time() + 60
+        while len(values) < expected and time.time() < deadline:
+            for records in consumer.poll(timeout_ms=1000).values():
+                values.extend(int(r.value) for r in records)
+        consumer.commit()
+        # Nothing more arrives: the group read each record once.
+        extra = consumer.poll(timeout_ms=2000)
+        consumer.close()
+        assert not any(extra.values()), "records past the expected ones"
+        return values
+
+    first = read(1000)
+    assert sorted(first) == list(range(1000)), f"read {len(first)}"
+    for i in range(1000, 1500):
+        producer.send(topic, key=str(i % 10).encode(), value=str(i).encode())
+    producer.flush(60)
+    producer.close()
+    second = read(500)
+    assert sorted(second) == list(range(1000, 1500)), f"resumed with {len(second)} records, not the 500 new ones"
+
+
+def scenario_failover(server):
+    topic, partitions = "payments", 3
+    create_topic(server, topic, partitions, 3, {"min.insync.replicas": "2"})
+    leader = admin(server).list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    producer = Producer({
+        "bootstrap.servers": server.bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 2,
+        "message.timeout.ms": 60_000,
+    })
+    acked = {}
+    errors = []
+
+    def delivered(err, msg):
+        if err is None:
+            acked[(msg.partition(), msg.offset())] = int(msg.value())
+        else:
+            errors.append(err)
+
+    total = 60_000
+    for i in range(total):
+        if i == 20_000:
+            server.command(f"kill {leader}")
+        if i == 45_000:
+            server.command(f"start {leader}")
+        while True:
+            try:
+                producer.produce(topic, key=str(i % 97), value=str(i), on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 1000 == 0:
+            # Spread the load over seconds, so the kill lands among requests in flight.
+            producer.poll(0.05)
+    assert producer.flush(120) == 0, "records left unsent"
+    assert len(acked) > 0
+    # Read everything back with a fresh consumer.
+    c = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": "audit-" + uuid.uuid4().hex,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+    })
+    c.subscribe([topic])
+    read = {}
+    eof = set()
+    deadline = time.time() + 120
+    ends = end_offsets(server, topic, partitions)
+    while time.time() < deadline:
+        for m in c.consume(1000, timeout=1):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= ends[m.partition()]:
+                    eof.add(m.partition())
+                continue
+            read[(m.partition(), m.offset())] = int(m.value())
+        if len(eof) == partitions:
+            break
+    c.close()
+    values = list(read.values())
+    assert len(values) == len(set(values)), "a record was written twice"
+    for key, value in acked.items():
+        assert read.get(key) == value, f"acknowledged record {value} at {key} is missing"
+    # In order per partition: values of one key only grow with the offset.
+    for p in range(partitions):
+        last = {}
+        for (part, off) in sorted(k for k in read if k[0] == p):
+            v = read[(part, off)]
+            k = v % 97
+            assert last.get(k, -1) < v, f"partition {p}: {v} after {last.get(k)}"
+            last[k] = v
+    print(f"  failover: {len(acked)} acknowledged, {len(errors)} failed deliveries, broker {leader} killed and restarted")
+
+
+def raw_connection(server):
+    host, port = list(server.addresses.values())[0].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=10)
+    return s
+
+
+def closed_by_server(s):
+    s.settimeout(10)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def scenario_garbage(server):
+    rng = random.Random(7)
+    # Random bytes.
+    for _ in range(20):
+        s = raw_connection(server)
+        s.sendall(bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 4096))))
+        s.close()
+    # A truncated frame: the length promises more than ever arrives.
+    s = raw_connection(server)
+    s.sendall(struct.pack(">i", 1000) + b"\x00\x12\x00\x03")
+    s.close()
+    # A 2 GiB length prefix is refused before anything is allocated.
+    s = raw_connection(server)
+    s.sendall(struct.pack(">I", 0x7FFFFFFF))
+    assert closed_by_server(s), "the server kept a connection announcing a 2 GiB frame"
+    s.close()
+    # An unknown API key.
+    s = raw_connection(server)
+    body = struct.pack(">hhih", 4242, 0, 1, -1)
+    s.sendall(struct.pack(">i", len(body)) + body)
+    assert closed_by_server(s), "the server kept a connection after an unknown API key"
+    s.close()
+    # ApiVersions with a version from the future: answered in v0 with UNSUPPORTED_VERSION.
+    s = raw_connection(server)
+    body = struct.pack(">hhih", 18, 99, 7, -1)
+    s.sendall(struct.pack(">i", len(body)) + body)
+    length = struct.unpack(">i", recv_exact(s, 4))[0]
+    answer = recv_exact(s, length)
+    correlation, error = struct.unpack(">ih", answer[:6])
+    assert (correlation, error) == (7, 35), (correlation, error)
+    s.close()
+    assert server.alive()
+    # The next client is served.
+    out = kcat(server, "-L").decode()
+    assert " 3 brokers:" in out
+
+
+def recv_exact(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        assert chunk, "connection closed early"
+        data += chunk
+    return data
+
+
+SCENARIOS = {
+    "kcat": scenario_kcat,
+    "confluent": scenario_confluent,
+    "kafka-python": scenario_kafka_python,
+    "failover": scenario_failover,
+    "garbage": scenario_garbage,
+}
+
+
+def main():
+    global KDECK
+    KDECK = os.path.abspath(sys.argv[1])
+    names = sys.argv[2:] or list(SCENARIOS)
+    failed = []
+    for name in names:
+        started = time.time()
+        server = Server()
+        try:
+            SCENARIOS[name](server)
+            server.stop()
+            print(f"ok   {name} ({time.time() - started:.1f}s)")
+        except Exception:
+            failed.append(name)
+            print(f"FAIL {name}: server log in {server.dir}")
+            traceback.print_exc()
+            if server.alive():
+                server.proc.kill()
+    if failed:
+        print("failed: " + ", ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

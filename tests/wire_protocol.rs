@@ -1,0 +1,520 @@
+//! The Kafka wire protocol served by the embedded brokers, spoken by the `kafka-protocol`
+//! crate as a client: versions, metadata, produce and fetch routing, ordering, acks=0, frame
+//! limits, malformed peers and broker lifecycles.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use kdeck::storage::records::{self, Compression};
+use kdeck::wire::{WireConfig, WireError, WireServer, versions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    cluster: Cluster,
+    server: WireServer,
+}
+
+async fn setup(wire: WireConfig) -> Setup {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::start(ClusterConfig {
+        data_dir: dir.path().to_path_buf(),
+        brokers: 3,
+        ..ClusterConfig::default()
+    })
+    .await
+    .expect("cluster starts");
+    let server = WireServer::start(cluster.clone(), wire).await.expect("listeners open");
+    Setup {
+        _dir: dir,
+        cluster,
+        server,
+    }
+}
+
+fn free_ports() -> WireConfig {
+    WireConfig {
+        base_port: 0,
+        ..WireConfig::default()
+    }
+}
+
+impl Setup {
+    fn addr(&self, broker: i32) -> SocketAddr {
+        self.server
+            .listeners()
+            .into_iter()
+            .find(|l| l.broker == broker)
+            .expect("a listener for the broker")
+            .addr
+    }
+
+    async fn topic(&self, name: &str, partitions: i32) -> i32 {
+        self.cluster
+            .create_topic(name, TopicConfig::new(partitions, 3))
+            .await
+            .expect("topic created");
+        let tp = TopicPartition::new(name, 0);
+        let snapshot = self
+            .cluster
+            .wait_for(Duration::from_secs(10), |s| {
+                s.partition(&tp)
+                    .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
+            })
+            .await
+            .expect("partition 0 has a leader");
+        snapshot.partition(&tp).and_then(|p| p.leader).expect("leader")
+    }
+
+    async fn stop(self) {
+        self.server.shutdown();
+        self.cluster.shutdown().await;
+    }
+}
+
+/// Encodes a request frame.
+fn frame<R: Encodable + HeaderVersion>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Bytes {
+    let mut body = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("wire-test")))
+        .encode(&mut body, R::header_version(version))
+        .expect("header encodes");
+    request.encode(&mut body, version).expect("request encodes");
+    let mut out = BytesMut::new();
+    out.put_i32(body.len() as i32);
+    out.extend_from_slice(&body);
+    out.freeze()
+}
+
+async fn read_response(stream: &mut TcpStream) -> Option<Bytes> {
+    let length = stream.read_i32().await.ok()?;
+    let mut payload = vec![0u8; length as usize];
+    stream.read_exact(&mut payload).await.ok()?;
+    Some(Bytes::from(payload))
+}
+
+/// Sends one request and decodes its response.
+async fn call<Req, Resp>(stream: &mut TcpStream, api: ApiKey, version: i16, request: &Req) -> Resp
+where
+    Req: Encodable + HeaderVersion,
+    Resp: Decodable + HeaderVersion,
+{
+    stream
+        .write_all(&frame(api, version, 42, request))
+        .await
+        .expect("request sent");
+    let mut payload = read_response(stream).await.expect("a response");
+    let header = ResponseHeader::decode(&mut payload, Resp::header_version(version)).expect("response header");
+    assert_eq!(header.correlation_id, 42);
+    Resp::decode(&mut payload, version).expect("response decodes")
+}
+
+async fn connect(addr: SocketAddr) -> TcpStream {
+    TcpStream::connect(addr).await.expect("connects")
+}
+
+/// Whether the server closed the connection (read returns end of stream).
+async fn closed(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+fn batch(values: &[&str]) -> Bytes {
+    let recs: Vec<_> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| records::record(i as i64, 1_000, None, Some(Bytes::from(v.to_string()))))
+        .collect();
+    records::encode_batch(&recs, Compression::None)
+        .expect("batch encodes")
+        .freeze()
+}
+
+fn produce_request(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records)),
+                ]),
+        ])
+}
+
+fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_versions_advertises_our_table_and_answers_unknown_versions_in_v0() {
+    let s = setup(free_ports()).await;
+    let mut stream = connect(s.addr(0)).await;
+    let response: ApiVersionsResponse = call(
+        &mut stream,
+        ApiKey::ApiVersions,
+        3,
+        &ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("test"))
+            .with_client_software_version(StrBytes::from_static_str("1")),
+    )
+    .await;
+    assert_eq!(response.error_code, 0);
+    let advertised: Vec<(i16, i16, i16)> = response
+        .api_keys
+        .iter()
+        .map(|k| (k.api_key, k.min_version, k.max_version))
+        .collect();
+    let ours: Vec<(i16, i16, i16)> = versions::SUPPORTED
+        .iter()
+        .map(|(k, min, max)| (*k as i16, *min, *max))
+        .collect();
+    assert_eq!(advertised, ours);
+    assert!(
+        !advertised.iter().any(|(k, ..)| *k == ApiKey::AddPartitionsToTxn as i16),
+        "transactions are not advertised"
+    );
+
+    // A version from the future: not parsed, answered with a v0 body and error 35.
+    let mut body = BytesMut::new();
+    body.put_i16(ApiKey::ApiVersions as i16);
+    body.put_i16(99);
+    body.put_i32(7);
+    body.put_i16(-1);
+    body.put_slice(b"whatever a future version carries");
+    stream.write_i32(body.len() as i32).await.expect("sent");
+    stream.write_all(&body).await.expect("sent");
+    let mut payload = read_response(&mut stream).await.expect("an answer");
+    assert_eq!(payload.get_i32(), 7, "correlation id");
+    let v0 = ApiVersionsResponse::decode(&mut payload, 0).expect("a v0 response");
+    assert_eq!(v0.error_code, 35);
+    assert_eq!(v0.api_keys.len(), versions::SUPPORTED.len());
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_advertises_the_listeners_leaders_epochs_and_isr() {
+    let s = setup(free_ports()).await;
+    s.topic("events", 3).await;
+    let mut stream = connect(s.addr(1)).await;
+    let all = MetadataRequest::default().with_topics(None);
+    let response: MetadataResponse = call(&mut stream, ApiKey::Metadata, 12, &all).await;
+    let mut brokers: Vec<(i32, String, i32)> = response
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+        .collect();
+    brokers.sort();
+    let expected: Vec<(i32, String, i32)> = s
+        .server
+        .listeners()
+        .iter()
+        .map(|l| (l.broker, l.addr.ip().to_string(), i32::from(l.addr.port())))
+        .collect();
+    assert_eq!(brokers, expected);
+    let snapshot = s.cluster.snapshot();
+    let topic = response
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "events"))
+        .expect("the topic is listed");
+    assert_eq!(topic.partitions.len(), 3);
+    for p in &topic.partitions {
+        let view = snapshot
+            .partition(&TopicPartition::new("events", p.partition_index))
+            .expect("known partition");
+        assert_eq!(Some(p.leader_id.0), view.leader);
+        assert_eq!(p.leader_epoch, view.leader_epoch);
+        assert_eq!(p.isr_nodes.iter().map(|b| b.0).collect::<Vec<_>>(), view.isr);
+        assert_eq!(p.replica_nodes.len(), 3);
+        assert!(p.offline_replicas.is_empty());
+    }
+
+    // An unknown topic is not created unless auto-creation is configured.
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![
+            metadata_request::MetadataRequestTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_static_str("nope")))),
+        ]))
+        .with_allow_auto_topic_creation(true);
+    let response: MetadataResponse = call(&mut stream, ApiKey::Metadata, 12, &request).await;
+    assert_eq!(response.topics[0].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+    assert!(!s.cluster.metadata().topics.contains_key("nope"));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_listener_serves_as_its_broker() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("orders", 1).await;
+    let follower = (leader + 1) % 3;
+
+    let mut to_follower = connect(s.addr(follower)).await;
+    let refused: ProduceResponse = call(
+        &mut to_follower,
+        ApiKey::Produce,
+        9,
+        &produce_request("orders", 0, -1, batch(&["a"])),
+    )
+    .await;
+    assert_eq!(
+        refused.responses[0].partition_responses[0].error_code, 6,
+        "NOT_LEADER_OR_FOLLOWER"
+    );
+
+    let mut to_leader = connect(s.addr(leader)).await;
+    let accepted: ProduceResponse = call(
+        &mut to_leader,
+        ApiKey::Produce,
+        9,
+        &produce_request("orders", 0, -1, batch(&["a", "b", "c"])),
+    )
+    .await;
+    let p = &accepted.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+
+    let fetched: FetchResponse = call(&mut to_leader, ApiKey::Fetch, 12, &fetch_request("orders", 0, 0, 0)).await;
+    let data = &fetched.responses[0].partitions[0];
+    assert_eq!(data.error_code, 0);
+    assert_eq!(data.high_watermark, 3);
+    let values: Vec<Bytes> = records::decode(data.records.as_ref().expect("records"))
+        .expect("records decode")
+        .into_iter()
+        .filter_map(|r| r.value)
+        .collect();
+    assert_eq!(values, vec![Bytes::from("a"), Bytes::from("b"), Bytes::from("c")]);
+
+    let from_follower: FetchResponse =
+        call(&mut to_follower, ApiKey::Fetch, 12, &fetch_request("orders", 0, 0, 0)).await;
+    assert_eq!(from_follower.responses[0].partitions[0].error_code, 6);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_waits_for_records_and_answers_when_they_are_committed() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("waiting", 1).await;
+    let addr = s.addr(leader);
+    let consumer = tokio::spawn(async move {
+        let mut stream = connect(addr).await;
+        let response: FetchResponse =
+            call(&mut stream, ApiKey::Fetch, 12, &fetch_request("waiting", 0, 0, 30_000)).await;
+        response
+    });
+    let mut producer = connect(addr).await;
+    let produced: ProduceResponse = call(
+        &mut producer,
+        ApiKey::Produce,
+        9,
+        &produce_request("waiting", 0, -1, batch(&["late"])),
+    )
+    .await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let response = consumer.await.expect("the consumer task");
+    let data = &response.responses[0].partitions[0];
+    assert_eq!(data.high_watermark, 1);
+    assert!(!data.records.as_ref().expect("records").is_empty());
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_zero_gets_no_answer_and_answers_keep_request_order() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("fire", 1).await;
+    let mut stream = connect(s.addr(leader)).await;
+    let mut pipelined = BytesMut::new();
+    pipelined.extend_from_slice(&frame(
+        ApiKey::Produce,
+        9,
+        1,
+        &produce_request("fire", 0, 0, batch(&["forget"])),
+    ));
+    // A slow request (a fetch waiting for data) followed by fast ones: answers stay in order.
+    pipelined.extend_from_slice(&frame(ApiKey::Fetch, 12, 2, &fetch_request("fire", 0, 1, 500)));
+    for correlation_id in 3..10 {
+        pipelined.extend_from_slice(&frame(
+            ApiKey::ApiVersions,
+            3,
+            correlation_id,
+            &ApiVersionsRequest::default(),
+        ));
+    }
+    stream.write_all(&pipelined).await.expect("sent");
+    let mut order = Vec::new();
+    for _ in 2..10 {
+        let mut payload = read_response(&mut stream).await.expect("an answer");
+        order.push(payload.get_i32());
+    }
+    assert_eq!(order, (2..10).collect::<Vec<i32>>(), "the acks=0 produce got no answer");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_close_only_their_connection() {
+    let s = setup(WireConfig {
+        socket_request_max_bytes: 4096,
+        ..free_ports()
+    })
+    .await;
+    let addr = s.addr(0);
+
+    let mut too_large = connect(addr).await;
+    too_large.write_i32(4097).await.expect("sent");
+    assert!(
+        closed(&mut too_large).await,
+        "a frame past the limit closes the connection"
+    );
+
+    let mut two_gib = connect(addr).await;
+    two_gib.write_i32(i32::MAX).await.expect("sent");
+    assert!(closed(&mut two_gib).await);
+
+    let mut negative = connect(addr).await;
+    negative.write_i32(-5).await.expect("sent");
+    assert!(closed(&mut negative).await);
+
+    let mut unknown_key = connect(addr).await;
+    let mut body = BytesMut::new();
+    body.put_i16(4242);
+    body.put_i16(0);
+    body.put_i32(1);
+    body.put_i16(-1);
+    unknown_key.write_i32(body.len() as i32).await.expect("sent");
+    unknown_key.write_all(&body).await.expect("sent");
+    assert!(
+        closed(&mut unknown_key).await,
+        "an unknown API key closes the connection"
+    );
+
+    let mut huge_array = connect(addr).await;
+    let mut body = BytesMut::new();
+    body.put_i16(ApiKey::Metadata as i16);
+    body.put_i16(1);
+    body.put_i32(1);
+    body.put_i16(-1);
+    body.put_i32(i32::MAX);
+    huge_array.write_i32(body.len() as i32).await.expect("sent");
+    huge_array.write_all(&body).await.expect("sent");
+    assert!(
+        closed(&mut huge_array).await,
+        "an array longer than its frame is malformed"
+    );
+
+    // A connection opened before the garbage still works, and so does a new one.
+    let mut fine = connect(addr).await;
+    let response: ApiVersionsResponse = call(&mut fine, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
+    assert_eq!(response.error_code, 0);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_broker_stops_listening_and_comes_back_on_the_same_port() {
+    let s = setup(free_ports()).await;
+    let addr = s.addr(2);
+    let mut open = connect(addr).await;
+    s.cluster.kill(2).expect("kill");
+    s.server.sync().await;
+    assert!(closed(&mut open).await, "open connections are dropped");
+    assert!(TcpStream::connect(addr).await.is_err(), "the port refuses connections");
+
+    s.cluster.start_broker(2).expect("start");
+    s.server.sync().await;
+    assert_eq!(s.addr(2), addr);
+    let mut again = connect(addr).await;
+    let response: ApiVersionsResponse = call(&mut again, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
+    assert_eq!(response.error_code, 0);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_broker_accepts_and_never_answers_until_resumed() {
+    let s = setup(free_ports()).await;
+    s.cluster.pause(1).expect("pause");
+    s.server.sync().await;
+    let mut stream = connect(s.addr(1)).await;
+    stream
+        .write_all(&frame(ApiKey::ApiVersions, 3, 5, &ApiVersionsRequest::default()))
+        .await
+        .expect("sent");
+    let mut length = [0u8; 4];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), stream.read_exact(&mut length))
+            .await
+            .is_err(),
+        "a paused broker does not answer"
+    );
+    s.cluster.resume(1).expect("resume");
+    s.server.sync().await;
+    let mut payload = read_response(&mut stream).await.expect("answered after resume");
+    assert_eq!(payload.get_i32(), 5);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_configuration_errors_are_clear() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::start(ClusterConfig {
+        data_dir: dir.path().to_path_buf(),
+        brokers: 1,
+        ..ClusterConfig::default()
+    })
+    .await
+    .expect("cluster starts");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("addr").port();
+    let error = WireServer::start(
+        cluster.clone(),
+        WireConfig {
+            base_port: port,
+            ..WireConfig::default()
+        },
+    )
+    .await
+    .err()
+    .expect("the port is in use");
+    assert!(matches!(error, WireError::PortInUse { broker: 0, port: p } if p == port));
+    assert!(error.to_string().contains(&port.to_string()), "{error}");
+
+    let error = WireServer::start(
+        cluster.clone(),
+        WireConfig {
+            host: "0.0.0.0".into(),
+            ..free_ports()
+        },
+    )
+    .await
+    .err()
+    .expect("a non-loopback host needs the opt-in");
+    assert!(matches!(error, WireError::NonLoopback(_)), "{error}");
+    cluster.shutdown().await;
+}
