@@ -51,6 +51,10 @@ pub fn run(cli: Cli) -> Result<()> {
 /// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never
 /// to the screen.
 fn run_console(args: &ClusterArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("the console needs a terminal (stdin and stdout); for the headless commands see `kdeck --help`");
+    }
     let config = KdeckConfig::load(args.config.as_deref())?;
     // A bad key binding is reported before the terminal switches to the console.
     tui::keymap::Keymap::from_config(&config.keys)?;

@@ -62,10 +62,13 @@ fn bad_values_get_clear_errors() {
 }
 
 #[test]
-fn without_a_command_kdeck_says_what_it_offers_today() {
-    let out = kdeck(&[]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("kdeck bench storage"));
+fn without_a_terminal_the_console_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let out = kdeck(&["--data-dir", data.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the console needs a terminal"));
+    assert!(!data.exists(), "nothing is started without a terminal");
 }
 
 #[test]

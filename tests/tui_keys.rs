@@ -268,3 +268,17 @@ fn keys_come_from_the_configuration() {
     h.press(KeyCode::Char('y'));
     assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
 }
+
+#[test]
+fn the_selected_topic_stays_selected_when_a_topic_is_created_before_it() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('j'));
+    assert_eq!(h.app.selected_topic().map(|t| t.name.clone()), Some("clicks".into()));
+    let mut grown = view();
+    let mut first = grown.topics[1].clone();
+    first.name = "accounts".into();
+    grown.topics.insert(0, first);
+    h.app.set_view(std::sync::Arc::new(grown));
+    assert_eq!(h.app.selected_topic().map(|t| t.name.clone()), Some("clicks".into()));
+}

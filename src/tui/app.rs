@@ -134,7 +134,14 @@ impl App {
     }
 
     pub fn set_view(&mut self, view: Arc<ClusterView>) {
+        // The selection follows the topic, not its row, when topics come and go.
+        let selected = self.selected_topic().map(|t| t.name.clone());
         self.view = view;
+        if let Some(name) = selected
+            && let Some(i) = self.visible_topics().iter().position(|t| t.name == name)
+        {
+            self.cursor[Pane::Topics.index()] = i;
+        }
         self.ensure_tail();
     }
 
