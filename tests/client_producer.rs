@@ -64,7 +64,7 @@ async fn keyed_records_go_where_murmur2_says_and_explicit_partitions_win() {
     }
     for (key, delivery) in deliveries {
         let metadata = resolved(delivery).await;
-        assert_eq!(metadata.topic, "keys");
+        assert_eq!(&*metadata.topic, "keys");
         assert_eq!(
             metadata.partition,
             partition_for_key(key.as_bytes(), 6),
