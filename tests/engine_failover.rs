@@ -254,6 +254,46 @@ async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_killed_follower_stops_holding_acks_all_back_once_fenced() {
+    let dir = scratch_dir();
+    let config = config(dir.path());
+    let (session_ms, lag_ms) = (config.broker_session_timeout_ms, config.replica_lag_time_max_ms);
+    assert!(
+        session_ms < lag_ms,
+        "the scenario needs fencing to come before the lag time"
+    );
+    let cluster = Cluster::start(config).await.expect("start");
+    cluster
+        .create_topic("fenced", TopicConfig::new(1, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "fenced", 1).await;
+    let t = tp("fenced");
+    let mut acked = Acked::default();
+    acked
+        .produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("produce while every replica is up");
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let follower = (0..3).find(|b| *b != leader).expect("a follower");
+    cluster.kill(follower).expect("kill");
+    // The dead follower was caught up a moment ago, so for `replica.lag.time.max.ms` it would
+    // still count towards the HW; once the controller fences it (after the session timeout)
+    // it must not (Kafka's isReplicaIsrEligible). One attempt, no retry, with a timeout
+    // between the two.
+    let timeout = Duration::from_millis(session_ms + (lag_ms - session_ms) / 2);
+    let batch = common::producer_batch(1, common::engine::wall_clock_ms(), 1, 16);
+    let offset = cluster
+        .produce(&t, batch, Acks::All, timeout)
+        .await
+        .expect("acknowledged once the dead follower is fenced");
+    assert_eq!(offset, 1);
+    let after = cluster.snapshot();
+    assert!(!after.partition(&t).expect("partition").isr.contains(&follower));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
