@@ -285,7 +285,7 @@ impl Consumer {
             }
             match result {
                 Ok(data) => {
-                    let Ok(recs) = records::decode(&data.records) else {
+                    let Ok(recs) = records::decode_shared(data.records) else {
                         tracing::warn!(%tp, offset, "undecodable batch; skipping this fetch");
                         continue;
                     };
