@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::engine::{config, wall_clock_ms};
+use common::engine::{config, coordinators_ready, ready, wall_clock_ms};
 use common::{producer_batch, scratch_dir};
 use kdeck::client::admin;
 use kdeck::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
@@ -57,28 +57,6 @@ fn run_consumer(cluster: &Cluster, config: ConsumerConfig, topics: &[&str]) -> R
         }
     });
     Running { task, seen, assignment }
-}
-
-async fn ready(cluster: &Cluster, topic: &str, partitions: i32) {
-    cluster
-        .wait_for(Duration::from_secs(20), |s| {
-            (0..partitions).all(|i| {
-                s.partition(&TopicPartition::new(topic, i))
-                    .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
-            })
-        })
-        .await
-        .expect("topic ready");
-    // The group coordinators too.
-    cluster
-        .wait_for(Duration::from_secs(20), |s| {
-            s.partitions
-                .iter()
-                .filter(|p| p.tp.topic == "__consumer_offsets")
-                .all(|p| p.leader.is_some() && p.high_watermark.is_some())
-        })
-        .await
-        .expect("offsets topic ready");
 }
 
 async fn produce(cluster: &Cluster, topic: &str, partitions: i32, count: u64) {
@@ -132,6 +110,7 @@ async fn members_share_partitions_extras_idle_and_a_dead_members_partitions_move
         .await
         .expect("create");
     ready(&cluster, "views", 6).await;
+    coordinators_ready(&cluster).await;
     let mut events = cluster.events();
     let mut members: Vec<Running> = (0..3)
         .map(|_| run_consumer(&cluster, group_config("analytics"), &["views"]))
@@ -184,6 +163,7 @@ async fn two_groups_each_receive_every_record() {
         .await
         .expect("create");
     ready(&cluster, "events", 3).await;
+    coordinators_ready(&cluster).await;
     let a = run_consumer(&cluster, group_config("analytics"), &["events"]);
     let b = run_consumer(&cluster, group_config("audit"), &["events"]);
     produce(&cluster, "events", 3, 60).await;
@@ -210,6 +190,7 @@ async fn a_restarted_consumer_resumes_at_the_committed_offset() {
         .await
         .expect("create");
     ready(&cluster, "orders", 1).await;
+    coordinators_ready(&cluster).await;
     produce(&cluster, "orders", 1, 10).await;
     let tp = TopicPartition::new("orders", 0);
     let cfg = ConsumerConfig {
@@ -249,6 +230,7 @@ async fn killing_the_coordinator_keeps_offsets_and_the_group_continues() {
         .await
         .expect("create");
     ready(&cluster, "stream", 3).await;
+    coordinators_ready(&cluster).await;
     let member = run_consumer(&cluster, group_config("durable"), &["stream"]);
     produce(&cluster, "stream", 3, 30).await;
     for _ in 0..300 {
@@ -301,6 +283,7 @@ async fn lag_is_the_high_watermark_minus_the_committed_offset() {
         .await
         .expect("create");
     ready(&cluster, "lagging", 2).await;
+    coordinators_ready(&cluster).await;
     produce(&cluster, "lagging", 2, 20).await;
     let mut consumer = Consumer::new(
         cluster.clone(),

@@ -8,25 +8,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::engine::{config, read_committed};
+use common::engine::{config, read_committed, ready};
 use common::{scratch_dir, split};
 use kdeck::client::partitioner::partition_for_key;
 use kdeck::client::producer::{Delivery, ProduceError, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
 use kdeck::engine::{Acks, Cluster, ErrorCode, TopicConfig, TopicPartition};
 use kdeck::storage::records::{self, Compression};
 use tokio::sync::oneshot::error::TryRecvError;
-
-async fn ready(cluster: &Cluster, topic: &str, partitions: i32, rf: usize) {
-    cluster
-        .wait_for(Duration::from_secs(20), |s| {
-            (0..partitions).all(|i| {
-                s.partition(&TopicPartition::new(topic, i))
-                    .is_some_and(|p| p.leader.is_some() && p.isr.len() == rf && p.high_watermark.is_some())
-            })
-        })
-        .await
-        .expect("partitions ready");
-}
 
 async fn cluster_with_topic(dir: &std::path::Path, topic: &str, partitions: i32, rf: i32) -> Cluster {
     let cluster = Cluster::start(config(dir)).await.expect("start");
@@ -37,7 +25,7 @@ async fn cluster_with_topic(dir: &std::path::Path, topic: &str, partitions: i32,
         )
         .await
         .expect("create");
-    ready(&cluster, topic, partitions, rf as usize).await;
+    ready(&cluster, topic, partitions).await;
     cluster
 }
 
@@ -76,7 +64,7 @@ async fn keyed_records_go_where_murmur2_says_and_explicit_partitions_win() {
     }
     for (key, delivery) in deliveries {
         let metadata = resolved(delivery).await;
-        assert_eq!(metadata.topic, "keys");
+        assert_eq!(&*metadata.topic, "keys");
         assert_eq!(
             metadata.partition,
             partition_for_key(key.as_bytes(), 6),
@@ -364,7 +352,7 @@ async fn errors_retrying_cannot_fix_come_back_at_once() {
         .create_topic("small", TopicConfig::new(1, 1))
         .await
         .expect("create");
-    ready(&cluster, "small", 1, 1).await;
+    ready(&cluster, "small", 1).await;
     let producer = Producer::new(cluster.clone(), ProducerConfig::default())
         .await
         .expect("producer");

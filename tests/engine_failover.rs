@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::engine::{Acked, config};
+use common::engine::{Acked, config, ready};
 use common::scratch_dir;
 use kdeck::engine::{Acks, Cluster, ElectionReason, EventKind, TopicConfig, TopicPartition};
 
@@ -70,18 +70,6 @@ async fn killing_the_leader_elects_a_new_one_with_a_higher_epoch_and_loses_nothi
     cluster.shutdown().await;
 }
 
-async fn ready(cluster: &Cluster, topic: &str, partitions: i32, rf: usize) {
-    cluster
-        .wait_for(Duration::from_secs(20), |s| {
-            (0..partitions).all(|i| {
-                s.partition(&TopicPartition::new(topic, i))
-                    .is_some_and(|p| p.leader.is_some() && p.isr.len() == rf && p.high_watermark.is_some())
-            })
-        })
-        .await
-        .expect("partitions ready");
-}
-
 #[tokio::test(start_paused = true)]
 async fn below_min_insync_replicas_writes_fail_and_committed_reads_continue() {
     let dir = scratch_dir();
@@ -90,7 +78,7 @@ async fn below_min_insync_replicas_writes_fail_and_committed_reads_continue() {
         .create_topic("pay", TopicConfig::new(1, 3).with_min_insync_replicas(2))
         .await
         .expect("create");
-    ready(&cluster, "pay", 1, 3).await;
+    ready(&cluster, "pay", 1).await;
     let pay = tp("pay");
     let mut acked = Acked::default();
     for n in 0..20 {
@@ -155,7 +143,7 @@ async fn a_restarted_leader_truncates_its_unreplicated_suffix_by_leader_epoch() 
         .create_topic("kip101", TopicConfig::new(1, 3))
         .await
         .expect("create");
-    ready(&cluster, "kip101", 1, 3).await;
+    ready(&cluster, "kip101", 1).await;
     let t = tp("kip101");
     let mut acked = Acked::default();
     for n in 0..10 {
@@ -236,7 +224,7 @@ async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
         .create_topic("slow", TopicConfig::new(1, 3))
         .await
         .expect("create");
-    ready(&cluster, "slow", 1, 3).await;
+    ready(&cluster, "slow", 1).await;
     let t = tp("slow");
     let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
     let follower = (0..3).find(|b| *b != leader).expect("a follower");
@@ -266,6 +254,46 @@ async fn a_paused_follower_leaves_the_isr_and_rejoins_after_resume() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_killed_follower_stops_holding_acks_all_back_once_fenced() {
+    let dir = scratch_dir();
+    let config = config(dir.path());
+    let (session_ms, lag_ms) = (config.broker_session_timeout_ms, config.replica_lag_time_max_ms);
+    assert!(
+        session_ms < lag_ms,
+        "the scenario needs fencing to come before the lag time"
+    );
+    let cluster = Cluster::start(config).await.expect("start");
+    cluster
+        .create_topic("fenced", TopicConfig::new(1, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "fenced", 1).await;
+    let t = tp("fenced");
+    let mut acked = Acked::default();
+    acked
+        .produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("produce while every replica is up");
+    let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
+    let follower = (0..3).find(|b| *b != leader).expect("a follower");
+    cluster.kill(follower).expect("kill");
+    // The dead follower was caught up a moment ago, so for `replica.lag.time.max.ms` it would
+    // still count towards the HW; once the controller fences it (after the session timeout)
+    // it must not (Kafka's isReplicaIsrEligible). One attempt, no retry, with a timeout
+    // between the two.
+    let timeout = Duration::from_millis(session_ms + (lag_ms - session_ms) / 2);
+    let batch = common::producer_batch(1, common::engine::wall_clock_ms(), 1, 16);
+    let offset = cluster
+        .produce(&t, batch, Acks::All, timeout)
+        .await
+        .expect("acknowledged once the dead follower is fenced");
+    assert_eq!(offset, 1);
+    let after = cluster.snapshot();
+    assert!(!after.partition(&t).expect("partition").isr.contains(&follower));
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
@@ -273,7 +301,7 @@ async fn a_paused_leader_that_was_replaced_cannot_acknowledge_a_write() {
         .create_topic("frozen", TopicConfig::new(1, 3).with_min_insync_replicas(2))
         .await
         .expect("create");
-    ready(&cluster, "frozen", 1, 3).await;
+    ready(&cluster, "frozen", 1).await;
     let t = tp("frozen");
     let mut acked = Acked::default();
     acked
@@ -323,7 +351,7 @@ async fn killing_the_controllers_broker_moves_the_controller_and_elections_keep_
         .create_topic("ctl", TopicConfig::new(3, 3))
         .await
         .expect("create");
-    ready(&cluster, "ctl", 3, 3).await;
+    ready(&cluster, "ctl", 3).await;
     let controller = cluster.snapshot().controller.expect("controller");
     cluster.kill(controller).expect("kill controller");
     let s = cluster
@@ -368,7 +396,7 @@ async fn preferred_election_after_restarts_returns_every_partition_to_its_prefer
         .create_topic("views", TopicConfig::new(6, 3))
         .await
         .expect("create");
-    ready(&cluster, "views", 6, 3).await;
+    ready(&cluster, "views", 6).await;
     for victim in [0, 1] {
         cluster.kill(victim).expect("kill");
         cluster
@@ -378,7 +406,7 @@ async fn preferred_election_after_restarts_returns_every_partition_to_its_prefer
             .await
             .expect("leaders move away");
         cluster.start_broker(victim).expect("restart");
-        ready(&cluster, "views", 6, 3).await;
+        ready(&cluster, "views", 6).await;
     }
     let imbalanced = cluster.snapshot();
     assert!(
@@ -417,7 +445,7 @@ async fn automatic_rebalance_restores_preferred_leaders() {
         .create_topic("auto", TopicConfig::new(3, 3))
         .await
         .expect("create");
-    ready(&cluster, "auto", 3, 3).await;
+    ready(&cluster, "auto", 3).await;
     cluster.kill(0).expect("kill");
     cluster
         .wait_for(Duration::from_secs(30), |s| {
@@ -444,7 +472,7 @@ async fn unclean_scenario(unclean: bool) -> (Cluster, tempfile::TempDir, TopicPa
         .create_topic("risky", TopicConfig::new(1, 3).with_unclean_leader_election(unclean))
         .await
         .expect("create");
-    ready(&cluster, "risky", 1, 3).await;
+    ready(&cluster, "risky", 1).await;
     let t = tp("risky");
     let leader = cluster.snapshot().partition(&t).and_then(|p| p.leader).expect("leader");
     let laggard = (0..3).find(|b| *b != leader).expect("a follower");
@@ -532,7 +560,7 @@ async fn a_full_restart_from_disk_keeps_topics_data_and_epochs() {
         .create_topic("durable", TopicConfig::new(2, 3))
         .await
         .expect("create");
-    ready(&cluster, "durable", 2, 3).await;
+    ready(&cluster, "durable", 2).await;
     let t = tp("durable");
     let mut acked = Acked::default();
     for n in 0..20 {
@@ -552,7 +580,7 @@ async fn a_full_restart_from_disk_keeps_topics_data_and_epochs() {
     cluster.shutdown().await;
 
     let cluster = Cluster::start(config(dir.path())).await.expect("restart");
-    ready(&cluster, "durable", 2, 3).await;
+    ready(&cluster, "durable", 2).await;
     let after = cluster.snapshot();
     for p in &before.partitions {
         let q = after.partition(&p.tp).expect("topic survives");
@@ -580,7 +608,7 @@ async fn cutting_the_link_to_one_follower_shrinks_the_isr_and_writes_continue() 
         .create_topic("split", TopicConfig::new(4, 3).with_min_insync_replicas(2))
         .await
         .expect("create");
-    ready(&cluster, "split", 4, 3).await;
+    ready(&cluster, "split", 4).await;
     // A partition whose leader and cut follower both keep their link to the controller, so
     // the follower leaves the ISR by lagging, not by being fenced.
     let s = cluster.snapshot();
@@ -645,7 +673,7 @@ async fn balanced_election_picks_the_replica_leading_the_fewest_partitions() {
             .create_topic("spread", TopicConfig::new(8, 3))
             .await
             .expect("create");
-        ready(&cluster, "spread", 8, 3).await;
+        ready(&cluster, "spread", 8).await;
         let before = cluster.snapshot();
         cluster.kill(0).expect("kill");
         let after = cluster

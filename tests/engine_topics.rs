@@ -4,22 +4,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::engine::{Acked, config, read_committed};
+use common::engine::{Acked, config, read_committed, ready};
 use common::{producer_batch, scratch_dir};
 use kdeck::engine::{Acks, Cluster, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
-
-async fn ready(cluster: &Cluster, topic: &str, partitions: i32) {
-    cluster
-        .wait_for(Duration::from_secs(20), |s| {
-            (0..partitions).all(|i| {
-                s.partition(&TopicPartition::new(topic, i)).is_some_and(|p| {
-                    p.leader.is_some() && p.isr.len() == p.replicas.len() && p.high_watermark.is_some()
-                })
-            })
-        })
-        .await
-        .expect("partitions ready");
-}
 
 #[tokio::test(start_paused = true)]
 async fn topic_admin_validates_and_grows_and_deletes() {

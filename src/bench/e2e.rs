@@ -22,6 +22,11 @@ pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
 async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
     let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     let partitions = args.partitions;
+    println!(
+        "end-to-end setup: 3 brokers, {partitions} partitions, RF 3, min.insync.replicas 2, acks=all, idempotence true, \
+         linger.ms {}, batch.size {}, records of {} bytes, {} s",
+        args.linger_ms, args.batch_size, args.record_size, args.secs,
+    );
     cluster
         .create_topic("e2e", TopicConfig::new(partitions, 3).with_min_insync_replicas(2))
         .await?;
@@ -88,7 +93,8 @@ async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
     let producer = Producer::new(
         cluster.clone(),
         ProducerConfig {
-            linger_ms: 1,
+            linger_ms: args.linger_ms,
+            batch_size: args.batch_size as usize,
             ..ProducerConfig::default()
         },
     )

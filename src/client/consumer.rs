@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::assignor::{self, Subscription};
 use crate::engine::group::JoinGroupRequest;
-use crate::engine::{Cluster, ErrorCode, GroupRequest, GroupResponse, TopicPartition};
+use crate::engine::{Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, TopicPartition};
 use crate::storage::records;
 
 /// What to do when a partition has no committed offset or its position fell out of range.
@@ -110,7 +110,15 @@ pub struct Consumer {
     heartbeat: Option<JoinHandle<()>>,
     last_commit: Instant,
     buffered: VecDeque<ConsumerRecord>,
+    /// Long polls still out, kept across polls (as the Java consumer keeps its fetch sessions):
+    /// a partition whose data arrives later is not asked again, so no broker holds abandoned
+    /// long polls, and a record arriving between two polls is already on its way.
+    fetches: JoinSet<FetchOutcome>,
+    /// The offset each partition's outstanding fetch asked for, and its task.
+    in_flight: HashMap<TopicPartition, (i64, tokio::task::Id)>,
 }
+
+type FetchOutcome = (TopicPartition, i64, Result<FetchedRecords, ErrorCode>);
 
 impl Consumer {
     pub fn new(cluster: Cluster, config: ConsumerConfig) -> Self {
@@ -127,6 +135,8 @@ impl Consumer {
             heartbeat: None,
             last_commit: Instant::now(),
             buffered: VecDeque::new(),
+            fetches: JoinSet::new(),
+            in_flight: HashMap::new(),
         }
     }
 
@@ -234,31 +244,48 @@ impl Consumer {
         }
     }
 
-    /// One round of concurrent long-poll fetches, one per assigned partition.
+    /// Waits up to `wait` for records: every assigned partition with a position has one long
+    /// poll out (started now unless one is already out for its position); returns once any
+    /// brings records, or when `wait` passes.
     async fn fetch_once(&mut self, wait: Duration) -> Result<(), ConsumeError> {
-        let mut fetches = JoinSet::new();
         for tp in &self.assigned {
             let Some(&offset) = self.positions.get(tp) else {
                 continue;
             };
+            if self.in_flight.get(tp).is_some_and(|(asked, _)| *asked == offset) {
+                continue;
+            }
             let (cluster, tp, max) = (self.cluster.clone(), tp.clone(), self.config.max_partition_fetch_bytes);
-            fetches.spawn(async move {
-                let result = cluster.fetch_wait(&tp, offset, max, wait).await;
-                (tp, offset, result)
+            let task = self.fetches.spawn({
+                let tp = tp.clone();
+                async move {
+                    let result = cluster.fetch_wait(&tp, offset, max, wait).await;
+                    (tp, offset, result)
+                }
             });
+            self.in_flight.insert(tp, (offset, task.id()));
         }
-        if fetches.is_empty() {
-            return Ok(());
-        }
-        while let Some(joined) = fetches.join_next().await {
-            let Ok((tp, offset, result)) = joined else { continue };
+        let deadline = Instant::now() + wait;
+        while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, self.fetches.join_next_with_id()).await {
+            let (tp, offset, result) = match joined {
+                Ok((_, outcome)) => outcome,
+                Err(e) => {
+                    // The task is gone without its partition: forget it so the partition is
+                    // asked again.
+                    self.in_flight.retain(|_, (_, id)| *id != e.id());
+                    continue;
+                }
+            };
+            if self.in_flight.get(&tp).is_some_and(|(asked, _)| *asked == offset) {
+                self.in_flight.remove(&tp);
+            }
             // A rebalance or seek may have moved on while the fetch was out.
             if self.positions.get(&tp) != Some(&offset) {
                 continue;
             }
             match result {
                 Ok(data) => {
-                    let Ok(recs) = records::decode(&data.records) else {
+                    let Ok(recs) = records::decode_shared(data.records) else {
                         tracing::warn!(%tp, offset, "undecodable batch; skipping this fetch");
                         continue;
                     };
@@ -281,8 +308,7 @@ impl Consumer {
                     }
                     self.positions.insert(tp, next);
                     if !self.buffered.is_empty() {
-                        // Hand out what arrived; the other long polls are dropped (aborted)
-                        // rather than holding these records back for their full wait.
+                        // Hand out what arrived; the other long polls stay out for the next poll.
                         break;
                     }
                 }

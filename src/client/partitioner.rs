@@ -88,31 +88,31 @@ impl StickyPartitioner {
             available,
             num_partitions,
         };
-        let chosen = match self.sticky.get(topic) {
-            Some(state) if state.produced_bytes < self.batch_size && candidates.contains(state.partition) => {
-                state.partition
-            }
-            // The switch is made here, on the record after the batch filled, rather than right
-            // after the filling record as Java does, so that it sees the freshest leaders.
-            previous => {
-                let previous = previous.map(|state| state.partition);
-                let Some(partition) = candidates.pick(&mut self.rng, previous) else {
-                    return UNKNOWN_PARTITION;
-                };
-                self.sticky.insert(
-                    topic.to_owned(),
-                    StickyPartition {
-                        partition,
-                        produced_bytes: 0,
-                    },
-                );
-                partition
-            }
-        };
-        if let Some(state) = self.sticky.get_mut(topic) {
+        // One lookup for the common case, a record staying on its topic's sticky partition.
+        if let Some(state) = self.sticky.get_mut(topic)
+            && state.produced_bytes < self.batch_size
+            && candidates.contains(state.partition)
+        {
             state.produced_bytes = state.produced_bytes.saturating_add(record_bytes);
+            return state.partition;
         }
-        chosen
+        // The switch is made here, on the record after the batch filled, rather than right
+        // after the filling record as Java does, so that it sees the freshest leaders.
+        let previous = self.sticky.get(topic).map(|state| state.partition);
+        let Some(partition) = candidates.pick(&mut self.rng, previous) else {
+            return UNKNOWN_PARTITION;
+        };
+        let state = StickyPartition {
+            partition,
+            produced_bytes: record_bytes,
+        };
+        match self.sticky.get_mut(topic) {
+            Some(existing) => *existing = state,
+            None => {
+                self.sticky.insert(topic.to_owned(), state);
+            }
+        }
+        partition
     }
 }
 

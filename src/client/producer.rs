@@ -125,7 +125,8 @@ impl ProducerRecord {
 /// Where an acknowledged record was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMetadata {
-    pub topic: String,
+    /// Shared by every record of the partition: cloning it costs no allocation.
+    pub topic: Arc<str>,
     pub partition: i32,
     /// -1 with `acks = 0`, which learns no offsets.
     pub offset: i64,
@@ -568,7 +569,13 @@ impl Shared {
 
     /// Delivers one batch: encodes it once, sends it until it is acknowledged, refused for
     /// good, or out of delivery time, and resolves its records.
-    async fn deliver(&self, tp: &TopicPartition, mut batch: ProducerBatch, sequence: &mut SequenceState) -> Resolved {
+    async fn deliver(
+        &self,
+        queue: &PartitionQueue,
+        mut batch: ProducerBatch,
+        sequence: &mut SequenceState,
+    ) -> Resolved {
+        let tp = &queue.tp;
         let deadline = batch.created + Duration::from_millis(self.config.delivery_timeout_ms);
         let backoff = Duration::from_millis(self.config.retry_backoff_ms);
         let mut last_error = None;
@@ -583,7 +590,7 @@ impl Shared {
                     elapsed_ms: now.duration_since(batch.created).as_millis() as u64,
                     last_error,
                 };
-                return batch.resolve(tp, Err(error));
+                return batch.resolve(&queue.topic, tp, Err(error));
             }
             let encoded = match request.take() {
                 Some(encoded) => encoded,
@@ -597,7 +604,7 @@ impl Shared {
                         }
                         Err(reason) => {
                             let error = ProduceError::Encode { tp: tp.clone(), reason };
-                            return batch.resolve(tp, Err(error));
+                            return batch.resolve(&queue.topic, tp, Err(error));
                         }
                     },
                     Err(e) => {
@@ -617,7 +624,7 @@ impl Shared {
                     } else {
                         base_offset
                     };
-                    return batch.resolve(tp, Ok(base_offset));
+                    return batch.resolve(&queue.topic, tp, Ok(base_offset));
                 }
                 // Kafka does not retry with acks = 0: it never learns of a failure.
                 Err(error) if error.is_retriable() && self.config.acks != Acks::None => {
@@ -629,7 +636,7 @@ impl Shared {
                 Err(error) => {
                     sequence.unresolved = true;
                     let error = ProduceError::Kafka { tp: tp.clone(), error };
-                    return batch.resolve(tp, Err(error));
+                    return batch.resolve(&queue.topic, tp, Err(error));
                 }
             }
         }
@@ -787,12 +794,12 @@ impl ProducerBatch {
 
     /// Resolves every record with its offset (from the batch's `base_offset`, -1 for none)
     /// or the batch's error.
-    fn resolve(mut self, tp: &TopicPartition, result: Result<i64, ProduceError>) -> Resolved {
+    fn resolve(mut self, topic: &Arc<str>, tp: &TopicPartition, result: Result<i64, ProduceError>) -> Resolved {
         let count = self.records.len() as u64;
         for ((delta, record), resolver) in self.records.iter().enumerate().zip(self.resolvers.drain(..)) {
             let outcome = match &result {
                 Ok(base_offset) => Ok(RecordMetadata {
-                    topic: tp.topic.clone(),
+                    topic: Arc::clone(topic),
                     partition: tp.partition,
                     offset: if *base_offset < 0 {
                         -1
@@ -834,6 +841,8 @@ struct Resolved {
 /// One partition's batches, oldest first; the last one is open for appends.
 struct PartitionQueue {
     tp: TopicPartition,
+    /// The topic name handed to every record's [`RecordMetadata`].
+    topic: Arc<str>,
     state: Mutex<QueueState>,
     /// Tells the sender that a batch is ready, the producer flushes or closes.
     wakeup: Notify,
@@ -853,6 +862,7 @@ struct QueueState {
 impl PartitionQueue {
     fn new(tp: TopicPartition) -> Self {
         PartitionQueue {
+            topic: Arc::from(tp.topic.as_str()),
             tp,
             state: Mutex::new(QueueState {
                 batches: VecDeque::new(),
@@ -960,7 +970,7 @@ impl PartitionQueue {
 async fn run_sender(shared: Arc<Shared>, queue: Arc<PartitionQueue>) {
     let mut sequence = SequenceState::default();
     while let Some(batch) = queue.next_ready(&shared).await {
-        let resolved = shared.deliver(&queue.tp, batch, &mut sequence).await;
+        let resolved = shared.deliver(&queue, batch, &mut sequence).await;
         shared.memory.add_permits(resolved.memory);
         queue.state().spare = Some(resolved.storage);
         queue.completed.send_modify(|done| *done += resolved.records);

@@ -389,10 +389,15 @@ impl Broker {
                 data: FetchedRecords::default(),
             };
         };
-        let mut waited = false;
+        // Kafka's DelayedFetch: an empty answer waits for records (up to `max_wait_ms`); a
+        // follower is also answered as soon as the HW moves, since fetches are how it learns
+        // the HW. Waking only for that, not for every append or HW step, spares a round trip.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms);
+        let mut first_high_watermark = None;
         loop {
             let mut progress = partition.subscribe();
-            let (result, proposal) = partition.read_for_fetch(&req, self.now_ms());
+            let arrival = first_high_watermark.is_none();
+            let (result, proposal) = partition.read_for_fetch(&req, arrival, self.now_ms());
             if let Some(p) = proposal {
                 self.propose_isr(p);
             }
@@ -417,11 +422,14 @@ impl Broker {
                         data,
                     };
                 }
-                Ok((data, None)) if data.records.is_empty() && !waited && req.max_wait_ms > 0 => {
-                    waited = true;
-                    let _ = tokio::time::timeout(Duration::from_millis(req.max_wait_ms), progress.changed()).await;
-                }
                 Ok((data, None)) => {
+                    let first = *first_high_watermark.get_or_insert(data.high_watermark);
+                    let news = !data.records.is_empty() || (req.replica.is_some() && data.high_watermark != first);
+                    if !news && tokio::time::Instant::now() < deadline {
+                        // Past the deadline the next round answers with what there is.
+                        let _ = tokio::time::timeout_at(deadline, progress.changed()).await;
+                        continue;
+                    }
                     self.bytes_out.fetch_add(data.records.len() as u64, Ordering::Relaxed);
                     return Response::Fetch {
                         error: ErrorCode::None,
@@ -753,7 +761,7 @@ impl Broker {
                 },
             };
             let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
-            match partition.apply(reg, min_isr, now) {
+            match partition.apply(reg, min_isr, |b| image.is_live(b), now) {
                 Ok(true) => {
                     self.restart_fetcher(&partition);
                     if tp.topic == OFFSETS_TOPIC {

@@ -54,6 +54,9 @@ struct ReplicaState {
     epoch_start_offset: i64,
     min_isr: usize,
     remotes: HashMap<BrokerId, RemoteReplica>,
+    /// Replicas on brokers that are neither fenced nor shutting down (Kafka's
+    /// `isReplicaIsrEligible`): only these may join the ISR or hold the HW back from outside it.
+    eligible: Vec<BrokerId>,
 }
 
 impl ReplicaState {
@@ -140,6 +143,7 @@ impl Partition {
                 epoch_start_offset: 0,
                 min_isr: 1,
                 remotes: HashMap::new(),
+                eligible: Vec::new(),
             }),
             producers: Mutex::new(producers),
             progress: watch::channel(0).0,
@@ -185,10 +189,18 @@ impl Partition {
         }
     }
 
-    /// Applies the controller's state for this partition. Returns whether the role or leader
-    /// epoch changed (the broker then restarts its fetcher).
-    pub fn apply(&self, reg: &PartitionRegistration, min_isr: i32, now_ms: i64) -> Result<bool, LogError> {
+    /// Applies the controller's state for this partition; `is_live` says which brokers are
+    /// neither fenced nor shutting down. Returns whether the role or leader epoch changed (the
+    /// broker then restarts its fetcher).
+    pub fn apply(
+        &self,
+        reg: &PartitionRegistration,
+        min_isr: i32,
+        is_live: impl Fn(BrokerId) -> bool,
+        now_ms: i64,
+    ) -> Result<bool, LogError> {
         let mut s = self.lock();
+        s.eligible = reg.replicas.iter().copied().filter(|r| is_live(*r)).collect();
         if reg.leader_epoch < s.leader_epoch
             || (reg.leader_epoch == s.leader_epoch && reg.partition_epoch < s.partition_epoch)
         {
@@ -324,7 +336,10 @@ impl Partition {
         let maximal = s.maximal_isr();
         let mut new_hw = leo;
         for (id, r) in &s.remotes {
-            let counts = maximal.contains(id) || (self.is_caught_up(r, leo, now_ms) && r.leo >= 0);
+            // A caught-up replica outside the ISR counts (it is about to join), unless its broker
+            // is fenced: a dead follower must not hold the HW back after it left the ISR.
+            let counts =
+                maximal.contains(id) || (self.is_caught_up(r, leo, now_ms) && r.leo >= 0 && s.eligible.contains(id));
             if counts && r.leo < new_hw {
                 new_hw = r.leo;
             }
@@ -341,10 +356,14 @@ impl Partition {
     }
 
     /// Serves a fetch on the leader (follower or consumer). Returns the records or an error,
-    /// plus an ISR expansion to propose when a follower caught up.
+    /// plus an ISR expansion to propose when a follower caught up. A follower's fetch position
+    /// counts once, when its request arrives (`arrival`); the re-reads of a long poll waiting
+    /// for records do not, as in Kafka, so a fetch held open does not keep renewing its
+    /// follower's caught-up time.
     pub fn read_for_fetch(
         &self,
         req: &FetchRequest,
+        arrival: bool,
         now_ms: i64,
     ) -> (Result<LeaderRead, ErrorCode>, Option<IsrProposal>) {
         let mut s = self.lock();
@@ -385,7 +404,7 @@ impl Partition {
             Err(e) => return (Err(ErrorCode::from_storage(e.kafka_error_code())), None),
         };
         let mut proposal = None;
-        if let Some((follower, broker_epoch)) = req.replica {
+        if let Some((follower, broker_epoch)) = req.replica.filter(|_| arrival) {
             proposal = self.update_follower(&mut s, follower, broker_epoch, req.fetch_offset, leo, now_ms);
         }
         let out = FetchedRecords {
@@ -423,7 +442,12 @@ impl Partition {
         // Expand: not in ISR, caught up to the HW and into the current leader epoch.
         let r = s.remotes.get(&follower).copied()?;
         let in_isr = s.maximal_isr().contains(&follower);
-        if !in_isr && s.pending_isr.is_none() && r.leo >= s.high_watermark && r.leo >= s.epoch_start_offset {
+        if !in_isr
+            && s.pending_isr.is_none()
+            && s.eligible.contains(&follower)
+            && r.leo >= s.high_watermark
+            && r.leo >= s.epoch_start_offset
+        {
             let mut new_isr = s.isr.clone();
             new_isr.push(follower);
             s.pending_isr = Some(new_isr.clone());

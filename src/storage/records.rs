@@ -10,7 +10,11 @@ use super::LogError;
 
 /// Decodes every record of the concatenated batches in `bytes`.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Record>, LogError> {
-    let mut buf = Bytes::copy_from_slice(bytes);
+    decode_shared(Bytes::copy_from_slice(bytes))
+}
+
+/// Like [`decode`] without copying: the records' keys and values share `buf`.
+pub fn decode_shared(mut buf: Bytes) -> Result<Vec<Record>, LogError> {
     let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| LogError::CorruptMessage(format!("{e:#}")))?;
     Ok(sets.into_iter().flat_map(|set| set.records).collect())
 }

@@ -9,6 +9,35 @@ use kdeck::storage::records;
 
 use super::producer_batch;
 
+/// Waits until every partition of `topic` has a leader, its full replica set in the ISR and a
+/// known HW: the state every test starts producing from.
+pub async fn ready(cluster: &Cluster, topic: &str, partitions: i32) {
+    cluster
+        .wait_for(Duration::from_secs(20), |s| {
+            (0..partitions).all(|i| {
+                s.partition(&TopicPartition::new(topic, i)).is_some_and(|p| {
+                    p.leader.is_some() && p.isr.len() == p.replicas.len() && p.high_watermark.is_some()
+                })
+            })
+        })
+        .await
+        .expect("partitions ready");
+}
+
+/// Waits until every `__consumer_offsets` partition has a leader with a known HW, so every
+/// group has a coordinator.
+pub async fn coordinators_ready(cluster: &Cluster) {
+    cluster
+        .wait_for(Duration::from_secs(20), |s| {
+            s.partitions
+                .iter()
+                .filter(|p| p.tp.topic == "__consumer_offsets")
+                .all(|p| p.leader.is_some() && p.high_watermark.is_some())
+        })
+        .await
+        .expect("offsets topic ready");
+}
+
 pub fn config(dir: &std::path::Path) -> ClusterConfig {
     ClusterConfig {
         data_dir: dir.to_path_buf(),
