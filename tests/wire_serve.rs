@@ -6,6 +6,16 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// Kills the server if the test fails before it stops it.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn next_line_with(lines: &mpsc::Receiver<String>, prefix: &str) -> String {
     loop {
         let line = lines
@@ -22,7 +32,7 @@ fn serve_answers_commands_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("kdeck.toml");
     std::fs::write(&config, "[wire]\nbase_port = 0\n").expect("config written");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
+    let child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
         .args(["serve", "--ephemeral", "--brokers", "2", "--no-demo", "--config"])
         .arg(&config)
         .env("KDECK_LOG", "warn")
@@ -31,7 +41,8 @@ fn serve_answers_commands_and_stops_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .expect("kdeck serve starts");
-    let stdout = child.stdout.take().expect("stdout");
+    let mut child = Reaper(child);
+    let stdout = child.0.stdout.take().expect("stdout");
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -43,7 +54,7 @@ fn serve_answers_commands_and_stops_on_sigterm() {
     let bootstrap = next_line_with(&lines, "bootstrap.servers=");
     assert_eq!(bootstrap.split(',').count(), 2, "{bootstrap}");
     let broker1 = bootstrap.rsplit(',').next().expect("an address").to_string();
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdin = child.0.stdin.take().expect("stdin");
 
     writeln!(stdin, "kill 1").expect("command sent");
     assert_eq!(next_line_with(&lines, "ok"), "ok broker 1 killed");
@@ -64,9 +75,9 @@ fn serve_answers_commands_and_stops_on_sigterm() {
     // The end of stdin is not a shutdown; SIGTERM is.
     drop(stdin);
     std::net::TcpStream::connect(&broker1).expect("still serving after stdin ended");
-    let pid = child.id() as libc::pid_t;
+    let pid = child.0.id() as libc::pid_t;
     // SAFETY: sending a signal to the child this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let status = child.wait().expect("kdeck serve exits");
+    let status = child.0.wait().expect("kdeck serve exits");
     assert!(status.success(), "clean exit on SIGTERM: {status}");
 }

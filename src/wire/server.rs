@@ -171,10 +171,13 @@ impl Inner {
         );
     }
 
-    fn close(&self, broker: BrokerId) {
-        if let Some(o) = lock(&self.open).remove(&broker) {
+    /// Closes a listener and returns once its socket is gone (the port refuses connections).
+    async fn close(&self, broker: BrokerId) {
+        let open = lock(&self.open).remove(&broker);
+        if let Some(o) = open {
             let _ = o.closed.send(true);
             o.accept.abort();
+            let _ = o.accept.await;
             tracing::info!(broker, "Kafka listener closed");
         }
     }
@@ -212,7 +215,7 @@ impl Inner {
                     }
                     BrokerState::Stopped | BrokerState::Killed => {
                         if is_open {
-                            self.close(id);
+                            self.close(id).await;
                         }
                     }
                 }

@@ -10,6 +10,9 @@ use anyhow::{bail, Result};
 use std::convert::TryFrom;
 use std::string::String as StdString;
 
+/// kdeck patch: the most array elements reserved before any is decoded.
+const PREALLOCATE_MAX: usize = 1024;
+
 macro_rules! define_copy_impl {
     ($e:ident, $t:ty) => (
         impl Encoder<$t> for $e {
@@ -1006,7 +1009,9 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
                 if buf.remaining() < n as usize {
                     bail!("Array length {n} is past the end of the buffer");
                 }
-                let mut result = Vec::with_capacity(n as usize);
+                // A one-byte element can still become a large struct: reserve a bounded
+                // amount and let the vector grow with what is really decoded.
+                let mut result = Vec::with_capacity((n as usize).min(PREALLOCATE_MAX));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1119,7 +1124,9 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
                 if buf.remaining() < (n - 1) as usize {
                     bail!("Array length {} is past the end of the buffer", n - 1);
                 }
-                let mut result = Vec::with_capacity((n - 1) as usize);
+                // A one-byte element can still become a large struct: reserve a bounded
+                // amount and let the vector grow with what is really decoded.
+                let mut result = Vec::with_capacity(((n - 1) as usize).min(PREALLOCATE_MAX));
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
