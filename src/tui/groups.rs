@@ -9,7 +9,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::layout::{block, scroll};
-use super::text::{fit, sparkline};
+use super::text::{fit, fit_end, sparkline};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
@@ -59,11 +59,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let height = parts[1].height.saturating_sub(1) as usize;
+    // What the fixed columns and their gaps leave to the member column.
+    let member_width = usize::from(parts[1].width).saturating_sub(16 + 9 + 8 + 6 + 4).max(6);
     let rows = group.offsets.iter().take(height).map(|o| {
         // Member ids start with the group id; the rest tells members apart.
         let prefix = format!("{}-", group.group_id);
         let member = group.owner(&o.topic, o.partition).map_or("-".to_string(), |m| {
-            fit(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), 14)
+            fit_end(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), member_width)
         });
         Row::new(vec![
             Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),

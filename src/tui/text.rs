@@ -31,6 +31,31 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` cut to its last `width` display columns, with `…` in front when cut: for ids
+/// whose end tells them apart (group member ids share the group's prefix).
+pub fn fit_end(text: &str, width: usize) -> String {
+    let clean = |c: char| if c.is_control() { '·' } else { c };
+    let total: usize = text.chars().map(|c| clean(c).width().unwrap_or(0)).sum();
+    if total <= width {
+        return text.chars().map(clean).collect();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1;
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for c in text.chars().rev().map(clean) {
+        let w = c.width().unwrap_or(0);
+        if used + w > room {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
 /// Bytes as `12.3 KiB`.
 pub fn bytes(n: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -85,6 +110,14 @@ mod tests {
         assert_eq!(fit("首页商品", 5).width(), 5);
         assert_eq!(fit("a\nb", 5), "a·b");
         assert_eq!(fit("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn fit_end_keeps_the_end_that_tells_ids_apart() {
+        assert_eq!(fit_end("abc", 5), "abc");
+        assert_eq!(fit_end("1000000000001", 6), "…00001");
+        assert_eq!(fit_end("商品首页", 5), "…首页");
+        assert_eq!(fit_end("abc", 0), "");
     }
 
     #[test]
