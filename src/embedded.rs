@@ -141,7 +141,8 @@ impl Embedded {
             producer: OnceCell::new(),
             console: config.console.clone(),
         });
-        let mut builder = ViewBuilder::new(&config.console);
+        let listeners = wire.as_ref().map_or_else(Vec::new, WireServer::listeners);
+        let mut builder = ViewBuilder::new(&config.console, &listeners);
         let first = Arc::new(builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now()));
         let (tx, views) = watch::channel(first);
         let task = tokio::spawn(snapshot_loop(Arc::clone(&shared), builder, events, tx));
@@ -395,6 +396,8 @@ struct ViewBuilder {
     broker_rates: HashMap<i32, (f64, f64)>,
     produce_history: HashMap<i32, VecDeque<u64>>,
     lag_history: HashMap<String, VecDeque<u64>>,
+    /// Kafka listener of each broker; the port stays the same across restarts.
+    addresses: HashMap<i32, String>,
 }
 
 fn push_sample(history: &mut VecDeque<u64>, sample: u64) {
@@ -405,8 +408,9 @@ fn push_sample(history: &mut VecDeque<u64>, sample: u64) {
 }
 
 impl ViewBuilder {
-    fn new(console: &ConsoleConfig) -> ViewBuilder {
+    fn new(console: &ConsoleConfig, listeners: &[Listener]) -> ViewBuilder {
         ViewBuilder {
+            addresses: listeners.iter().map(|l| (l.broker, l.addr.to_string())).collect(),
             cluster_name: console.cluster_name.clone(),
             event_history: console.event_history.max(1),
             events: VecDeque::new(),
@@ -470,6 +474,7 @@ impl ViewBuilder {
                     replicas: b.replicas,
                     bytes_in_per_sec: rate_in,
                     bytes_out_per_sec: rate_out,
+                    address: self.addresses.get(&b.id).cloned(),
                     produce_history: self
                         .produce_history
                         .get(&b.id)

@@ -71,6 +71,8 @@ pub struct BrokerRow {
     pub replicas: usize,
     pub bytes_in_per_sec: f64,
     pub bytes_out_per_sec: f64,
+    /// `host:port` where Kafka clients reach the broker (none when it serves no clients).
+    pub address: Option<String>,
     /// Bytes produced per second, oldest first, one sample per refresh.
     pub produce_history: Vec<u64>,
     /// When the broker last changed state (for the brief flash of changed cells).

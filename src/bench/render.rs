@@ -65,6 +65,7 @@ fn large_view(partitions: u32) -> ClusterView {
             replicas: partitions as usize * 3 / brokers as usize,
             bytes_in_per_sec: 1e6,
             bytes_out_per_sec: 2e6,
+            address: Some(format!("127.0.0.1:{}", 9092 + id)),
             produce_history: (0..60).map(|i| 1000 + i * 37 % 500).collect(),
             changed_at: None,
         })

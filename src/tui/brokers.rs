@@ -11,6 +11,7 @@ use super::Pane;
 use super::app::App;
 use super::layout::{block, flashing, scroll};
 use super::text::{bytes, sparkline};
+use crate::view::BrokerRow;
 
 /// kafbat's thresholds for leader skew.
 const SKEW_WARN: f64 = 10.0;
@@ -26,7 +27,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     } else {
         total_leaders as f64 / online.len() as f64
     };
-    let block = block(app, Pane::Brokers, String::new());
+    let block = block(app, Pane::Brokers, kafka_addresses(&app.view.brokers));
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Brokers);
@@ -96,4 +97,58 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Constraint::Min(4),
     ];
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}
+
+/// Where Kafka clients connect, for the pane's title: `Kafka 127.0.0.1:9092-9094` when the
+/// ports follow the broker ids, else every port (`:40123,:40125`); empty without listeners.
+fn kafka_addresses(brokers: &[BrokerRow]) -> String {
+    let listeners: Vec<(&str, u32)> = brokers
+        .iter()
+        .filter_map(|b| b.address.as_deref()?.rsplit_once(':'))
+        .filter_map(|(host, port)| Some((host, port.parse().ok()?)))
+        .collect();
+    let Some(&(host, first)) = listeners.first() else {
+        return String::new();
+    };
+    let consecutive = listeners.windows(2).all(|w| w[1].1 == w[0].1 + 1);
+    match listeners.last() {
+        Some(&(_, last)) if consecutive && last != first => format!("Kafka {host}:{first}-{last}"),
+        _ if listeners.len() == 1 => format!("Kafka {host}:{first}"),
+        _ => {
+            let ports: Vec<String> = listeners.iter().map(|(_, p)| format!(":{p}")).collect();
+            format!("Kafka {host}{}", ports.join(","))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::BrokerStatus;
+
+    fn broker(id: i32, address: Option<&str>) -> BrokerRow {
+        BrokerRow {
+            id,
+            status: BrokerStatus::Online,
+            is_controller: false,
+            leaders: 0,
+            replicas: 0,
+            bytes_in_per_sec: 0.0,
+            bytes_out_per_sec: 0.0,
+            address: address.map(str::to_string),
+            produce_history: Vec::new(),
+            changed_at: None,
+        }
+    }
+
+    #[test]
+    fn the_title_names_where_kafka_clients_connect() {
+        let free_ports = [broker(0, Some("127.0.0.1:40123")), broker(1, Some("127.0.0.1:40125"))];
+        assert_eq!(kafka_addresses(&free_ports), "Kafka 127.0.0.1:40123,:40125");
+        assert_eq!(
+            kafka_addresses(&[broker(0, Some("127.0.0.1:9092"))]),
+            "Kafka 127.0.0.1:9092"
+        );
+        assert_eq!(kafka_addresses(&[broker(0, None), broker(1, None)]), "");
+    }
 }

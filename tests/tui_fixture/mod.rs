@@ -70,6 +70,7 @@ pub fn view() -> ClusterView {
         replicas: 9,
         bytes_in_per_sec: if status == BrokerStatus::Online { 48_000.0 } else { 0.0 },
         bytes_out_per_sec: if status == BrokerStatus::Online { 96_000.0 } else { 0.0 },
+        address: Some(format!("127.0.0.1:{}", 9092 + id)),
         produce_history: history.to_vec(),
         changed_at: None,
     };
