@@ -542,47 +542,13 @@ impl Cluster {
         max_wait: Duration,
     ) -> Result<FetchedRecords, ErrorCode> {
         let leader = self.leader_of(tp)?;
-        let request = Request::Fetch(FetchRequest {
-            replica: None,
-            tp: tp.clone(),
-            fetch_offset: offset,
-            current_leader_epoch: -1,
-            last_fetched_epoch: None,
-            max_bytes,
-            max_wait_ms: max_wait.as_millis() as u64,
-        });
-        match self.call(leader, request, max_wait + Duration::from_secs(5)).await? {
-            Response::Fetch {
-                error: ErrorCode::None,
-                data,
-                ..
-            } => Ok(data),
-            Response::Fetch { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
+        self.fetch_on(leader, tp, offset, -1, max_bytes, max_wait).await
     }
 
     /// A consumer fetch from the leader: committed records only (up to the HW).
     pub async fn fetch(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Result<FetchedRecords, ErrorCode> {
         let leader = self.leader_of(tp)?;
-        let request = Request::Fetch(FetchRequest {
-            replica: None,
-            tp: tp.clone(),
-            fetch_offset: offset,
-            current_leader_epoch: -1,
-            last_fetched_epoch: None,
-            max_bytes,
-            max_wait_ms: 0,
-        });
-        match self.call(leader, request, Duration::from_secs(5)).await? {
-            Response::Fetch {
-                error: ErrorCode::None,
-                data,
-                ..
-            } => Ok(data),
-            Response::Fetch { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
+        self.fetch_on(leader, tp, offset, -1, max_bytes, Duration::ZERO).await
     }
 
     /// ListOffsets: -2 earliest, -1 latest (the HW), otherwise the first offset at or after
@@ -597,19 +563,7 @@ impl Cluster {
     /// earliest and latest lookups).
     pub async fn list_offset_with_time(&self, tp: &TopicPartition, timestamp: i64) -> Result<(i64, i64), ErrorCode> {
         let leader = self.leader_of(tp)?;
-        let request = Request::ListOffsets {
-            tp: tp.clone(),
-            timestamp,
-        };
-        match self.call(leader, request, Duration::from_secs(5)).await? {
-            Response::ListOffsets {
-                error: ErrorCode::None,
-                offset,
-                timestamp,
-            } => Ok((offset, timestamp)),
-            Response::ListOffsets { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
+        self.list_offset_on(leader, tp, timestamp).await
     }
 
     fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
