@@ -41,16 +41,7 @@ pub fn draw_dialog(frame: &mut Frame, area: Rect, app: &App, dialog: &Dialog) {
     }
     lines.push(Line::styled("Enter submit · Tab next field · Esc cancel", t.dim));
     let area = popup(area, 72, lines.len() as u16 + 2);
-    frame.render_widget(Clear, area);
-    frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(t.focused_border)
-                .title(format!(" {} ", dialog.title)),
-        ),
-        area,
-    );
+    draw_popup(frame, area, app, lines, format!(" {} ", dialog.title));
 }
 
 pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
@@ -61,13 +52,18 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
         Line::styled("y / Enter: yes    n / Esc: no", t.dim),
     ];
     let area = popup(area, (question.chars().count() as u16 + 4).max(40), 5);
+    draw_popup(frame, area, app, lines, " Confirm ".to_string());
+}
+
+/// A framed, wrapped popup drawn over whatever is below it.
+fn draw_popup(frame: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'_>>, title: String) {
     frame.render_widget(Clear, area);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(t.focused_border)
-                .title(" Confirm "),
+                .border_style(app.theme.focused_border)
+                .title(title),
         ),
         area,
     );

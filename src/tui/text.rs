@@ -1,22 +1,17 @@
 //! Text helpers: display width (unicode-width, so CJK text and emoji keep columns aligned),
 //! numbers and sparklines.
 
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+use unicode_width::UnicodeWidthChar;
 
 /// `text` cut to `width` display columns, with `…` when cut. Control characters become `·`
 /// so a record value cannot move the cursor.
 pub fn fit(text: &str, width: usize) -> String {
-    let clean = |c: char| if c.is_control() { '·' } else { c };
-    if text.width() <= width && !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    let total: usize = text.chars().map(|c| clean(c).width().unwrap_or(0)).sum();
-    if total <= width {
+    if cleaned_width(text) <= width {
         return text.chars().map(clean).collect();
     }
     let room = width.saturating_sub(1);
+    let mut out = String::new();
+    let mut used = 0;
     for c in text.chars().map(clean) {
         let w = c.width().unwrap_or(0);
         if used + w > room {
@@ -31,12 +26,20 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// A control character as `·`, so it takes one column and moves no cursor.
+fn clean(c: char) -> char {
+    if c.is_control() { '·' } else { c }
+}
+
+/// Display columns of `text` once cleaned.
+fn cleaned_width(text: &str) -> usize {
+    text.chars().map(|c| clean(c).width().unwrap_or(0)).sum()
+}
+
 /// `text` cut to its last `width` display columns, with `…` in front when cut: for ids
 /// whose end tells them apart (group member ids share the group's prefix).
 pub fn fit_end(text: &str, width: usize) -> String {
-    let clean = |c: char| if c.is_control() { '·' } else { c };
-    let total: usize = text.chars().map(|c| clean(c).width().unwrap_or(0)).sum();
-    if total <= width {
+    if cleaned_width(text) <= width {
         return text.chars().map(clean).collect();
     }
     if width == 0 {
@@ -102,6 +105,7 @@ pub fn sparkline(samples: &[u64], width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_width::UnicodeWidthStr;
 
     #[test]
     fn fit_counts_display_columns_not_bytes() {
