@@ -6,6 +6,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::Acks;
+use crate::remote::RemoteConfig;
 use crate::storage::records::Compression;
 
 #[derive(Debug, Parser)]
@@ -20,6 +21,122 @@ pub struct Cli {
     /// Without a command, kdeck opens the console on an embedded cluster.
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// ...or, with `--bootstrap`, on an external Kafka cluster.
+    #[command(flatten, next_help_heading = "External cluster")]
+    pub remote: ConsoleRemoteArgs,
+}
+
+/// The console on an external cluster.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConsoleRemoteArgs {
+    /// Open the console on the external Kafka cluster at HOST:PORT[,HOST:PORT...] instead of
+    /// the embedded one (default: [remote] bootstrap of the configuration, when set).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["data_dir", "ephemeral", "brokers", "no_demo"])]
+    pub bootstrap: Option<String>,
+    /// Offer no action that changes the cluster (produce, create and delete topics, elections).
+    #[arg(long)]
+    pub read_only: bool,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// TLS and SASL for external clusters; each flag overrides [remote.tls] / [remote.sasl].
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecurityArgs {
+    /// Connect with TLS (implied by any other --tls-* flag).
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM file of the CA certificates to trust (default: the Mozilla roots).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// PEM client certificate, for mutual TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of the client certificate.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Verify the brokers' certificates against this name instead of their host names.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Do not verify the brokers' certificates (for test clusters only).
+    #[arg(long)]
+    pub tls_no_verify: bool,
+    /// SASL mechanism.
+    #[arg(long, value_name = "MECHANISM", value_parser = PossibleValuesParser::new(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]))]
+    pub sasl_mechanism: Option<String>,
+    /// SASL user name.
+    #[arg(long, value_name = "USER")]
+    pub sasl_username: Option<String>,
+    /// SASL password; prefer the environment variable, which other users cannot see in `ps`.
+    #[arg(long, env = "KDECK_SASL_PASSWORD", hide_env_values = true, value_name = "PASSWORD")]
+    pub sasl_password: Option<String>,
+    /// Send SASL credentials without TLS to a host that is not loopback.
+    #[arg(long)]
+    pub allow_plaintext_credentials: bool,
+}
+
+impl SecurityArgs {
+    /// Lays the flags over the configuration's `[remote]` section.
+    pub fn apply(&self, config: &mut RemoteConfig) {
+        let tls_flag = self.tls
+            || self.tls_ca.is_some()
+            || self.tls_cert.is_some()
+            || self.tls_server_name.is_some()
+            || self.tls_no_verify;
+        if tls_flag {
+            config.tls.enabled = true;
+        }
+        if let Some(ca) = &self.tls_ca {
+            config.tls.ca_file = ca.display().to_string();
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            config.tls.cert_file = cert.display().to_string();
+            config.tls.key_file = key.display().to_string();
+        }
+        if let Some(name) = &self.tls_server_name {
+            config.tls.server_name = name.clone();
+        }
+        if self.tls_no_verify {
+            config.tls.verify = false;
+        }
+        if let Some(mechanism) = &self.sasl_mechanism {
+            config.sasl.mechanism = mechanism.clone();
+        }
+        if let Some(user) = &self.sasl_username {
+            config.sasl.username = user.clone();
+        }
+        if let Some(password) = &self.sasl_password {
+            config.sasl.password = password.clone();
+        }
+        if self.allow_plaintext_credentials {
+            config.sasl.allow_plaintext = true;
+        }
+    }
+}
+
+/// Where the CLI commands find the cluster.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConnectArgs {
+    /// Bootstrap servers HOST:PORT[,HOST:PORT...] (default: [remote] bootstrap, else 127.0.0.1:9092).
+    #[arg(short = 'b', long, value_name = "HOST:PORT")]
+    pub bootstrap: Option<String>,
+    /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+impl ConnectArgs {
+    /// The configuration's `[remote]` section with these flags laid over it.
+    pub fn remote_config(&self, config: &RemoteConfig) -> RemoteConfig {
+        let mut remote = config.clone();
+        if let Some(bootstrap) = &self.bootstrap {
+            remote.bootstrap = bootstrap.clone();
+        }
+        self.security.apply(&mut remote);
+        remote
+    }
 }
 
 /// Where and how the embedded cluster runs; shared by every command that starts one.
@@ -48,11 +165,151 @@ pub enum Command {
     /// (kcat, librdkafka, kafka-python...). Line commands on stdin when it is not a terminal:
     /// kill N, start N, stop N, pause N, resume N, elect, status.
     Serve(ClusterArgs),
+    /// List, describe, create or delete topics of a Kafka cluster.
+    Topics(TopicsArgs),
+    /// Produce records read from stdin (one per line) or given with --value.
+    Produce(ProduceArgs),
+    /// Print a topic's records, alone or as a member of a consumer group.
+    Consume(ConsumeArgs),
+    /// List consumer groups, or describe their members, offsets and lag.
+    Groups(GroupsArgs),
+    /// Move partition leadership back to the preferred replicas.
+    Elect(ElectArgs),
     /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TopicsArgs {
+    #[command(subcommand)]
+    pub action: Option<TopicsAction>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TopicsAction {
+    /// One line per topic: name, partitions, replication factor (the default).
+    List,
+    /// Each partition's leader, replicas, ISR and offsets.
+    Describe {
+        /// Topics to describe (default: every topic).
+        topics: Vec<String>,
+    },
+    Create {
+        name: String,
+        /// Partitions (default: the broker's num.partitions).
+        #[arg(short, long, value_parser = clap::value_parser!(i32).range(1..=100_000))]
+        partitions: Option<i32>,
+        /// Replication factor (default: the broker's default.replication.factor).
+        #[arg(short, long, value_parser = clap::value_parser!(i16).range(1..=1000))]
+        replication_factor: Option<i16>,
+        /// A topic config, KEY=VALUE (repeatable).
+        #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        configs: Vec<(String, String)>,
+    },
+    Delete {
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProduceArgs {
+    #[arg(short, long)]
+    pub topic: String,
+    /// The key of every record (default: none, or split from each line with --key-delimiter).
+    #[arg(short, long)]
+    pub key: Option<String>,
+    /// Split each line at the first DELIM into key and value (kcat -K).
+    #[arg(short = 'K', long, value_name = "DELIM", conflicts_with = "key")]
+    pub key_delimiter: Option<String>,
+    /// Partition (default: by key with murmur2, like Kafka's producer; sticky without a key).
+    #[arg(short, long, value_parser = clap::value_parser!(i32).range(0..))]
+    pub partition: Option<i32>,
+    /// Produce this one value instead of reading stdin.
+    #[arg(long)]
+    pub value: Option<String>,
+    /// A header KEY=VALUE on every record (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub headers: Vec<(String, String)>,
+    /// Acknowledgements: 0, 1 or all.
+    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(["0", "1", "all", "-1"]))]
+    pub acks: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConsumeArgs {
+    #[arg(short, long)]
+    pub topic: String,
+    /// Consume as a member of this group: partitions are shared with its other members and
+    /// offsets are committed.
+    #[arg(short, long)]
+    pub group: Option<String>,
+    /// Read only this partition (not with --group).
+    #[arg(short, long, conflicts_with = "group", value_parser = clap::value_parser!(i32).range(0..))]
+    pub partition: Option<i32>,
+    /// Where to start: beginning, end, an offset, -N (N before the end), or a time
+    /// (RFC 3339, or ms since the epoch with a trailing "ms"). With --group, only where the group
+    /// has no committed offset.
+    #[arg(long, default_value = "beginning")]
+    pub from: String,
+    /// Stop after N records.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop at the end of every partition instead of waiting for more (kcat -e).
+    #[arg(short = 'e', long)]
+    pub exit: bool,
+    /// Output: `value` (default), `kv`, `json`, or a kcat-style template such as
+    /// '%t [%p] @%o: %k=%s\n' (%t topic, %p partition, %o offset, %k key, %s value, %T timestamp,
+    /// %h headers, %K/%S lengths, \n \t).
+    #[arg(short, long, default_value = "value")]
+    pub format: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GroupsArgs {
+    #[command(subcommand)]
+    pub action: Option<GroupsAction>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum GroupsAction {
+    /// One line per group: id, state, protocol type (the default).
+    List,
+    /// State, members and their partitions, and per partition committed offset, end and lag.
+    Describe {
+        /// Groups to describe (default: every group).
+        groups: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ElectArgs {
+    /// Only this topic's partitions (default: every partition).
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Only this partition of --topic.
+    #[arg(long, requires = "topic", value_parser = clap::value_parser!(i32).range(0..))]
+    pub partition: Option<i32>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `KEY=VALUE`.
+pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{text:?}: expected KEY=VALUE")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

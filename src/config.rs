@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::engine::ClusterConfig;
+use crate::remote::RemoteConfig;
 use crate::storage::LogConfig;
 use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
@@ -23,6 +24,7 @@ pub struct KdeckConfig {
     pub console: ConsoleConfig,
     pub keys: KeysConfig,
     pub wire: WireConfig,
+    pub remote: RemoteConfig,
 }
 
 /// `[console]`: how the console looks and behaves.

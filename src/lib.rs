@@ -4,9 +4,11 @@
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod embedded;
 pub mod engine;
+pub mod remote;
 pub mod serve;
 pub mod storage;
 pub mod tui;
@@ -25,8 +27,16 @@ use embedded::{DataDir, Embedded};
 /// Runs what the command line asked for.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => run_console(&cli.cluster),
+        None => match remote_bootstrap(&cli)? {
+            Some(config) => run_remote_console(&cli, config),
+            None => run_console(&cli.cluster),
+        },
         Some(Command::Serve(args)) => serve::run(&args),
+        Some(Command::Topics(args)) => commands::topics(&args),
+        Some(Command::Produce(args)) => commands::produce(&args),
+        Some(Command::Consume(args)) => commands::consume(&args),
+        Some(Command::Groups(args)) => commands::groups(&args),
+        Some(Command::Elect(args)) => commands::elect(&args),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
@@ -83,4 +93,25 @@ fn run_console(args: &ClusterArgs) -> Result<()> {
         embedded.shutdown().await;
         result
     })
+}
+
+/// The `[remote]` settings when the console is to attach to an external cluster: with
+/// `--bootstrap`, or a bootstrap in the configuration.
+fn remote_bootstrap(cli: &Cli) -> Result<Option<(KdeckConfig, remote::RemoteConfig)>> {
+    let config = KdeckConfig::load(cli.cluster.config.as_deref())?;
+    let mut remote = config.remote.clone();
+    if let Some(bootstrap) = &cli.remote.bootstrap {
+        remote.bootstrap = bootstrap.clone();
+    }
+    if remote.bootstrap.trim().is_empty() {
+        return Ok(None);
+    }
+    cli.remote.security.apply(&mut remote);
+    Ok(Some((config, remote)))
+}
+
+/// The console on an external Kafka cluster.
+fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteConfig)) -> Result<()> {
+    let _ = (cli, config, remote);
+    anyhow::bail!("not yet: the console on an external cluster")
 }

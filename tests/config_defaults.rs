@@ -82,3 +82,16 @@ fn the_documented_wire_defaults_are_the_real_ones() {
         .expect("[wire] is a valid wire config");
     assert_eq!(wire, kdeck::wire::WireConfig::default());
 }
+
+#[test]
+fn the_documented_remote_defaults_are_the_real_ones() {
+    let text = include_str!("../assets/kdeck.toml");
+    let table: toml::Table = toml::from_str(text).expect("assets/kdeck.toml parses");
+    let remote: kdeck::remote::RemoteConfig = table
+        .get("remote")
+        .expect("a [remote] section")
+        .clone()
+        .try_into()
+        .expect("[remote] is a valid remote config");
+    assert_eq!(remote, kdeck::remote::RemoteConfig::default());
+}
