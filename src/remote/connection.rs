@@ -315,6 +315,11 @@ impl Shared {
 
     /// Closes the socket (both tasks end) and fails every call still waiting with `reason`.
     fn close(&self, reason: &str) {
+        self.close_failing_calls(reason, self.disconnected(reason));
+    }
+
+    /// Closes the socket and answers every call still waiting with `error`.
+    fn close_failing_calls(&self, reason: &str, error: RemoteError) {
         let pending = {
             let mut state = self.state();
             if state.closed.is_some() {
@@ -324,19 +329,24 @@ impl Shared {
             std::mem::take(&mut state.pending)
         };
         for (_, call) in pending {
-            let _ = call.answer.send(Err(self.disconnected(reason)));
+            let _ = call.answer.send(Err(error.clone()));
         }
         for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             task.abort();
         }
     }
 
-    /// A failure of the connection itself: logged once, then [`Shared::close`].
-    fn fail(&self, reason: &str) {
+    /// A failure of the connection itself: logged once, then closed with `error` for every
+    /// call waiting.
+    fn fail_with(&self, reason: &str, error: RemoteError) {
         if self.is_open() {
             tracing::warn!(broker = %self.label, "connection closed: {reason}");
         }
-        self.close(reason);
+        self.close_failing_calls(reason, error);
+    }
+
+    fn fail(&self, reason: &str) {
+        self.fail_with(reason, self.disconnected(reason));
     }
 }
 
@@ -574,16 +584,13 @@ async fn read_loop<R: AsyncRead>(mut reader: ReadHalf<R>, shared: Arc<Shared>) {
     };
     match end {
         ReadEnd::Lost(reason) => shared.fail(&reason),
-        ReadEnd::Garbage(reason) => {
-            // The calls waiting learn the broker spoke nonsense, not merely that it went away.
-            let pending = std::mem::take(&mut shared.state().pending);
-            for (_, call) in pending {
-                let _ = call.answer.send(Err(RemoteError::Protocol {
-                    broker: shared.label.clone(),
-                    reason: reason.clone(),
-                }));
-            }
-            shared.fail(&reason);
-        }
+        // The calls waiting learn the broker spoke nonsense, not merely that it went away.
+        ReadEnd::Garbage(reason) => shared.fail_with(
+            &reason,
+            RemoteError::Protocol {
+                broker: shared.label.clone(),
+                reason: reason.clone(),
+            },
+        ),
     }
 }
