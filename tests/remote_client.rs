@@ -3,6 +3,8 @@
 //! dead and restarted brokers, garbage on the wire, TLS and SASL.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -21,6 +23,7 @@ use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
 use kdeck::remote::connection::Connection;
 use kdeck::remote::{BrokerAddress, ClientSettings, KafkaClient, RemoteConfig, RemoteError, Target};
 use kdeck::wire::{WireConfig, WireServer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256, Sha512};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -182,6 +185,14 @@ async fn metadata_matches_the_cluster() {
         Err(RemoteError::Kafka { name, .. }) => assert_eq!(name, "UNKNOWN_TOPIC_OR_PARTITION"),
         other => panic!("expected UNKNOWN_TOPIC_OR_PARTITION, got {other:?}"),
     }
+    let controller = client
+        .send(Target::Controller, metadata_of("orders"))
+        .await
+        .expect("the controller answers");
+    assert_eq!(Some(controller.controller_id.0), snapshot.controller);
+    let coordinator = client.coordinator("payments").await.expect("a coordinator");
+    assert_eq!(Ok(coordinator), setup.cluster.find_coordinator("payments"));
+    assert_eq!(client.coordinator("payments").await.expect("cached"), coordinator);
     let health = client.health();
     assert_eq!(health.iter().map(|h| h.id).collect::<Vec<_>>(), vec![0, 1, 2]);
     assert!(health.iter().all(|h| h.last_error.is_none()), "{health:?}");
@@ -250,8 +261,32 @@ async fn an_unreachable_bootstrap_fails_fast_and_the_next_address_is_used() {
         other => panic!("expected NoBootstrap, got {other:?}"),
     }
 
+    // A peer that accepts the connection and then says nothing (a blackhole, a firewall that
+    // swallows packets) costs connect_timeout_ms, not a hang.
+    let silent = fake_broker(|mut stream, _| async move {
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest).await;
+    })
+    .await;
+    let mut config = RemoteConfig {
+        bootstrap: silent.to_string(),
+        connect_timeout_ms: 300,
+        ..RemoteConfig::default()
+    };
+    let error = tokio::time::timeout(
+        PATIENCE,
+        KafkaClient::connect(ClientSettings::from_config(&config).expect("settings")),
+    )
+    .await
+    .expect("no hang")
+    .expect_err("silence");
+    assert!(error.to_string().contains("connect_timeout_ms"), "{error}");
+
     let setup = setup().await;
-    let client = KafkaClient::connect(settings(&format!("{dead},{}", setup.addr(0))))
+    config.bootstrap = format!("{dead},{silent},{}", setup.addr(0));
+    // Room for a loaded machine on the live address.
+    config.connect_timeout_ms = 2_000;
+    let client = KafkaClient::connect(ClientSettings::from_config(&config).expect("settings"))
         .await
         .expect("the second address answers");
     assert_eq!(client.metadata().await.expect("metadata").brokers.len(), 3);
@@ -353,6 +388,20 @@ async fn a_killed_broker_fails_fast_and_is_used_again_after_its_restart() {
         .send(Target::Any, metadata_of("orders"))
         .await
         .expect("another broker answers");
+
+    // Once the controller fences it, the broker leaves the metadata and the client forgets it.
+    eventually("broker 1 fenced", || async {
+        match client.refresh_metadata().await?.broker(1) {
+            Some(_) => Err(RemoteError::Other("still listed".into())),
+            None => Ok(()),
+        }
+    })
+    .await;
+    assert!(client.health().iter().all(|h| h.id != 1), "{:?}", client.health());
+    match client.send(Target::Broker(1), metadata_of("orders")).await {
+        Err(RemoteError::UnknownBroker(1)) => {}
+        other => panic!("expected UnknownBroker(1), got {other:?}"),
+    }
 
     setup.cluster.start_broker(1).expect("restart");
     setup.server.sync().await;
@@ -818,4 +867,230 @@ async fn sasl_names_the_brokers_mechanisms_and_checks_the_servers_proof() {
         }
         other => panic!("expected a SASL error, got {other:?}"),
     }
+}
+
+/// A CA and a certificate it signed for "localhost" and 127.0.0.1, as PEM files.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_cert: rcgen::Certificate,
+    ca_key: rcgen::KeyPair,
+}
+
+impl Pki {
+    /// `name` is the CA's common name (distinct CAs need distinct names, or a verifier takes
+    /// one for the other and reports a bad signature instead of an unknown issuer).
+    fn new(name: &str) -> Pki {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let ca_cert = params.self_signed(&ca_key).expect("CA certificate");
+        let pki = Pki {
+            dir: tempfile::tempdir().expect("temp dir"),
+            ca_cert,
+            ca_key,
+        };
+        std::fs::write(pki.path("ca.pem"), pki.ca_cert.pem()).expect("CA written");
+        pki
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A certificate for `names` signed by this CA, written as `<stem>.pem` and `<stem>.key`.
+    fn issue(&self, stem: &str, names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).expect("params");
+        let cert = params.signed_by(&key, &self.ca_cert, &self.ca_key).expect("signed");
+        std::fs::write(self.path(&format!("{stem}.pem")), cert.pem()).expect("cert written");
+        std::fs::write(self.path(&format!("{stem}.key")), key.serialize_pem()).expect("key written");
+        let der_key = PrivateKeyDer::try_from(key.serialize_der()).expect("key der");
+        (cert.der().clone(), der_key)
+    }
+}
+
+/// TLS in front of one broker's plaintext port; counts the bytes clients sent through TLS.
+struct TlsProxy {
+    addr: SocketAddr,
+    bytes_from_clients: Arc<AtomicU64>,
+}
+
+async fn tls_proxy(pki: &Pki, backend: SocketAddr, client_ca: Option<&Pki>) -> TlsProxy {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (cert, key) = pki.issue("server", &["localhost", "127.0.0.1"]);
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions");
+    let builder = match client_ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca.ca_cert.der().clone()).expect("client CA");
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .expect("client verifier");
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder.with_single_cert(vec![cert], key).expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let bytes_from_clients = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&bytes_from_clients);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(upstream) = TcpStream::connect(backend).await else {
+                    return;
+                };
+                let (mut from_client, mut to_client) = tokio::io::split(tls);
+                let (mut from_broker, mut to_broker) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_broker, &mut to_client).await;
+                });
+                let mut buffer = vec![0u8; 64 * 1024];
+                while let Ok(n) = from_client.read(&mut buffer).await {
+                    // Counted before forwarding, so the count is up to date once the answer is back.
+                    counter.fetch_add(n as u64, Ordering::SeqCst);
+                    if n == 0 || to_broker.write_all(&buffer[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    TlsProxy {
+        addr,
+        bytes_from_clients,
+    }
+}
+
+fn tls_settings(bootstrap: SocketAddr, tls: impl FnOnce(&mut kdeck::remote::TlsConfig)) -> ClientSettings {
+    let mut config = RemoteConfig {
+        bootstrap: bootstrap.to_string(),
+        ..RemoteConfig::default()
+    };
+    config.tls.enabled = true;
+    tls(&mut config.tls);
+    ClientSettings::from_config(&config).expect("valid settings")
+}
+
+/// Only the bootstrap connection goes through the proxy (the brokers advertise their
+/// plaintext ports), so the test checks what crossed TLS: the bootstrap's ApiVersions and
+/// Metadata, and a request sent to `Target::Any`, which uses that open connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_the_right_ca_wrong_ca_and_no_verification() {
+    let setup = setup().await;
+    let pki = Pki::new("kdeck test CA");
+    let proxy = tls_proxy(&pki, setup.addr(0), None).await;
+    let ca = pki.path("ca.pem").display().to_string();
+
+    let client = KafkaClient::connect(tls_settings(proxy.addr, |t| t.ca_file = ca.clone()))
+        .await
+        .expect("connects through TLS");
+    let after_bootstrap = proxy.bytes_from_clients.load(Ordering::SeqCst);
+    assert!(after_bootstrap > 0, "the bootstrap requests crossed TLS");
+    assert_eq!(client.cached_metadata().expect("metadata").brokers.len(), 3);
+    let answer = client
+        .send(Target::Any, MetadataRequest::default())
+        .await
+        .expect("an answer through TLS");
+    assert_eq!(answer.brokers.len(), 3);
+    assert!(proxy.bytes_from_clients.load(Ordering::SeqCst) > after_bootstrap);
+    client.close();
+
+    // By host name, with the name checked against the certificate.
+    let by_name = RemoteConfig {
+        bootstrap: format!("localhost:{}", proxy.addr.port()),
+        tls: kdeck::remote::TlsConfig {
+            enabled: true,
+            ca_file: ca.clone(),
+            ..kdeck::remote::TlsConfig::default()
+        },
+        ..RemoteConfig::default()
+    };
+    KafkaClient::connect(ClientSettings::from_config(&by_name).expect("settings"))
+        .await
+        .expect("localhost matches the certificate")
+        .close();
+    let wrong_name = tls_settings(proxy.addr, |t| {
+        t.ca_file = ca.clone();
+        t.server_name = "kafka.example.com".into();
+    });
+    let error = KafkaClient::connect(wrong_name).await.expect_err("name mismatch");
+    assert!(
+        error.to_string().contains("not valid for name \"kafka.example.com\""),
+        "{error}"
+    );
+
+    let other = Pki::new("some other CA");
+    let other_ca = other.path("ca.pem").display().to_string();
+    let error = KafkaClient::connect(tls_settings(proxy.addr, |t| t.ca_file = other_ca.clone()))
+        .await
+        .expect_err("an unknown issuer");
+    match &error {
+        RemoteError::NoBootstrap(reasons) => {
+            assert!(reasons.contains("TLS with bootstrap server"), "{reasons}");
+            assert!(reasons.contains("UnknownIssuer"), "{reasons}");
+        }
+        other => panic!("expected NoBootstrap, got {other:?}"),
+    }
+
+    let unverified = tls_settings(proxy.addr, |t| {
+        t.ca_file = other_ca.clone();
+        t.verify = false;
+    });
+    let client = KafkaClient::connect(unverified).await.expect("no verification");
+    client
+        .send(Target::Any, MetadataRequest::default())
+        .await
+        .expect("answer");
+    client.close();
+
+    let missing = tls_settings(proxy.addr, |t| t.ca_file = pki.path("nope.pem").display().to_string());
+    let error = KafkaClient::connect(missing).await.expect_err("no CA file");
+    assert!(error.to_string().contains("nope.pem"), "{error}");
+    std::fs::write(pki.path("empty.pem"), "").expect("written");
+    let empty = tls_settings(proxy.addr, |t| t.ca_file = pki.path("empty.pem").display().to_string());
+    let error = KafkaClient::connect(empty).await.expect_err("empty CA file");
+    assert!(error.to_string().contains("empty.pem"), "{error}");
+    setup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_needs_the_client_certificate() {
+    let setup = setup().await;
+    let pki = Pki::new("kdeck test CA");
+    let proxy = tls_proxy(&pki, setup.addr(0), Some(&pki)).await;
+    let ca = pki.path("ca.pem").display().to_string();
+    pki.issue("client", &["kdeck-client"]);
+
+    let anonymous = tls_settings(proxy.addr, |t| t.ca_file = ca.clone());
+    let error = KafkaClient::connect(anonymous)
+        .await
+        .expect_err("no client certificate");
+    assert!(matches!(error, RemoteError::NoBootstrap(_)), "{error:?}");
+
+    let identified = tls_settings(proxy.addr, |t| {
+        t.ca_file = ca.clone();
+        t.cert_file = pki.path("client.pem").display().to_string();
+        t.key_file = pki.path("client.key").display().to_string();
+    });
+    let client = KafkaClient::connect(identified)
+        .await
+        .expect("with the client certificate");
+    client
+        .send(Target::Any, MetadataRequest::default())
+        .await
+        .expect("answer");
+    client.close();
+    setup.stop().await;
 }
