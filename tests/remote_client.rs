@@ -1094,3 +1094,117 @@ async fn mutual_tls_needs_the_client_certificate() {
     client.close();
     setup.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_broker_gets_apiversions_at_the_version_it_lists() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let addr = fake_broker(move |mut stream, _| {
+        let seen = Arc::clone(&seen);
+        async move {
+            while let Some(request) = read_request(&mut stream).await {
+                seen.lock().expect("lock").push(request.version);
+                let apis = [(ApiKey::ApiVersions, 0, 2), (ApiKey::Metadata, 1, 9)];
+                if request.version > 2 {
+                    // What Kafka does with a version it cannot parse: UNSUPPORTED_VERSION in
+                    // the v0 layout, listing what it supports.
+                    let answer = api_versions(&apis).with_error_code(35);
+                    let v0 = Received { version: 0, ..request };
+                    write_response(&mut stream, &v0, &answer).await;
+                } else {
+                    write_response(&mut stream, &request, &api_versions(&apis)).await;
+                }
+            }
+        }
+    })
+    .await;
+    let connection = open_with(addr, &settings(&addr.to_string())).await.expect("negotiated");
+    assert_eq!(*asked.lock().expect("lock"), vec![3, 2]);
+    assert_eq!(connection.version(ApiKey::Metadata), Some(9));
+    assert_eq!(connection.version(ApiKey::ApiVersions), Some(2));
+    assert_eq!(
+        connection.supported(ApiKey::Metadata),
+        Some(kdeck::remote::connection::VersionRange { min: 1, max: 9 })
+    );
+    assert_eq!(connection.version(ApiKey::Fetch), None);
+}
+
+/// A fake broker that answers Metadata forever and counts the connections it accepted.
+async fn counting_broker() -> (SocketAddr, Arc<AtomicU64>) {
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&accepted);
+    let addr = fake_broker(move |mut stream, addr| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if handshake(&mut stream).await.is_none() {
+                return;
+            }
+            while let Some(request) = read_request(&mut stream).await {
+                write_response(&mut stream, &request, &lonely_metadata(addr)).await;
+            }
+        }
+    })
+    .await;
+    (addr, accepted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_share_one_connection_per_broker() {
+    let (addr, accepted) = counting_broker().await;
+    let client = KafkaClient::connect(settings(&addr.to_string()))
+        .await
+        .expect("connects");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "the bootstrap connection");
+    // Broker 7 is the same process under its metadata name: its own slot, its own socket,
+    // opened once however many callers ask at the same moment.
+    let calls: Vec<_> = (0..50)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.send(Target::Broker(7), MetadataRequest::default()).await })
+        })
+        .collect();
+    for answer in futures_join(calls).await {
+        answer.expect("an answer");
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    client.close();
+    let error = client
+        .send(Target::Any, MetadataRequest::default())
+        .await
+        .expect_err("closed");
+    assert!(error.to_string().contains("closed"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_gives_up_leaves_the_connection_usable() {
+    // The broker answers only once it holds two requests, so the first caller gives up
+    // before its answer comes; that late answer must not be taken for the second's.
+    let addr = fake_broker(|mut stream, addr| async move {
+        handshake(&mut stream).await.expect("ApiVersions");
+        let first = read_request(&mut stream).await.expect("first");
+        let second = read_request(&mut stream).await.expect("second");
+        write_response(
+            &mut stream,
+            &first,
+            &MetadataResponse::default().with_controller_id(BrokerId(1)),
+        )
+        .await;
+        write_response(&mut stream, &second, &lonely_metadata(addr)).await;
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest).await;
+    })
+    .await;
+    let connection = open_with(addr, &settings(&addr.to_string())).await.expect("open");
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(100),
+        connection.call(MetadataRequest::default(), 12),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the broker holds the first answer back");
+    let second = connection
+        .call(MetadataRequest::default(), 12)
+        .await
+        .expect("the second answer");
+    assert_eq!(second.controller_id, BrokerId(7));
+    assert!(connection.is_open());
+}
