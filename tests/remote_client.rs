@@ -624,6 +624,8 @@ struct SaslServer {
     /// Answer SCRAM with a signature made from the wrong key (a server that does not know the
     /// credentials).
     forge_signature: bool,
+    /// KIP-368's session lifetime given with the last SaslAuthenticate answer; 0: unlimited.
+    session_lifetime_ms: i64,
 }
 
 #[derive(Clone, Copy)]
@@ -689,8 +691,10 @@ impl SaslServer {
         write_response(stream, request, &answer).await;
     }
 
-    async fn accept(stream: &mut TcpStream, request: &Received, bytes: Vec<u8>) {
-        let answer = SaslAuthenticateResponse::default().with_auth_bytes(Bytes::from(bytes));
+    async fn accept(&self, stream: &mut TcpStream, request: &Received, bytes: Vec<u8>) {
+        let answer = SaslAuthenticateResponse::default()
+            .with_auth_bytes(Bytes::from(bytes))
+            .with_session_lifetime_ms(self.session_lifetime_ms);
         write_response(stream, request, &answer).await;
     }
 
@@ -729,7 +733,7 @@ impl SaslServer {
                     Self::refuse(&mut stream, &request, &failure).await;
                     return None;
                 }
-                Self::accept(&mut stream, &request, Vec::new()).await;
+                self.accept(&mut stream, &request, Vec::new()).await;
             }
             scram => {
                 let hash = if scram == "SCRAM-SHA-512" {
@@ -745,7 +749,8 @@ impl SaslServer {
                 let salt = b"kdeck-test-salt";
                 let nonce = format!("{client_nonce}fake-server-nonce");
                 let server_first = format!("r={nonce},s={},i=4096", BASE64.encode(salt));
-                Self::accept(&mut stream, &request, server_first.clone().into_bytes()).await;
+                self.accept(&mut stream, &request, server_first.clone().into_bytes())
+                    .await;
                 let (request, token) = Self::token(&mut stream).await?;
                 let client_final = String::from_utf8(token.to_vec()).ok()?;
                 let (without_proof, proof) = client_final.rsplit_once(",p=")?;
@@ -770,7 +775,7 @@ impl SaslServer {
                 };
                 let server_key = hash.hmac(&salted, server_key_from);
                 let server_final = format!("v={}", BASE64.encode(hash.hmac(&server_key, auth_message.as_bytes())));
-                Self::accept(&mut stream, &request, server_final.into_bytes()).await;
+                self.accept(&mut stream, &request, server_final.into_bytes()).await;
             }
         }
         loop {
@@ -781,14 +786,19 @@ impl SaslServer {
     }
 }
 
-async fn sasl_broker(server: SaslServer) -> SocketAddr {
-    fake_broker(move |stream, addr| {
+/// The fake broker's address and how many connections it accepted.
+async fn sasl_broker(server: SaslServer) -> (SocketAddr, Arc<AtomicU64>) {
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&accepted);
+    let addr = fake_broker(move |stream, addr| {
+        counter.fetch_add(1, Ordering::SeqCst);
         let server = server.clone();
         async move {
             server.serve(stream, addr).await;
         }
     })
-    .await
+    .await;
+    (addr, accepted)
 }
 
 fn sasl_settings(addr: SocketAddr, mechanism: &str, user: &str, password: &str) -> ClientSettings {
@@ -816,8 +826,9 @@ async fn sasl_plain_and_scram_authenticate_with_the_right_password_only() {
         user: "alice",
         password: "wonder,land=1",
         forge_signature: false,
+        session_lifetime_ms: 0,
     };
-    let addr = sasl_broker(server).await;
+    let (addr, _) = sasl_broker(server).await;
     for mechanism in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] {
         let client = KafkaClient::connect(sasl_settings(addr, mechanism, "alice", "wonder,land=1"))
             .await
@@ -839,11 +850,12 @@ async fn sasl_plain_and_scram_authenticate_with_the_right_password_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sasl_names_the_brokers_mechanisms_and_checks_the_servers_proof() {
-    let addr = sasl_broker(SaslServer {
+    let (addr, _) = sasl_broker(SaslServer {
         enabled: &["SCRAM-SHA-512"],
         user: "bob",
         password: "pw",
         forge_signature: false,
+        session_lifetime_ms: 0,
     })
     .await;
     match open_with(addr, &sasl_settings(addr, "PLAIN", "bob", "pw")).await {
@@ -854,11 +866,12 @@ async fn sasl_names_the_brokers_mechanisms_and_checks_the_servers_proof() {
         other => panic!("expected a SASL error, got {other:?}"),
     }
 
-    let forger = sasl_broker(SaslServer {
+    let (forger, _) = sasl_broker(SaslServer {
         enabled: &["SCRAM-SHA-256"],
         user: "bob",
         password: "pw",
         forge_signature: true,
+        session_lifetime_ms: 0,
     })
     .await;
     match open_with(forger, &sasl_settings(forger, "SCRAM-SHA-256", "bob", "pw")).await {
@@ -1207,4 +1220,49 @@ async fn a_caller_that_gives_up_leaves_the_connection_usable() {
         .expect("the second answer");
     assert_eq!(second.controller_id, BrokerId(7));
     assert!(connection.is_open());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sasl_session_that_ends_makes_the_connection_be_replaced() {
+    let (addr, accepted) = sasl_broker(SaslServer {
+        enabled: &["SCRAM-SHA-256"],
+        user: "carol",
+        password: "pw",
+        forge_signature: false,
+        session_lifetime_ms: 200,
+    })
+    .await;
+    let settings = sasl_settings(addr, "SCRAM-SHA-256", "carol", "pw");
+    let connection = open_with(addr, &settings).await.expect("authenticated");
+    eventually("the session to near its end", || async {
+        if connection.is_open() {
+            Err(RemoteError::Other("still in its session".into()))
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    // Not a failure: the socket itself is fine, it is only retired before the broker drops it.
+    assert_eq!(connection.close_reason(), None);
+    let client = KafkaClient::connect(settings).await.expect("connects");
+    client
+        .send(Target::Broker(7), MetadataRequest::default())
+        .await
+        .expect("an answer");
+    let before = accepted.load(Ordering::SeqCst);
+    eventually("a request on a new connection", || async {
+        client.send(Target::Broker(7), MetadataRequest::default()).await?;
+        if accepted.load(Ordering::SeqCst) > before {
+            Ok(())
+        } else {
+            Err(RemoteError::Other("the old session is still in use".into()))
+        }
+    })
+    .await;
+    let broker = client.health().into_iter().find(|h| h.id == 7).expect("broker 7");
+    assert!(
+        broker.last_error.is_none(),
+        "replacing a session is not a failure: {broker:?}"
+    );
+    client.close();
 }
