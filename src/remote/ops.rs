@@ -202,7 +202,7 @@ fn is_not_controller(error: &RemoteError) -> bool {
 
 /// Runs `futures` concurrently on the current task and returns their outputs in order: the
 /// requests to different brokers overlap without needing `Send` or `'static` futures.
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+pub(crate) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     poll_fn(|cx| {
