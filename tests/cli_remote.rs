@@ -240,6 +240,13 @@ fn produce_consume_groups_and_topics_round_trip() {
 
     let ten = server.ok(&["consume", "-t", "rt", "-n", "10"], b"");
     assert_eq!(ten.lines().count(), 10);
+    let last = server.ok(
+        &["consume", "-t", "rt", "-p", "1", "--from", "-5", "-e", "-f", "%o\\n"],
+        b"",
+    );
+    let offsets: Vec<i64> = last.lines().map(|o| o.parse().expect("an offset")).collect();
+    assert_eq!(offsets.len(), 5, "{last}");
+    assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{last}");
 
     // A group member reads everything once and commits where it stopped.
     let grouped = server.ok(&["consume", "-t", "rt", "-g", "g1", "-e"], b"");
@@ -280,6 +287,24 @@ fn produce_consume_groups_and_topics_round_trip() {
         assert_eq!(start, "0");
         assert_ne!(end, "0");
     }
+
+    // acks=0 gets no answer, yet the record is there once the command returned.
+    server.ok(
+        &[
+            "produce",
+            "-t",
+            "rt",
+            "-p",
+            "2",
+            "--acks",
+            "0",
+            "--value",
+            "fire and forget",
+        ],
+        b"",
+    );
+    let newest = server.ok(&["consume", "-t", "rt", "-p", "2", "--from", "-1", "-e"], b"");
+    assert_eq!(newest, "fire and forget\n");
 
     let missing = server.kdeck(&["topics", "describe", "nope"], b"");
     assert_eq!(missing.status.code(), Some(1));

@@ -17,9 +17,9 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
-    ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest, OffsetFetchRequest,
-    ProduceRequest, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest,
+    DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest,
+    OffsetFetchRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -465,6 +465,16 @@ async fn produce_once(
         ));
     }
     Ok(answer.base_offset)
+}
+
+/// Returns once `broker` has read every request sent to it so far: a broker handles one
+/// connection's requests in order, so the answer to a later one proves it. acks=0 produces get
+/// no answer of their own; this keeps them from being lost when the program exits right after.
+pub async fn barrier(client: &KafkaClient, broker: BrokerId) -> Result<(), RemoteError> {
+    client
+        .send(Target::Broker(broker), ApiVersionsRequest::default())
+        .await
+        .map(|_| ())
 }
 
 /// Reads from `offset` at the partition's leader, waiting up to `max_wait` for records.
