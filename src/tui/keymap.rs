@@ -39,6 +39,29 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether the action changes the cluster: a read-only console hides it.
+    pub fn mutates(self) -> bool {
+        matches!(
+            self,
+            Action::Produce
+                | Action::KillBroker
+                | Action::StopBroker
+                | Action::RestartBroker
+                | Action::PauseBroker
+                | Action::Rebalance
+                | Action::CreateTopic
+                | Action::DeleteTopic
+        )
+    }
+
+    /// Whether the action controls a broker's process (kill, stop, restart, pause).
+    pub fn controls_broker(self) -> bool {
+        matches!(
+            self,
+            Action::KillBroker | Action::StopBroker | Action::RestartBroker | Action::PauseBroker
+        )
+    }
+
     /// What the help overlay says.
     pub fn describe(self) -> &'static str {
         match self {

@@ -15,7 +15,7 @@ use kdeck::tui::theme::Theme;
 use kdeck::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
     OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Severity, SourceKind, TailBuffer, TailHandle, TailRecord,
-    TailSpec, TopicRow, ViewEvent,
+    TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -68,8 +68,17 @@ pub fn view() -> ClusterView {
         is_controller: id == 0,
         leaders,
         replicas: 9,
-        bytes_in_per_sec: if status == BrokerStatus::Online { 48_000.0 } else { 0.0 },
-        bytes_out_per_sec: if status == BrokerStatus::Online { 96_000.0 } else { 0.0 },
+        throughput: if status == BrokerStatus::Online {
+            Throughput::Bytes {
+                in_per_sec: 48_000.0,
+                out_per_sec: 96_000.0,
+            }
+        } else {
+            Throughput::Bytes {
+                in_per_sec: 0.0,
+                out_per_sec: 0.0,
+            }
+        },
         address: Some(format!("127.0.0.1:{}", 9092 + id)),
         produce_history: history.to_vec(),
         changed_at: None,
@@ -133,7 +142,7 @@ pub fn view() -> ClusterView {
         under_replicated: urp,
         offline,
         messages: 3603,
-        size_bytes: 987_654,
+        size_bytes: Some(987_654),
         messages_per_sec: rate,
         total_lag: lag,
     };
@@ -239,6 +248,7 @@ pub fn view() -> ClusterView {
             ),
         ],
         demo: Some(true),
+        problems: Vec::new(),
     }
 }
 
