@@ -463,7 +463,7 @@ impl ViewBuilder {
 
     pub fn build(&mut self, observation: &Observation, now: DateTime<Utc>) -> ClusterView {
         let mut view = match &observation.metadata {
-            Some(metadata) => self.from_metadata(metadata, observation, now),
+            Some(metadata) => self.view_of(metadata, observation, now),
             // Without metadata the last picture stays, with brokers re-judged by connection.
             None => {
                 let mut last = self
@@ -534,12 +534,7 @@ impl ViewBuilder {
         }
     }
 
-    fn from_metadata(
-        &mut self,
-        metadata: &ClusterMetadata,
-        observation: &Observation,
-        now: DateTime<Utc>,
-    ) -> ClusterView {
+    fn view_of(&mut self, metadata: &ClusterMetadata, observation: &Observation, now: DateTime<Utc>) -> ClusterView {
         for b in &metadata.brokers {
             self.known_brokers.insert(b.id, b.address.to_string());
         }

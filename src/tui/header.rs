@@ -25,7 +25,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let problem = match v.problems.as_slice() {
         [] => String::new(),
         [one] => format!("⚠ {one} "),
-        [first, rest @ ..] => format!("⚠ {first} (+{} more) ", rest.len()),
+        // The count goes first: a long first problem is cut, the count must stay visible.
+        [first, rest @ ..] => format!("⚠ {} problems · {first} ", rest.len() + 1),
     };
     let problem = fit(&problem, free);
     let pad = free.saturating_sub(unicode_width::UnicodeWidthStr::width(problem.as_str()));
