@@ -271,13 +271,15 @@ impl ClientSettings {
                 password: config.sasl.password.clone(),
             })
         };
-        if sasl.is_some() && tls.is_none() && !config.sasl.allow_plaintext {
-            if let Some(remote) = bootstrap.iter().find(|a| !a.is_loopback()) {
-                return Err(format!(
-                    "SASL credentials would go to {remote} in clear text: use TLS (--tls), or allow it \
-                     with --allow-plaintext-credentials"
-                ));
-            }
+        if sasl.is_some()
+            && tls.is_none()
+            && !config.sasl.allow_plaintext
+            && let Some(remote) = bootstrap.iter().find(|a| !a.is_loopback())
+        {
+            return Err(format!(
+                "SASL credentials would go to {remote} in clear text: use TLS (--tls), or allow it \
+                 with --allow-plaintext-credentials"
+            ));
         }
         Ok(ClientSettings {
             bootstrap,
@@ -293,24 +295,25 @@ impl ClientSettings {
     }
 }
 
-/// What can go wrong talking to a cluster; each says which broker or address.
+/// What can go wrong talking to a cluster; each says which broker or address. The `broker`
+/// and `address` fields hold a whole label: "broker 2 (host:port)", "bootstrap server host:port".
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RemoteError {
     #[error("cannot connect to {address}: {reason}")]
     Connect { address: String, reason: String },
     #[error("none of the bootstrap servers answered ({0})")]
     NoBootstrap(String),
-    #[error("{api} to broker {broker} timed out after {ms} ms")]
+    #[error("{api} to {broker} timed out after {ms} ms")]
     Timeout { api: String, broker: String, ms: u64 },
-    #[error("connection to broker {broker} lost: {reason}")]
+    #[error("connection to {broker} lost: {reason}")]
     Disconnected { broker: String, reason: String },
     #[error("TLS with {address}: {reason}")]
     Tls { address: String, reason: String },
     #[error("SASL authentication with {address} failed: {reason}")]
     Sasl { address: String, reason: String },
-    #[error("broker {broker} does not support {api}")]
+    #[error("{broker} does not support {api}")]
     Unsupported { api: String, broker: String },
-    #[error("broker {broker} sent an answer kdeck cannot read: {reason}")]
+    #[error("{broker} sent an answer kdeck cannot read: {reason}")]
     Protocol { broker: String, reason: String },
     #[error("broker {0} is not in the cluster's metadata")]
     UnknownBroker(i32),
@@ -325,6 +328,57 @@ pub enum RemoteError {
     },
     #[error("{0}")]
     Other(String),
+}
+
+impl RemoteError {
+    /// A Kafka error code from an answer: `context` says what was asked ("FindCoordinator for
+    /// group g"), `message` is the broker's error message when it sent one.
+    pub fn kafka(context: impl Into<String>, code: i16, message: Option<&str>) -> RemoteError {
+        RemoteError::Kafka {
+            context: context.into(),
+            code,
+            name: error_name(code),
+            message: message.filter(|m| !m.is_empty()).map(str::to_string),
+        }
+    }
+
+    /// True for failures of the connection itself (the broker is unreachable, silent or
+    /// speaks nonsense), false for answers the broker gave.
+    pub fn is_connection_error(&self) -> bool {
+        matches!(
+            self,
+            RemoteError::Connect { .. }
+                | RemoteError::NoBootstrap(_)
+                | RemoteError::Timeout { .. }
+                | RemoteError::Disconnected { .. }
+                | RemoteError::Tls { .. }
+                | RemoteError::Sasl { .. }
+                | RemoteError::Protocol { .. }
+        )
+    }
+}
+
+/// Kafka's name for an error code, as its clients print it: 6 is `NOT_LEADER_OR_FOLLOWER`,
+/// 0 is `NONE`, a code this build does not know is `UNKNOWN_ERROR_CODE_<code>`.
+pub fn error_name(code: i16) -> String {
+    use kafka_protocol::error::ResponseError;
+    match ResponseError::try_from_code(code) {
+        None => "NONE".into(),
+        Some(ResponseError::Unknown(code)) => format!("UNKNOWN_ERROR_CODE_{code}"),
+        Some(error) => screaming_snake(&format!("{error:?}")),
+    }
+}
+
+/// `NotLeaderOrFollower` -> `NOT_LEADER_OR_FOLLOWER`.
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -387,5 +441,22 @@ mod tests {
         config.tls.enabled = true;
         config.tls.cert_file = "c.pem".into();
         assert!(ClientSettings::from_config(&config).unwrap_err().contains("both"));
+    }
+    #[test]
+    fn error_codes_have_kafka_names() {
+        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(32000), "UNKNOWN_ERROR_CODE_32000");
+        let error = RemoteError::kafka("FindCoordinator for group g", 15, Some("loading"));
+        assert_eq!(
+            error.to_string(),
+            "FindCoordinator for group g: COORDINATOR_NOT_AVAILABLE (15): loading"
+        );
+        assert_eq!(
+            RemoteError::kafka("x", 15, Some("")).to_string(),
+            "x: COORDINATOR_NOT_AVAILABLE (15)"
+        );
     }
 }
