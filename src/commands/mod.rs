@@ -2,31 +2,111 @@
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat.
 
-use anyhow::Result;
+mod consume;
+mod elect;
+mod format;
+mod groups;
+mod member;
+mod produce;
+mod topics;
 
-use crate::cli::{ConsumeArgs, ElectArgs, GroupsArgs, ProduceArgs, TopicsArgs};
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+
+use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ProduceArgs, TopicsArgs};
+use crate::config::KdeckConfig;
+use crate::remote::{ClientSettings, KafkaClient};
 
 pub fn topics(args: &TopicsArgs) -> Result<()> {
-    let _ = args;
-    anyhow::bail!("not yet")
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| topics::run(args, client, out).await)
 }
 
 pub fn produce(args: &ProduceArgs) -> Result<()> {
-    let _ = args;
-    anyhow::bail!("not yet")
+    let plan = produce::Plan::new(args)?;
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, _| produce::run(plan, client).await)
 }
 
 pub fn consume(args: &ConsumeArgs) -> Result<()> {
-    let _ = args;
-    anyhow::bail!("not yet")
+    let plan = consume::Plan::new(args)?;
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| consume::run(plan, client, out).await)
 }
 
 pub fn groups(args: &GroupsArgs) -> Result<()> {
-    let _ = args;
-    anyhow::bail!("not yet")
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| groups::run(args, client, out).await)
 }
 
 pub fn elect(args: &ElectArgs) -> Result<()> {
-    let _ = args;
-    anyhow::bail!("not yet")
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| elect::run(args, client, out).await)
+}
+
+/// The checked client settings: the configuration's `[remote]` with the flags laid over it.
+fn settings(connect: &ConnectArgs) -> Result<ClientSettings> {
+    let config = KdeckConfig::load(connect.config.as_deref())?;
+    let remote = connect.remote_config(&config.remote);
+    ClientSettings::from_config(&remote).map_err(anyhow::Error::msg)
+}
+
+/// Connects and runs `command` on a runtime of its own. A reader that went away (`| head`)
+/// is not an error: the command just ends, as `head` expects.
+fn run(settings: ClientSettings, command: impl AsyncFnOnce(&KafkaClient, &mut Output) -> Result<()>) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let client = KafkaClient::connect(settings).await?;
+        let mut out = Output::stdout();
+        let result = command(&client, &mut out).await.and_then(|()| out.flush());
+        client.close();
+        match result {
+            Err(error) if error.downcast_ref::<PipeClosed>().is_some() => Ok(()),
+            other => other,
+        }
+    })
+}
+
+/// The reader of stdout is gone; the command stops quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("the output pipe was closed")]
+pub(crate) struct PipeClosed;
+
+/// Buffered stdout whose write errors tell a closed pipe apart from a real failure.
+pub(crate) struct Output {
+    inner: Box<dyn Write>,
+}
+
+impl Output {
+    fn stdout() -> Output {
+        Output {
+            inner: Box::new(io::BufWriter::with_capacity(64 * 1024, io::stdout())),
+        }
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.inner.write_all(bytes).map_err(output_error)
+    }
+
+    pub(crate) fn line(&mut self, text: &str) -> Result<()> {
+        self.write(text.as_bytes())?;
+        self.write(b"\n")
+    }
+
+    /// Hands what was written to the reader now, so that a pipe sees records as they come.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.inner.flush().map_err(output_error)
+    }
+}
+
+fn output_error(error: io::Error) -> anyhow::Error {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        PipeClosed.into()
+    } else {
+        anyhow::Error::new(error).context("cannot write to stdout")
+    }
 }

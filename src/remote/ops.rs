@@ -2,11 +2,33 @@
 //! to the right broker through [`KafkaClient`]: offsets, produce, fetch, groups, topics,
 //! preferred-leader elections. Errors carry Kafka's error names.
 
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_protocol_assignment::ConsumerProtocolAssignment;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
+    ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest, OffsetFetchRequest,
+    ProduceRequest, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::records::{
+    Compression, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Record, RecordBatchDecoder,
+    RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
 
-use super::{KafkaClient, RemoteError};
+use super::{KafkaClient, RemoteError, Target};
 use crate::view::{BrokerId, TailRecord};
 
 /// Which offset ListOffsets asks for.
@@ -19,11 +41,23 @@ pub enum OffsetSpec {
     Timestamp(i64),
 }
 
+impl OffsetSpec {
+    /// The timestamp ListOffsets carries: Kafka's EARLIEST_TIMESTAMP (-2) and LATEST_TIMESTAMP (-1).
+    fn timestamp(self) -> i64 {
+        match self {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+            OffsetSpec::Timestamp(ms) => ms,
+        }
+    }
+}
+
 /// A record to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OutRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
+    /// A record batch v2 keeps one value per header key here: a repeated key keeps its last value.
     pub headers: Vec<(String, Option<Bytes>)>,
     /// ms since the epoch; None: now.
     pub timestamp: Option<i64>,
@@ -44,6 +78,7 @@ pub struct FetchedPartition {
 pub struct GroupListing {
     pub group_id: String,
     pub protocol_type: String,
+    /// Empty when the broker is older than ListGroups v4, which added states.
     pub state: String,
     pub coordinator: BrokerId,
 }
@@ -60,6 +95,7 @@ pub struct GroupMember {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupDescription {
     pub group_id: String,
+    /// Kafka's state name; `Dead` for a group the coordinator does not know.
     pub state: String,
     pub protocol_type: String,
     pub protocol: String,
@@ -82,6 +118,132 @@ pub struct ElectionResult {
     pub error: Option<String>,
 }
 
+/// How long the brokers may take over a produce, topic creation, deletion or election before
+/// answering REQUEST_TIMED_OUT (Kafka's request.timeout.ms default).
+const BROKER_TIMEOUT_MS: i32 = 30_000;
+
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const LEADER_NOT_AVAILABLE: i16 = 5;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const NOT_COORDINATOR: i16 = 16;
+const NOT_CONTROLLER: i16 = 41;
+const GROUP_ID_NOT_FOUND: i16 = 69;
+const FENCED_LEADER_EPOCH: i16 = 74;
+const UNKNOWN_LEADER_EPOCH: i16 = 75;
+const ELECTION_NOT_NEEDED: i16 = 84;
+
+/// Kafka's name of an error code, as its `Errors` enum spells it (`NOT_LEADER_OR_FOLLOWER`).
+pub fn error_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        None => "NONE".to_string(),
+        Some(ResponseError::Unknown(code)) => format!("UNKNOWN_ERROR_CODE_{code}"),
+        Some(error) => {
+            // The crate names its variants in CamelCase after Kafka's UPPER_SNAKE names.
+            let camel = format!("{error:?}");
+            let mut name = String::with_capacity(camel.len() + 8);
+            for (i, c) in camel.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    name.push('_');
+                }
+                name.push(c.to_ascii_uppercase());
+            }
+            name
+        }
+    }
+}
+
+/// The error for a non-zero Kafka error code in an answer.
+pub fn kafka_error(context: impl Into<String>, code: i16, message: Option<&StrBytes>) -> RemoteError {
+    RemoteError::Kafka {
+        context: context.into(),
+        code,
+        name: error_name(code),
+        message: message.map(|m| m.as_str().to_string()).filter(|m| !m.is_empty()),
+    }
+}
+
+/// Errors after which the partition's leader is worth looking up again: it moved, the
+/// metadata was stale, or its broker went away.
+fn is_leader_error(error: &RemoteError) -> bool {
+    match error {
+        RemoteError::Kafka { code, .. } => matches!(
+            *code,
+            UNKNOWN_TOPIC_OR_PARTITION
+                | LEADER_NOT_AVAILABLE
+                | NOT_LEADER_OR_FOLLOWER
+                | FENCED_LEADER_EPOCH
+                | UNKNOWN_LEADER_EPOCH
+        ),
+        RemoteError::Connect { .. } | RemoteError::Disconnected { .. } | RemoteError::UnknownBroker(_) => true,
+        _ => false,
+    }
+}
+
+fn is_coordinator_error(error: &RemoteError) -> bool {
+    matches!(
+        error,
+        RemoteError::Kafka { code, .. }
+            if matches!(*code, NOT_COORDINATOR | COORDINATOR_NOT_AVAILABLE | COORDINATOR_LOAD_IN_PROGRESS)
+    )
+}
+
+fn is_not_controller(error: &RemoteError) -> bool {
+    matches!(
+        error,
+        RemoteError::Kafka {
+            code: NOT_CONTROLLER,
+            ..
+        }
+    )
+}
+
+/// Runs `futures` concurrently on the current task and returns their outputs in order: the
+/// requests to different brokers overlap without needing `Send` or `'static` futures.
+pub(crate) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(()) }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+/// The version `send` will use for `api` at `target`, or the error saying the broker lacks it.
+async fn version(client: &KafkaClient, target: Target, api: ApiKey) -> Result<i16, RemoteError> {
+    client
+        .version_for(target, api)
+        .await?
+        .ok_or_else(|| RemoteError::Unsupported {
+            api: format!("{api:?}"),
+            broker: match target {
+                Target::Broker(id) => id.to_string(),
+                Target::Controller => "controller".to_string(),
+                Target::Any => "any".to_string(),
+            },
+        })
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_string()))
+}
+
+fn group_id(name: &str) -> GroupId {
+    GroupId(StrBytes::from_string(name.to_string()))
+}
+
 /// Offsets of many partitions, asked of each leader once, concurrently. One result per
 /// requested partition, in request order.
 pub async fn list_offsets(
@@ -89,8 +251,122 @@ pub async fn list_offsets(
     partitions: &[(String, i32)],
     spec: OffsetSpec,
 ) -> Vec<Result<i64, RemoteError>> {
-    let _ = (client, partitions, spec);
-    todo!("ops")
+    let all: Vec<usize> = (0..partitions.len()).collect();
+    let mut results = list_offsets_once(client, partitions, &all, spec).await;
+    let retry: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.as_ref().err().is_some_and(is_leader_error))
+        .map(|(i, _)| i)
+        .collect();
+    if !retry.is_empty() && client.refresh_metadata().await.is_ok() {
+        let again = list_offsets_once(client, partitions, &retry, spec).await;
+        for (i, result) in retry.into_iter().zip(again) {
+            results[i] = result;
+        }
+    }
+    results
+}
+
+/// A partition to ask a leader about: (its place in the results, topic, partition).
+type Slot<'a> = (usize, &'a str, i32);
+
+/// One ListOffsets per leader for the partitions at `which`; one result per entry of `which`.
+async fn list_offsets_once(
+    client: &KafkaClient,
+    partitions: &[(String, i32)],
+    which: &[usize],
+    spec: OffsetSpec,
+) -> Vec<Result<i64, RemoteError>> {
+    let mut results: Vec<Option<Result<i64, RemoteError>>> = which.iter().map(|_| None).collect();
+    let mut by_leader: Vec<(BrokerId, Vec<Slot<'_>>)> = Vec::new();
+    for (slot, &index) in which.iter().enumerate() {
+        let Some((topic, partition)) = partitions.get(index) else {
+            continue;
+        };
+        match client.leader_of(topic, *partition).await {
+            Ok(leader) => match by_leader.iter_mut().find(|(id, _)| *id == leader) {
+                Some((_, list)) => list.push((slot, topic, *partition)),
+                None => by_leader.push((leader, vec![(slot, topic, *partition)])),
+            },
+            Err(error) => results[slot] = Some(Err(error)),
+        }
+    }
+    let answers = join_all(
+        by_leader
+            .iter()
+            .map(|(leader, list)| list_offsets_at(client, *leader, list, spec))
+            .collect(),
+    )
+    .await;
+    for ((_, list), answer) in by_leader.iter().zip(answers) {
+        match answer {
+            Ok(offsets) => {
+                for ((slot, _, _), offset) in list.iter().zip(offsets) {
+                    results[*slot] = Some(offset);
+                }
+            }
+            Err(error) => {
+                for (slot, _, _) in list {
+                    results[*slot] = Some(Err(error.clone()));
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(RemoteError::Other("no answer for the partition".into()))))
+        .collect()
+}
+
+/// One ListOffsets to `leader`; one result per entry of `list`, in its order.
+async fn list_offsets_at(
+    client: &KafkaClient,
+    leader: BrokerId,
+    list: &[Slot<'_>],
+    spec: OffsetSpec,
+) -> Result<Vec<Result<i64, RemoteError>>, RemoteError> {
+    let target = Target::Broker(leader);
+    version(client, target, ApiKey::ListOffsets).await?;
+    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+    for (_, topic, partition) in list {
+        let entry = ListOffsetsPartition::default()
+            .with_partition_index(*partition)
+            .with_timestamp(spec.timestamp());
+        match topics.iter_mut().find(|t| t.name.0.as_str() == *topic) {
+            Some(t) => t.partitions.push(entry),
+            None => topics.push(
+                ListOffsetsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![entry]),
+            ),
+        }
+    }
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(WireBrokerId(-1))
+        .with_isolation_level(0)
+        .with_topics(topics);
+    let response = client.send(target, request).await?;
+    Ok(list
+        .iter()
+        .map(|(_, topic, partition)| {
+            let context = format!("offsets of {topic}/{partition}");
+            let answer = response
+                .topics
+                .iter()
+                .filter(|t| t.name.0.as_str() == *topic)
+                .flat_map(|t| t.partitions.iter())
+                .find(|p| p.partition_index == *partition);
+            match answer {
+                None => Err(RemoteError::Protocol {
+                    broker: leader.to_string(),
+                    reason: format!("ListOffsets answer without {topic}/{partition}"),
+                }),
+                Some(p) if p.error_code != 0 => Err(kafka_error(context, p.error_code, None)),
+                Some(p) => Ok(p.offset),
+            }
+        })
+        .collect())
 }
 
 /// Produces `records` in one batch to `topic`/`partition` with `acks` (0, 1 or -1); the
@@ -102,8 +378,117 @@ pub async fn produce(
     records: Vec<OutRecord>,
     acks: i16,
 ) -> Result<i64, RemoteError> {
-    let _ = (client, topic, partition, records, acks);
-    todo!("ops")
+    if records.is_empty() {
+        return Err(RemoteError::Other(format!(
+            "no records to produce to {topic}/{partition}"
+        )));
+    }
+    if !matches!(acks, -1..=1) {
+        return Err(RemoteError::Other(format!("acks must be 0, 1 or -1 (all), not {acks}")));
+    }
+    let batch = encode_batch(&records)?;
+    match produce_once(client, topic, partition, &batch, acks).await {
+        Err(error) if is_leader_error(&error) => {
+            client.refresh_metadata().await?;
+            produce_once(client, topic, partition, &batch, acks).await
+        }
+        other => other,
+    }
+}
+
+/// `records` as one uncompressed record batch v2 without a producer id.
+fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
+    let now = chrono::Utc::now().timestamp_millis();
+    let records: Vec<Record> = records
+        .iter()
+        .zip(0i64..)
+        .map(|(out, offset)| {
+            let mut record = Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+                producer_id: NO_PRODUCER_ID,
+                producer_epoch: NO_PRODUCER_EPOCH,
+                timestamp_type: TimestampType::Creation,
+                offset,
+                // The encoder starts a new batch whenever offset - sequence changes; advancing
+                // both keeps every record in one batch whose base sequence is -1 (none).
+                sequence: (offset as i32).wrapping_sub(1),
+                timestamp: out.timestamp.unwrap_or(now),
+                key: out.key.clone(),
+                value: out.value.clone(),
+                headers: Default::default(),
+            };
+            for (key, value) in &out.headers {
+                record.headers.insert(StrBytes::from_string(key.clone()), value.clone());
+            }
+            record
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .map_err(|e| RemoteError::Other(format!("cannot encode the record batch: {e}")))?;
+    Ok(buf.freeze())
+}
+
+async fn produce_once(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    batch: &Bytes,
+    acks: i16,
+) -> Result<i64, RemoteError> {
+    let leader = client.leader_of(topic, partition).await?;
+    let target = Target::Broker(leader);
+    version(client, target, ApiKey::Produce).await?;
+    let request = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(BROKER_TIMEOUT_MS)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(topic_name(topic))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(batch.clone())),
+                ]),
+        ]);
+    // A broker never answers an acks=0 produce, while `send` waits for an answer: such a
+    // request goes with acks=1 (the leader's write) and its offset stays unreported.
+    let request = if acks == 0 { request.with_acks(1) } else { request };
+    let response = client.send(target, request).await?;
+    let answer = response
+        .responses
+        .iter()
+        .filter(|t| t.name.0.as_str() == topic)
+        .flat_map(|t| t.partition_responses.iter())
+        .find(|p| p.index == partition)
+        .ok_or_else(|| RemoteError::Protocol {
+            broker: leader.to_string(),
+            reason: format!("Produce answer without {topic}/{partition}"),
+        })?;
+    if answer.error_code != 0 {
+        let message = answer.error_message.clone().or_else(|| {
+            answer
+                .record_errors
+                .first()
+                .and_then(|e| e.batch_index_error_message.clone())
+        });
+        return Err(kafka_error(
+            format!("producing to {topic}/{partition}"),
+            answer.error_code,
+            message.as_ref(),
+        ));
+    }
+    Ok(if acks == 0 { -1 } else { answer.base_offset })
 }
 
 /// Reads from `offset` at the partition's leader, waiting up to `max_wait` for records.
@@ -115,28 +500,424 @@ pub async fn fetch(
     max_wait: Duration,
     max_bytes: i32,
 ) -> Result<FetchedPartition, RemoteError> {
-    let _ = (client, topic, partition, offset, max_wait, max_bytes);
-    todo!("ops")
+    let result = match fetch_once(client, topic, partition, offset, max_wait, max_bytes).await {
+        Err(error) if is_leader_error(&error) => {
+            client.refresh_metadata().await?;
+            fetch_once(client, topic, partition, offset, max_wait, max_bytes).await
+        }
+        other => other,
+    };
+    match result {
+        Err(RemoteError::Kafka {
+            code: OFFSET_OUT_OF_RANGE,
+            context,
+            name,
+            ..
+        }) => {
+            // The fetch answer carries no offsets with this error: say what the valid range is.
+            let wanted = [(topic.to_string(), partition)];
+            let start = list_offsets(client, &wanted, OffsetSpec::Earliest).await.pop();
+            let end = list_offsets(client, &wanted, OffsetSpec::Latest).await.pop();
+            let message = match (start, end) {
+                (Some(Ok(start)), Some(Ok(end))) => {
+                    format!("offset {offset} is not in the log (log start {start}, end {end})")
+                }
+                _ => format!("offset {offset} is not in the log"),
+            };
+            Err(RemoteError::Kafka {
+                context,
+                code: OFFSET_OUT_OF_RANGE,
+                name,
+                message: Some(message),
+            })
+        }
+        other => other,
+    }
+}
+
+async fn fetch_once(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait: Duration,
+    max_bytes: i32,
+) -> Result<FetchedPartition, RemoteError> {
+    let leader = client.leader_of(topic, partition).await?;
+    let target = Target::Broker(leader);
+    version(client, target, ApiKey::Fetch).await?;
+    let max_bytes = max_bytes.max(1);
+    let request = FetchRequest::default()
+        .with_replica_id(WireBrokerId(-1))
+        .with_max_wait_ms(i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX))
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(0)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(max_bytes),
+                ]),
+        ]);
+    let response = client.send(target, request).await?;
+    let context = format!("fetching {topic}/{partition} at offset {offset}");
+    if response.error_code != 0 {
+        return Err(kafka_error(context, response.error_code, None));
+    }
+    let answer = response
+        .responses
+        .into_iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| RemoteError::Protocol {
+            broker: leader.to_string(),
+            reason: format!("Fetch answer without {topic}/{partition}"),
+        })?;
+    if answer.error_code != 0 {
+        return Err(kafka_error(context, answer.error_code, None));
+    }
+    let (records, next_offset) =
+        decode_records(partition, offset, answer.records.unwrap_or_default()).map_err(|reason| {
+            RemoteError::Protocol {
+                broker: leader.to_string(),
+                reason: format!("{topic}/{partition}: {reason}"),
+            }
+        })?;
+    Ok(FetchedPartition {
+        high_watermark: answer.high_watermark,
+        log_start_offset: answer.log_start_offset,
+        records,
+        next_offset,
+    })
+}
+
+/// Byte offsets inside a record batch v2 header.
+const BATCH_LENGTH_AT: usize = 8;
+const MAGIC_AT: usize = 16;
+const ATTRIBUTES_AT: usize = 21;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+const BATCH_HEADER_LEN: usize = 61;
+const CONTROL_BATCH: i16 = 1 << 5;
+
+/// The records at or after `offset` in fetched batches, and the offset after the last whole
+/// batch (`offset` when there is none). A batch cut at the end of the answer (the fetch size
+/// ran out) is left for the next fetch, as every Kafka client does.
+fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<(Vec<TailRecord>, i64), String> {
+    let mut records = Vec::new();
+    let mut next_offset = offset;
+    while data.len() >= BATCH_HEADER_LEN {
+        let read = |at: usize, len: usize| data.get(at..at + len).unwrap_or_default();
+        let base_offset = i64::from_be_bytes(read(0, 8).try_into().unwrap_or_default());
+        let length = i32::from_be_bytes(read(BATCH_LENGTH_AT, 4).try_into().unwrap_or_default());
+        let Ok(length) = usize::try_from(length) else {
+            return Err(format!("a record batch at offset {base_offset} has a negative length"));
+        };
+        let total = BATCH_LENGTH_AT + 4 + length;
+        if data.len() < total {
+            break;
+        }
+        let magic = read(MAGIC_AT, 1).first().copied().unwrap_or_default();
+        if magic != 2 {
+            return Err(format!(
+                "the batch at offset {base_offset} is in message format v{magic}; kdeck reads v2 only"
+            ));
+        }
+        let attributes = i16::from_be_bytes(read(ATTRIBUTES_AT, 2).try_into().unwrap_or_default());
+        let last_delta = i32::from_be_bytes(read(LAST_OFFSET_DELTA_AT, 4).try_into().unwrap_or_default());
+        let mut batch = data.split_to(total);
+        if attributes & CONTROL_BATCH == 0 {
+            let set = RecordBatchDecoder::decode(&mut batch)
+                .map_err(|e| format!("a record batch at offset {base_offset} cannot be read: {e}"))?;
+            records.extend(
+                set.records
+                    .into_iter()
+                    .filter(|r| r.offset >= offset && !r.control)
+                    .map(|r| TailRecord {
+                        partition,
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        key: r.key,
+                        value: r.value,
+                        headers: r
+                            .headers
+                            .into_iter()
+                            .map(|(k, v)| (k.as_str().to_string(), v))
+                            .collect(),
+                    }),
+            );
+        }
+        next_offset = next_offset.max(base_offset.saturating_add(i64::from(last_delta)).saturating_add(1));
+    }
+    Ok((records, next_offset))
 }
 
 /// Every group of every broker.
 pub async fn list_groups(client: &KafkaClient) -> Result<Vec<GroupListing>, RemoteError> {
-    let _ = client;
-    todo!("ops")
+    let metadata = client.metadata().await?;
+    let answers = join_all(
+        metadata
+            .brokers
+            .iter()
+            .map(|broker| list_groups_at(client, broker.id))
+            .collect(),
+    )
+    .await;
+    let mut groups = Vec::new();
+    for answer in answers {
+        groups.extend(answer?);
+    }
+    groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+    Ok(groups)
+}
+
+async fn list_groups_at(client: &KafkaClient, broker: BrokerId) -> Result<Vec<GroupListing>, RemoteError> {
+    let target = Target::Broker(broker);
+    version(client, target, ApiKey::ListGroups).await?;
+    // No states filter: every group, in every state (v4+ then reports each one's state).
+    let response = client.send(target, ListGroupsRequest::default()).await?;
+    if response.error_code != 0 {
+        return Err(kafka_error(
+            format!("listing groups of broker {broker}"),
+            response.error_code,
+            None,
+        ));
+    }
+    Ok(response
+        .groups
+        .into_iter()
+        .map(|g| GroupListing {
+            group_id: g.group_id.0.as_str().to_string(),
+            protocol_type: g.protocol_type.as_str().to_string(),
+            state: g.group_state.as_str().to_string(),
+            coordinator: broker,
+        })
+        .collect())
 }
 
 /// Asks each group's coordinator.
 pub async fn describe_groups(client: &KafkaClient, groups: &[String]) -> Result<Vec<GroupDescription>, RemoteError> {
-    let _ = (client, groups);
-    todo!("ops")
+    let mut by_coordinator: Vec<(BrokerId, Vec<&str>)> = Vec::new();
+    for group in groups {
+        let coordinator = client.coordinator(group).await?;
+        match by_coordinator.iter_mut().find(|(id, _)| *id == coordinator) {
+            Some((_, list)) => list.push(group),
+            None => by_coordinator.push((coordinator, vec![group])),
+        }
+    }
+    let answers = join_all(
+        by_coordinator
+            .iter()
+            .map(|(coordinator, list)| describe_groups_at(client, *coordinator, list))
+            .collect(),
+    )
+    .await;
+    let mut described = Vec::new();
+    for ((_, list), answer) in by_coordinator.iter().zip(answers) {
+        match answer {
+            Err(error) if is_coordinator_error(&error) => {
+                // The group moved: find each one's coordinator again, once.
+                for group in list {
+                    client.forget_coordinator(group);
+                    let coordinator = client.coordinator(group).await?;
+                    described.extend(describe_groups_at(client, coordinator, &[group]).await?);
+                }
+            }
+            other => described.extend(other?),
+        }
+    }
+    // In the order asked.
+    described.sort_by_key(|d| groups.iter().position(|g| *g == d.group_id));
+    Ok(described)
+}
+
+async fn describe_groups_at(
+    client: &KafkaClient,
+    coordinator: BrokerId,
+    groups: &[&str],
+) -> Result<Vec<GroupDescription>, RemoteError> {
+    let target = Target::Broker(coordinator);
+    version(client, target, ApiKey::DescribeGroups).await?;
+    let request = DescribeGroupsRequest::default().with_groups(groups.iter().map(|g| group_id(g)).collect());
+    let response = client.send(target, request).await?;
+    let mut described = Vec::new();
+    for group in response.groups {
+        let id = group.group_id.0.as_str().to_string();
+        if group.error_code == GROUP_ID_NOT_FOUND {
+            // Older versions answer an unknown group with state Dead; v6 says GROUP_ID_NOT_FOUND.
+            described.push(GroupDescription {
+                group_id: id,
+                state: "Dead".into(),
+                protocol_type: String::new(),
+                protocol: String::new(),
+                coordinator,
+                members: Vec::new(),
+            });
+            continue;
+        }
+        if group.error_code != 0 {
+            return Err(kafka_error(
+                format!("describing group {id}"),
+                group.error_code,
+                group.error_message.as_ref(),
+            ));
+        }
+        let consumer = group.protocol_type.as_str() == "consumer";
+        described.push(GroupDescription {
+            group_id: id,
+            state: group.group_state.as_str().to_string(),
+            protocol_type: group.protocol_type.as_str().to_string(),
+            protocol: group.protocol_data.as_str().to_string(),
+            coordinator,
+            members: group
+                .members
+                .into_iter()
+                .map(|m| GroupMember {
+                    member_id: m.member_id.as_str().to_string(),
+                    client_id: m.client_id.as_str().to_string(),
+                    host: m.client_host.as_str().to_string(),
+                    assignment: if consumer {
+                        decode_assignment(m.member_assignment)
+                    } else {
+                        Vec::new()
+                    },
+                })
+                .collect(),
+        });
+    }
+    Ok(described)
+}
+
+/// A consumer-protocol assignment (version-prefixed); unreadable bytes, which another client
+/// may well send, give no partitions rather than an error about the whole group.
+pub fn decode_assignment(mut bytes: Bytes) -> Vec<(String, i32)> {
+    if bytes.len() < 2 {
+        return Vec::new();
+    }
+    let version_bytes = bytes.split_to(2);
+    let version = i16::from_be_bytes([version_bytes[0], version_bytes[1]]);
+    // Later versions only add fields at the end: read them as the newest one the crate knows.
+    let version = version.clamp(0, 3);
+    match ConsumerProtocolAssignment::decode(&mut bytes, version) {
+        Ok(assignment) => assignment
+            .assigned_partitions
+            .into_iter()
+            .flat_map(|t| {
+                let topic = t.topic.0.as_str().to_string();
+                t.partitions.into_iter().map(move |p| (topic.clone(), p))
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Every committed offset of `group`.
 pub async fn committed_offsets(client: &KafkaClient, group: &str) -> Result<Vec<CommittedOffset>, RemoteError> {
-    let _ = (client, group);
-    todo!("ops")
+    match committed_offsets_once(client, group).await {
+        Err(error) if is_coordinator_error(&error) => {
+            client.forget_coordinator(group);
+            committed_offsets_once(client, group).await
+        }
+        other => other,
+    }
 }
 
+async fn committed_offsets_once(client: &KafkaClient, group: &str) -> Result<Vec<CommittedOffset>, RemoteError> {
+    let coordinator = client.coordinator(group).await?;
+    let target = Target::Broker(coordinator);
+    let version = version(client, target, ApiKey::OffsetFetch).await?;
+    let context = format!("committed offsets of group {group}");
+    let request = if version >= 8 {
+        OffsetFetchRequest::default().with_groups(vec![
+            OffsetFetchRequestGroup::default()
+                .with_group_id(group_id(group))
+                .with_topics(None),
+        ])
+    } else if version >= 2 {
+        // Null topics: every partition the group committed (v2+).
+        OffsetFetchRequest::default()
+            .with_group_id(group_id(group))
+            .with_topics(None)
+    } else {
+        // v1 cannot ask for "all": ask for every partition the cluster has.
+        let metadata = client.metadata().await?;
+        OffsetFetchRequest::default()
+            .with_group_id(group_id(group))
+            .with_topics(Some(
+                metadata
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        OffsetFetchRequestTopic::default()
+                            .with_name(topic_name(&t.name))
+                            .with_partition_indexes(t.partitions.iter().map(|p| p.partition).collect())
+                    })
+                    .collect(),
+            ))
+    };
+    let response = client.send(target, request).await?;
+    let mut offsets = Vec::new();
+    let mut push = |topic: &str, partition: i32, offset: i64, error: i16| {
+        if error != 0 {
+            return Err(kafka_error(format!("{context}, {topic}/{partition}"), error, None));
+        }
+        // -1: nothing committed for this partition.
+        if offset >= 0 {
+            offsets.push(CommittedOffset {
+                topic: topic.to_string(),
+                partition,
+                offset,
+            });
+        }
+        Ok(())
+    };
+    if version >= 8 {
+        let answer = response
+            .groups
+            .iter()
+            .find(|g| g.group_id.0.as_str() == group)
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: coordinator.to_string(),
+                reason: format!("OffsetFetch answer without group {group}"),
+            })?;
+        if answer.error_code != 0 {
+            return Err(kafka_error(context, answer.error_code, None));
+        }
+        for topic in &answer.topics {
+            for p in &topic.partitions {
+                push(
+                    topic.name.0.as_str(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.error_code,
+                )?;
+            }
+        }
+    } else {
+        if response.error_code != 0 {
+            return Err(kafka_error(context, response.error_code, None));
+        }
+        for topic in &response.topics {
+            for p in &topic.partitions {
+                push(
+                    topic.name.0.as_str(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.error_code,
+                )?;
+            }
+        }
+    }
+    offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    Ok(offsets)
+}
+
+/// Creates a topic at the controller; `partitions` / `replication_factor` -1 take the brokers'
+/// defaults (num.partitions, default.replication.factor).
 pub async fn create_topic(
     client: &KafkaClient,
     name: &str,
@@ -144,13 +925,96 @@ pub async fn create_topic(
     replication_factor: i16,
     configs: &[(String, String)],
 ) -> Result<(), RemoteError> {
-    let _ = (client, name, partitions, replication_factor, configs);
-    todo!("ops")
+    let attempt = || async {
+        version(client, Target::Controller, ApiKey::CreateTopics).await?;
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(BROKER_TIMEOUT_MS)
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(topic_name(name))
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(replication_factor)
+                    .with_configs(
+                        configs
+                            .iter()
+                            .map(|(k, v)| {
+                                CreatableTopicConfig::default()
+                                    .with_name(StrBytes::from_string(k.clone()))
+                                    .with_value(Some(StrBytes::from_string(v.clone())))
+                            })
+                            .collect(),
+                    ),
+            ]);
+        let response = client.send(Target::Controller, request).await?;
+        let result = response
+            .topics
+            .iter()
+            .find(|t| t.name.0.as_str() == name)
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: "controller".into(),
+                reason: format!("CreateTopics answer without {name}"),
+            })?;
+        if result.error_code != 0 {
+            return Err(kafka_error(
+                format!("creating topic {name}"),
+                result.error_code,
+                result.error_message.as_ref(),
+            ));
+        }
+        Ok(())
+    };
+    retry_at_new_controller(client, attempt).await
+}
+
+/// Runs `attempt`, and once more after reading the metadata again when the broker it reached
+/// is no longer the controller.
+async fn retry_at_new_controller<T, F, Fut>(client: &KafkaClient, attempt: F) -> Result<T, RemoteError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, RemoteError>>,
+{
+    match attempt().await {
+        Err(error) if is_not_controller(&error) || (is_leader_error(&error) && !is_kafka(&error)) => {
+            client.refresh_metadata().await?;
+            attempt().await
+        }
+        other => other,
+    }
+}
+
+fn is_kafka(error: &RemoteError) -> bool {
+    matches!(error, RemoteError::Kafka { .. })
 }
 
 pub async fn delete_topic(client: &KafkaClient, name: &str) -> Result<(), RemoteError> {
-    let _ = (client, name);
-    todo!("ops")
+    let attempt = || async {
+        let version = version(client, Target::Controller, ApiKey::DeleteTopics).await?;
+        let request = if version >= 6 {
+            DeleteTopicsRequest::default()
+                .with_topics(vec![DeleteTopicState::default().with_name(Some(topic_name(name)))])
+        } else {
+            DeleteTopicsRequest::default().with_topic_names(vec![topic_name(name)])
+        }
+        .with_timeout_ms(BROKER_TIMEOUT_MS);
+        let response = client.send(Target::Controller, request).await?;
+        let result = response
+            .responses
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == name))
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: "controller".into(),
+                reason: format!("DeleteTopics answer without {name}"),
+            })?;
+        if result.error_code != 0 {
+            return Err(kafka_error(
+                format!("deleting topic {name}"),
+                result.error_code,
+                result.error_message.as_ref(),
+            ));
+        }
+        Ok(())
+    };
+    retry_at_new_controller(client, attempt).await
 }
 
 /// Preferred-leader election (ElectLeaders, type 0) for one partition, one topic's
@@ -160,6 +1024,187 @@ pub async fn elect_preferred(
     topic: Option<&str>,
     partition: Option<i32>,
 ) -> Result<Vec<ElectionResult>, RemoteError> {
-    let _ = (client, topic, partition);
-    todo!("ops")
+    let topic_partitions = match topic {
+        None => None,
+        Some(topic) => {
+            let partitions = match partition {
+                Some(p) => vec![p],
+                None => {
+                    let metadata = client.metadata().await?;
+                    let known = metadata.topic(topic).filter(|t| t.error == 0).ok_or_else(|| {
+                        kafka_error(format!("electing leaders of {topic}"), UNKNOWN_TOPIC_OR_PARTITION, None)
+                    })?;
+                    known.partitions.iter().map(|p| p.partition).collect()
+                }
+            };
+            Some(vec![
+                TopicPartitions::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(partitions),
+            ])
+        }
+    };
+    let attempt = || async {
+        version(client, Target::Controller, ApiKey::ElectLeaders).await?;
+        // election_type 0 is PREFERRED, the only kind v0 knows (and its default).
+        let request = ElectLeadersRequest::default()
+            .with_election_type(0)
+            .with_topic_partitions(topic_partitions.clone())
+            .with_timeout_ms(BROKER_TIMEOUT_MS);
+        let response = client.send(Target::Controller, request).await?;
+        if response.error_code != 0 {
+            return Err(kafka_error("electing preferred leaders", response.error_code, None));
+        }
+        let mut results: Vec<ElectionResult> = response
+            .replica_election_results
+            .iter()
+            .flat_map(|t| {
+                let topic = t.topic.0.as_str().to_string();
+                t.partition_result.iter().map(move |p| ElectionResult {
+                    topic: topic.clone(),
+                    partition: p.partition_id,
+                    error: match p.error_code {
+                        0 | ELECTION_NOT_NEEDED => None,
+                        code => Some(
+                            p.error_message
+                                .as_ref()
+                                .map(|m| m.as_str())
+                                .filter(|m| !m.is_empty())
+                                .map(|m| format!("{}: {m}", error_name(code)))
+                                .unwrap_or_else(|| error_name(code)),
+                        ),
+                    },
+                })
+            })
+            .collect();
+        results.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        Ok(results)
+    };
+    retry_at_new_controller(client, attempt).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(records: &[OutRecord], base_offset: i64) -> Bytes {
+        let mut bytes = BytesMut::from(&encode_batch(records).expect("encodes")[..]);
+        bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
+        // The CRC covers attributes onwards only, so patching the base offset keeps it valid.
+        bytes.freeze()
+    }
+
+    fn value(text: &str) -> OutRecord {
+        OutRecord {
+            value: Some(Bytes::from(text.to_string())),
+            ..OutRecord::default()
+        }
+    }
+
+    #[test]
+    fn error_names_are_kafkas() {
+        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(1), "OFFSET_OUT_OF_RANGE");
+        assert_eq!(error_name(84), "ELECTION_NOT_NEEDED");
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(9999), "UNKNOWN_ERROR_CODE_9999");
+    }
+
+    #[test]
+    fn produced_batches_hold_every_record_with_keys_and_headers() {
+        let records = vec![
+            OutRecord {
+                key: Some(Bytes::from_static(b"k")),
+                value: Some(Bytes::from("你好 🌍")),
+                headers: vec![("h".into(), Some(Bytes::from_static(b"v")))],
+                timestamp: Some(1_700_000_000_000),
+            },
+            value(""),
+            value("third"),
+        ];
+        let bytes = encode_batch(&records).expect("encodes");
+        let infos = RecordBatchDecoder::decode_batch_info(&mut bytes.clone()).expect("batch header");
+        assert_eq!(infos.len(), 1, "one batch, not one per record");
+        assert_eq!(infos[0].producer_id, -1);
+        assert_eq!(infos[0].base_sequence, -1);
+        let (decoded, next) = decode_records(4, 0, bytes).expect("decodes");
+        assert_eq!(next, 3);
+        assert_eq!(decoded.len(), 3);
+        assert_eq!(decoded[0].partition, 4);
+        assert_eq!(decoded[0].key.as_deref(), Some(&b"k"[..]));
+        assert_eq!(decoded[0].value.as_deref(), Some("你好 🌍".as_bytes()));
+        assert_eq!(
+            decoded[0].headers,
+            vec![("h".to_string(), Some(Bytes::from_static(b"v")))]
+        );
+        assert_eq!(decoded[0].timestamp, 1_700_000_000_000);
+        assert_eq!(decoded[1].value.as_deref(), Some(&b""[..]));
+        assert_eq!(decoded.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn fetched_records_before_the_offset_are_cut_and_a_partial_batch_waits() {
+        let mut data = BytesMut::new();
+        data.extend_from_slice(&batch(&[value("a"), value("b"), value("c")], 10));
+        data.extend_from_slice(&batch(&[value("d")], 13));
+        let partial = batch(&[value("e"), value("f")], 14);
+        data.extend_from_slice(&partial[..partial.len() - 5]);
+        let (records, next) = decode_records(0, 11, data.freeze()).expect("decodes");
+        assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![11, 12, 13]);
+        assert_eq!(next, 14, "the cut batch is fetched again");
+        let (records, next) = decode_records(0, 14, Bytes::new()).expect("nothing to decode");
+        assert!(records.is_empty());
+        assert_eq!(next, 14, "an empty answer leaves the offset where it was");
+    }
+
+    #[test]
+    fn control_batches_are_skipped_but_moved_past() {
+        let mut control = BytesMut::from(&batch(&[value("marker")], 5)[..]);
+        let attributes = i16::from_be_bytes([control[ATTRIBUTES_AT], control[ATTRIBUTES_AT + 1]]) | CONTROL_BATCH;
+        control[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+        let crc = crc32c::crc32c(&control[ATTRIBUTES_AT..]);
+        control[17..21].copy_from_slice(&crc.to_be_bytes());
+        let (records, next) = decode_records(0, 5, control.freeze()).expect("decodes");
+        assert!(records.is_empty());
+        assert_eq!(next, 6);
+    }
+
+    #[test]
+    fn garbage_and_old_formats_are_errors_not_panics() {
+        let mut old = BytesMut::from(&batch(&[value("x")], 0)[..]);
+        old[MAGIC_AT] = 1;
+        assert!(decode_records(0, 0, old.freeze()).unwrap_err().contains("format v1"));
+        let mut negative = BytesMut::from(&batch(&[value("x")], 0)[..]);
+        negative[BATCH_LENGTH_AT..BATCH_LENGTH_AT + 4].copy_from_slice(&(-5i32).to_be_bytes());
+        assert!(
+            decode_records(0, 0, negative.freeze())
+                .unwrap_err()
+                .contains("negative")
+        );
+        let mut corrupt = BytesMut::from(&batch(&[value("x")], 0)[..]);
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff;
+        assert!(decode_records(0, 0, corrupt.freeze()).is_err());
+    }
+
+    #[test]
+    fn assignments_decode_and_bad_bytes_give_none() {
+        use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+        use kafka_protocol::protocol::Encodable;
+        let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(vec![
+            TopicPartition::default()
+                .with_topic(topic_name("t"))
+                .with_partitions(vec![0, 2]),
+        ]);
+        let mut bytes = BytesMut::new();
+        bytes.extend_from_slice(&3i16.to_be_bytes());
+        assignment.encode(&mut bytes, 3).expect("encodes");
+        assert_eq!(
+            decode_assignment(bytes.freeze()),
+            vec![("t".to_string(), 0), ("t".to_string(), 2)]
+        );
+        assert!(decode_assignment(Bytes::from_static(&[0, 3, 0xff, 0xff, 0xff])).is_empty());
+        assert!(decode_assignment(Bytes::new()).is_empty());
+    }
 }

@@ -1,0 +1,411 @@
+//! The kcat-like commands against `kdeck serve` started by the test: a produce/consume round
+//! trip with keys, partitions, formats and a consumer group; topic listing, description and
+//! deletion; preferred-leader elections after a broker restart; clear, quick failures.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Kills the server if the test fails before it is done with it.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    bootstrap: String,
+    home: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Three brokers on free ports; leadership moves only when asked, so elections are the
+    /// test's doing.
+    fn start() -> Server {
+        let home = tempfile::tempdir().expect("temp dir");
+        let config = home.path().join("serve.toml");
+        std::fs::write(
+            &config,
+            "[wire]\nbase_port = 0\n[cluster]\nauto_leader_rebalance = false\n",
+        )
+        .expect("config written");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
+            .args(["serve", "--ephemeral", "--brokers", "3", "--no-demo", "--config"])
+            .arg(&config)
+            .env("KDECK_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kdeck serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            stdin,
+            lines,
+            bootstrap: String::new(),
+            home,
+        };
+        let line = server.line_with("bootstrap.servers=");
+        server.bootstrap = line.trim_start_matches("bootstrap.servers=").to_string();
+        server
+    }
+
+    fn line_with(&self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no line starting with {prefix:?}"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    fn command(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").expect("command sent");
+        let reply = self.line_with("");
+        assert!(reply.starts_with("ok"), "{command}: {reply}");
+        reply
+    }
+
+    /// `kdeck ARGS -b BOOTSTRAP` with `input` on stdin.
+    fn kdeck(&self, args: &[&str], input: &[u8]) -> Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-b", &self.bootstrap]);
+        kdeck(&all, input, self.home.path())
+    }
+
+    /// Like [`Server::kdeck`], and the command must succeed: its stdout.
+    fn ok(&self, args: &[&str], input: &[u8]) -> String {
+        let output = self.kdeck(args, input);
+        assert!(
+            output.status.success(),
+            "kdeck {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("utf-8 output")
+    }
+}
+
+/// Runs the binary with a configuration directory of its own, so no user configuration leaks in.
+fn kdeck(args: &[&str], input: &[u8], home: &Path) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", home)
+        .env("KDECK_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kdeck runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("kdeck exits");
+    writer.join().expect("stdin written");
+    output
+}
+
+/// `topics describe` rows of `topic`: (partition, leader, replicas, isr, log start, end).
+fn describe(server: &Server, topic: &str) -> Vec<(i32, String, String, String, String, String)> {
+    let out = server.ok(&["topics", "describe", topic], b"");
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "TOPIC",
+            "PARTITION",
+            "LEADER",
+            "EPOCH",
+            "REPLICAS",
+            "ISR",
+            "OFFLINE",
+            "LOG-START",
+            "END"
+        ]
+    );
+    lines
+        .map(|line| {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(cells.len(), 9, "{line}");
+            assert_eq!(cells[0], topic);
+            (
+                cells[1].parse().expect("a partition number"),
+                cells[2].to_string(),
+                cells[4].to_string(),
+                cells[5].to_string(),
+                cells[7].to_string(),
+                cells[8].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// 1,000 distinct lines: keyed ones (`key:value`, split by `-K :`), Chinese and emoji text.
+fn input_lines() -> Vec<String> {
+    (0..1000)
+        .map(|i| match i % 4 {
+            0 => format!("user-{}:clicked {i}", i % 7),
+            1 => format!("页面浏览 {i} 🚀"),
+            2 => format!("plain line {i} with spaces"),
+            _ => format!("k{i}:emoji 🎉 {i}"),
+        })
+        .collect()
+}
+
+/// The value each input line produces under `-K :`.
+fn value_of(line: &str) -> &str {
+    line.split_once(':').map_or(line, |(_, value)| value)
+}
+
+#[test]
+fn produce_consume_groups_and_topics_round_trip() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "rt", "-p", "3", "-r", "3"], b"");
+
+    // The last line has no newline and still counts.
+    let lines = input_lines();
+    let input = lines.join("\n");
+    server.ok(&["produce", "-t", "rt", "-K", ":"], input.as_bytes());
+
+    let mut expected: Vec<&str> = lines.iter().map(|l| value_of(l)).collect();
+    let all = server.ok(&["consume", "-t", "rt", "--from", "beginning", "-e"], b"");
+    let mut got: Vec<&str> = all.lines().collect();
+    assert_eq!(got.len(), 1000);
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected, "every line came back once");
+
+    // Per partition, the records come back in the order they were produced.
+    let mut total = 0;
+    let mut keyed_partition: BTreeMap<String, i32> = BTreeMap::new();
+    for partition in 0..3 {
+        let out = server.ok(
+            &[
+                "consume",
+                "-t",
+                "rt",
+                "-p",
+                &partition.to_string(),
+                "-e",
+                "-f",
+                "%p:%o:%k=%s\\n",
+            ],
+            b"",
+        );
+        let mut previous_index = None;
+        for (offset, line) in out.lines().enumerate() {
+            let (p, rest) = line.split_once(':').expect("partition");
+            let (o, rest) = rest.split_once(':').expect("offset");
+            let (key, value) = rest.split_once('=').expect("key=value");
+            assert_eq!(p, partition.to_string());
+            assert_eq!(o, offset.to_string(), "offsets count up from 0");
+            let index = lines
+                .iter()
+                .position(|l| value_of(l) == value && l.split_once(':').map_or("", |(k, _)| k) == key)
+                .unwrap_or_else(|| panic!("{line} was not produced"));
+            assert!(previous_index < Some(index), "{line} came out of order");
+            previous_index = Some(index);
+            if !key.is_empty() {
+                let before = keyed_partition.insert(key.to_string(), partition);
+                assert!(before.is_none_or(|b| b == partition), "key {key} is in one partition");
+            }
+            total += 1;
+        }
+    }
+    assert_eq!(total, 1000);
+
+    let ten = server.ok(&["consume", "-t", "rt", "-n", "10"], b"");
+    assert_eq!(ten.lines().count(), 10);
+
+    // A group member reads everything once and commits where it stopped.
+    let grouped = server.ok(&["consume", "-t", "rt", "-g", "g1", "-e"], b"");
+    assert_eq!(grouped.lines().count(), 1000);
+    let described = server.ok(&["groups", "describe", "g1"], b"");
+    let rows: Vec<Vec<&str>> = described
+        .lines()
+        .skip_while(|l| !l.starts_with("TOPIC"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{described}");
+    for row in &rows {
+        assert_eq!(row[0], "rt");
+        assert_eq!(row[2], row[3], "committed == end: {described}");
+        assert_eq!(row[4], "0", "no lag: {described}");
+    }
+    let ends: i64 = rows.iter().map(|r| r[3].parse::<i64>().expect("an offset")).sum();
+    assert_eq!(ends, 1000);
+    // The group's committed offsets hold: reading again as g1 finds nothing new.
+    let again = server.ok(&["consume", "-t", "rt", "-g", "g1", "-e"], b"");
+    assert_eq!(again, "");
+    let groups = server.ok(&["groups", "list"], b"");
+    assert!(groups.lines().any(|l| l.starts_with("g1 ")), "{groups}");
+
+    let listed = server.ok(&["topics"], b"");
+    let line = listed.lines().find(|l| l.starts_with("rt ")).expect("rt is listed");
+    assert!(
+        line.contains("partitions=3") && line.contains("replication=3"),
+        "{line}"
+    );
+    let described = describe(&server, "rt");
+    assert_eq!(described.len(), 3);
+    for (_, leader, replicas, isr, start, end) in &described {
+        assert_eq!(replicas.split(',').count(), 3);
+        assert_eq!(isr.split(',').count(), 3);
+        assert_ne!(leader, "-");
+        assert_eq!(start, "0");
+        assert_ne!(end, "0");
+    }
+
+    let missing = server.kdeck(&["topics", "describe", "nope"], b"");
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("kdeck: topic nope does not exist"));
+
+    server.ok(&["topics", "delete", "rt"], b"");
+    let listed = server.ok(&["topics", "list"], b"");
+    assert!(!listed.lines().any(|l| l.starts_with("rt ")), "{listed}");
+}
+
+#[test]
+fn elect_restores_preferred_leaders_after_a_restart() {
+    let mut server = Server::start();
+    server.ok(&["topics", "create", "el", "-p", "3", "-r", "3"], b"");
+    let preferred = |rows: &[(i32, String, String, String, String, String)]| {
+        rows.iter()
+            .all(|(_, leader, replicas, ..)| replicas.split(',').next() == Some(leader.as_str()))
+    };
+    let led_by = |rows: &[(i32, String, String, String, String, String)], broker: &str| {
+        rows.iter().filter(|(_, leader, ..)| leader == broker).count()
+    };
+    let before = describe(&server, "el");
+    assert!(preferred(&before), "{before:?}");
+    assert_eq!(led_by(&before, "1"), 1, "one partition led by each broker");
+
+    server.command("kill 1");
+    wait_for(&server, "el", |rows| led_by(rows, "1") == 0);
+    server.command("start 1");
+    wait_for(&server, "el", |rows| {
+        rows.iter().all(|(.., isr, _, _)| isr.split(',').count() == 3)
+    });
+    assert!(
+        !preferred(&describe(&server, "el")),
+        "broker 1 leads nothing after its restart"
+    );
+
+    let out = server.ok(&["elect", "--topic", "el"], b"");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out.lines().all(|l| l.ends_with("preferred leader")), "{out}");
+    let after = describe(&server, "el");
+    assert!(preferred(&after), "{after:?}");
+
+    // Everything already led by its preferred replica: nothing to do is not a failure.
+    server.ok(&["elect"], b"");
+}
+
+/// Polls `topics describe` until `done` holds (a broker's fencing and catching up take the
+/// cluster's own time).
+fn wait_for(server: &Server, topic: &str, done: impl Fn(&[(i32, String, String, String, String, String)]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let rows = describe(server, topic);
+        if done(&rows) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the cluster did not get there: {rows:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn unreachable_and_non_kafka_servers_fail_with_a_clear_message() {
+    let home = tempfile::tempdir().expect("temp dir");
+    // A port nobody listens on.
+    let free = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = free.local_addr().expect("address").to_string();
+    drop(free);
+    let out = kdeck(&["topics", "-b", &address], b"", home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("kdeck: none of the bootstrap servers answered") && stderr.contains(&address),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    // A server that answers garbage to whatever it is sent.
+    let garbage = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = garbage.local_addr().expect("address").to_string();
+    std::thread::spawn(move || {
+        for stream in garbage.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\nnot kafka at all");
+            });
+        }
+    });
+    let out = kdeck(&["topics", "-b", &address], b"", home.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("kdeck: ") && stderr.contains(&address), "{stderr}");
+}
+
+#[test]
+fn bad_flags_fail_before_touching_the_network() {
+    let home = tempfile::tempdir().expect("temp dir");
+    // Port 1 would refuse; these must not even get that far.
+    let out = kdeck(
+        &["consume", "-t", "t", "-p", "-1", "-b", "127.0.0.1:1"],
+        b"",
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "clap refuses a negative partition");
+    let out = kdeck(
+        &["consume", "-t", "t", "--from", "nonsense", "-b", "127.0.0.1:1"],
+        b"",
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--from \"nonsense\"") && !stderr.contains("bootstrap"),
+        "{stderr}"
+    );
+    let out = kdeck(
+        &["consume", "-t", "t", "-f", "%x", "-b", "127.0.0.1:1"],
+        b"",
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("%x"));
+    let out = kdeck(
+        &["produce", "-t", "t", "-H", "novalue", "-b", "127.0.0.1:1"],
+        b"",
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "clap refuses a header without =");
+}
