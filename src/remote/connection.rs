@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, Wr
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use super::{BrokerAddress, ClientSettings, RemoteError, security};
 
@@ -77,7 +78,14 @@ pub struct Connection {
 struct Inner {
     link: Link,
     versions: HashMap<i16, VersionRange>,
+    /// When to stop using the connection because its SASL session is about to end.
+    session_ends: OnceLock<Instant>,
 }
+
+/// How much of a SASL session's lifetime to use before opening a new connection: Java's
+/// client re-authenticates at 85-95% of it; a new connection is simpler and as good for a
+/// console that reconnects anyway.
+const SESSION_SHARE: f64 = 0.85;
 
 impl Connection {
     /// Connects (TCP, then TLS, then ApiVersions, then SASL), all within
@@ -120,10 +128,20 @@ impl Connection {
         };
         let versions = negotiate_versions(&link).await?;
         let connection = Connection {
-            inner: Arc::new(Inner { link, versions }),
+            inner: Arc::new(Inner {
+                link,
+                versions,
+                session_ends: OnceLock::new(),
+            }),
         };
-        if let Some(sasl) = &settings.sasl {
-            security::authenticate(&connection, label, sasl).await?;
+        if let Some(sasl) = &settings.sasl
+            && let Some(lifetime) = security::authenticate(&connection, label, sasl).await?
+        {
+            // The broker closes the connection once the session ends (KIP-368).
+            let _ = connection
+                .inner
+                .session_ends
+                .set(Instant::now() + lifetime.mul_f64(SESSION_SHARE));
         }
         tracing::debug!(broker = label, "connected");
         Ok(connection)
@@ -165,9 +183,10 @@ impl Connection {
     }
 
     /// False once the socket failed or was closed; a closed connection answers every call
-    /// with `RemoteError::Disconnected`.
+    /// with `RemoteError::Disconnected`. Also false, with the socket still working, once the
+    /// SASL session is close to the end the broker set: the next user opens a new connection.
     pub fn is_open(&self) -> bool {
-        self.inner.link.shared.is_open()
+        self.inner.link.shared.is_open() && self.inner.session_ends.get().is_none_or(|end| Instant::now() < *end)
     }
 
     /// Why the connection closed, once it has.
@@ -182,11 +201,6 @@ impl Connection {
     /// True when both are clones of one connection.
     pub fn same_as(&self, other: &Connection) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
-    /// The name errors use for this broker ("broker 2 (host:port)").
-    pub fn label(&self) -> &str {
-        &self.inner.link.shared.label
     }
 }
 
@@ -315,6 +329,11 @@ impl Shared {
 
     /// Closes the socket (both tasks end) and fails every call still waiting with `reason`.
     fn close(&self, reason: &str) {
+        self.close_failing_calls(reason, self.disconnected(reason));
+    }
+
+    /// Closes the socket and answers every call still waiting with `error`.
+    fn close_failing_calls(&self, reason: &str, error: RemoteError) {
         let pending = {
             let mut state = self.state();
             if state.closed.is_some() {
@@ -324,19 +343,24 @@ impl Shared {
             std::mem::take(&mut state.pending)
         };
         for (_, call) in pending {
-            let _ = call.answer.send(Err(self.disconnected(reason)));
+            let _ = call.answer.send(Err(error.clone()));
         }
         for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             task.abort();
         }
     }
 
-    /// A failure of the connection itself: logged once, then [`Shared::close`].
-    fn fail(&self, reason: &str) {
+    /// A failure of the connection itself: logged once, then closed with `error` for every
+    /// call waiting.
+    fn fail_with(&self, reason: &str, error: RemoteError) {
         if self.is_open() {
             tracing::warn!(broker = %self.label, "connection closed: {reason}");
         }
-        self.close(reason);
+        self.close_failing_calls(reason, error);
+    }
+
+    fn fail(&self, reason: &str) {
+        self.fail_with(reason, self.disconnected(reason));
     }
 }
 
@@ -574,16 +598,13 @@ async fn read_loop<R: AsyncRead>(mut reader: ReadHalf<R>, shared: Arc<Shared>) {
     };
     match end {
         ReadEnd::Lost(reason) => shared.fail(&reason),
-        ReadEnd::Garbage(reason) => {
-            // The calls waiting learn the broker spoke nonsense, not merely that it went away.
-            let pending = std::mem::take(&mut shared.state().pending);
-            for (_, call) in pending {
-                let _ = call.answer.send(Err(RemoteError::Protocol {
-                    broker: shared.label.clone(),
-                    reason: reason.clone(),
-                }));
-            }
-            shared.fail(&reason);
-        }
+        // The calls waiting learn the broker spoke nonsense, not merely that it went away.
+        ReadEnd::Garbage(reason) => shared.fail_with(
+            &reason,
+            RemoteError::Protocol {
+                broker: shared.label.clone(),
+                reason: reason.clone(),
+            },
+        ),
     }
 }

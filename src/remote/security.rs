@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -153,8 +154,13 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 /// Kafka's error code for a mechanism the broker does not enable (it then lists its own).
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 
-/// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds (KIP-152).
-pub(crate) async fn authenticate(connection: &Connection, label: &str, sasl: &SaslSettings) -> Result<(), RemoteError> {
+/// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds (KIP-152). Returns
+/// how long the broker lets the session last (KIP-368), None when it does not limit it.
+pub(crate) async fn authenticate(
+    connection: &Connection,
+    label: &str,
+    sasl: &SaslSettings,
+) -> Result<Option<Duration>, RemoteError> {
     let failed = |reason: String| RemoteError::Sasl {
         address: label.to_string(),
         reason,
@@ -207,22 +213,24 @@ pub(crate) async fn authenticate(connection: &Connection, label: &str, sasl: &Sa
                 reason,
             });
         }
-        Ok(answer.auth_bytes)
+        Ok((answer.auth_bytes, answer.session_lifetime_ms))
     };
-    match sasl.mechanism {
-        SaslMechanism::Plain => {
-            round(plain_message(&sasl.username, &sasl.password)).await?;
-        }
+    let session_lifetime_ms = match sasl.mechanism {
+        SaslMechanism::Plain => round(plain_message(&sasl.username, &sasl.password)).await?.1,
         SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
             let mut scram = ScramClient::new(sasl.mechanism, &sasl.username, &sasl.password).map_err(failed)?;
-            let server_first = round(scram.client_first()).await?;
+            let (server_first, _) = round(scram.client_first()).await?;
             let client_final = scram.client_final(&server_first).map_err(failed)?;
-            let server_final = round(client_final).await?;
+            let (server_final, lifetime) = round(client_final).await?;
             scram.verify_server_final(&server_final).map_err(failed)?;
+            lifetime
         }
-    }
-    tracing::debug!(broker = label, mechanism, user = %sasl.username, "SASL authenticated");
-    Ok(())
+    };
+    tracing::debug!(broker = label, mechanism, user = %sasl.username, session_lifetime_ms, "SASL authenticated");
+    Ok(u64::try_from(session_lifetime_ms)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis))
 }
 
 /// PLAIN's one message (RFC 4616): no authorization id, the user, the password.
