@@ -256,7 +256,7 @@ pub struct ConsumeArgs {
     /// Where to start: beginning, end, an offset, -N (N before the end), or a time
     /// (RFC 3339, or ms since the epoch with a trailing "ms"). With --group, only where the group
     /// has no committed offset.
-    #[arg(long, default_value = "beginning")]
+    #[arg(long, default_value = "beginning", allow_negative_numbers = true)]
     pub from: String,
     /// Stop after N records.
     #[arg(short = 'n', long, value_name = "N")]

@@ -87,10 +87,11 @@ impl Server {
         reply
     }
 
-    /// `kdeck ARGS -b BOOTSTRAP` with `input` on stdin.
+    /// `kdeck COMMAND -b BOOTSTRAP ARGS...` with `input` on stdin (the connection flags belong
+    /// to the command, before an action such as `create`).
     fn kdeck(&self, args: &[&str], input: &[u8]) -> Output {
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-b", &self.bootstrap]);
+        all.splice(1..1, ["-b", self.bootstrap.as_str()]);
         kdeck(&all, input, self.home.path())
     }
 
@@ -239,6 +240,13 @@ fn produce_consume_groups_and_topics_round_trip() {
 
     let ten = server.ok(&["consume", "-t", "rt", "-n", "10"], b"");
     assert_eq!(ten.lines().count(), 10);
+    let last = server.ok(
+        &["consume", "-t", "rt", "-p", "1", "--from", "-5", "-e", "-f", "%o\\n"],
+        b"",
+    );
+    let offsets: Vec<i64> = last.lines().map(|o| o.parse().expect("an offset")).collect();
+    assert_eq!(offsets.len(), 5, "{last}");
+    assert!(offsets.windows(2).all(|w| w[1] == w[0] + 1), "{last}");
 
     // A group member reads everything once and commits where it stopped.
     let grouped = server.ok(&["consume", "-t", "rt", "-g", "g1", "-e"], b"");
@@ -279,6 +287,24 @@ fn produce_consume_groups_and_topics_round_trip() {
         assert_eq!(start, "0");
         assert_ne!(end, "0");
     }
+
+    // acks=0 gets no answer, yet the record is there once the command returned.
+    server.ok(
+        &[
+            "produce",
+            "-t",
+            "rt",
+            "-p",
+            "2",
+            "--acks",
+            "0",
+            "--value",
+            "fire and forget",
+        ],
+        b"",
+    );
+    let newest = server.ok(&["consume", "-t", "rt", "-p", "2", "--from", "-1", "-e"], b"");
+    assert_eq!(newest, "fire and forget\n");
 
     let missing = server.kdeck(&["topics", "describe", "nope"], b"");
     assert_eq!(missing.status.code(), Some(1));
@@ -350,7 +376,7 @@ fn unreachable_and_non_kafka_servers_fail_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with("kdeck: none of the bootstrap servers answered") && stderr.contains(&address),
+        stderr.contains("kdeck: none of the bootstrap servers answered") && stderr.contains(&address),
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
@@ -371,7 +397,7 @@ fn unreachable_and_non_kafka_servers_fail_with_a_clear_message() {
     let out = kdeck(&["topics", "-b", &address], b"", home.path());
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("kdeck: ") && stderr.contains(&address), "{stderr}");
+    assert!(stderr.contains("kdeck: ") && stderr.contains(&address), "{stderr}");
 }
 
 #[test]

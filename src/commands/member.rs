@@ -3,6 +3,7 @@
 //! offset commits, LeaveGroup.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -19,8 +20,7 @@ use crate::client::assignor::{
     Assignor, DEFAULT_GENERATION, RangeAssignor, Subscription, decode_assignment, decode_subscription,
     encode_assignment, encode_subscription,
 };
-use crate::remote::ops::{error_name, kafka_error};
-use crate::remote::{KafkaClient, RemoteError, Target};
+use crate::remote::{KafkaClient, RemoteError, Target, error_name};
 
 /// Kafka's session.timeout.ms default: the coordinator drops a member silent this long.
 const SESSION_TIMEOUT_MS: i32 = 30_000;
@@ -29,6 +29,10 @@ const REBALANCE_TIMEOUT_MS: i32 = 60_000;
 const PROTOCOL_TYPE: &str = "consumer";
 /// Attempts at joining before giving up (each one may wait for a rebalance to finish).
 const JOIN_ATTEMPTS: usize = 10;
+/// The wait before retrying a failed join, doubled up to the max (retry.backoff.ms and
+/// retry.backoff.max.ms of the Java client).
+const JOIN_BACKOFF: Duration = Duration::from_millis(100);
+const JOIN_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 const UNKNOWN_MEMBER_ID: i16 = 25;
 const ILLEGAL_GENERATION: i16 = 22;
@@ -100,6 +104,7 @@ impl<'a> Member<'a> {
     /// Joins (or rejoins) the group and returns this member's partitions of the topic.
     pub(crate) async fn join(&mut self) -> Result<Vec<i32>> {
         let mut last_error = String::new();
+        let mut backoff = JOIN_BACKOFF;
         for _ in 0..JOIN_ATTEMPTS {
             match self.join_once().await {
                 Ok(Some(partitions)) => return Ok(partitions),
@@ -107,6 +112,8 @@ impl<'a> Member<'a> {
                 Err(JoinError::Retry(reason)) => {
                     self.client.forget_coordinator(&self.group);
                     last_error = reason;
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(JOIN_BACKOFF_MAX);
                 }
                 Err(JoinError::Fatal(error)) => return Err(error),
             }
@@ -151,7 +158,7 @@ impl<'a> Member<'a> {
             REBALANCE_IN_PROGRESS => return Ok(None),
             code => {
                 self.check_coordinator(code);
-                let error = kafka_error(format!("joining group {}", self.group), code, None);
+                let error = RemoteError::kafka(format!("joining group {}", self.group), code, None);
                 return Err(if self.client_retriable(code) {
                     JoinError::Retry(error.to_string())
                 } else {
@@ -193,7 +200,7 @@ impl<'a> Member<'a> {
             }
             code => {
                 self.check_coordinator(code);
-                let error = kafka_error(format!("syncing group {}", self.group), code, None);
+                let error = RemoteError::kafka(format!("syncing group {}", self.group), code, None);
                 return Err(if self.client_retriable(code) {
                     JoinError::Retry(error.to_string())
                 } else {
@@ -349,7 +356,7 @@ impl<'a> Member<'a> {
             .find(|&c| c != 0)
             .unwrap_or(answer.error_code);
         if code != 0 {
-            return Err(kafka_error(format!("leaving group {}", self.group), code, None).into());
+            return Err(RemoteError::kafka(format!("leaving group {}", self.group), code, None).into());
         }
         Ok(())
     }
@@ -367,6 +374,11 @@ impl From<RemoteError> for JoinError {
             RemoteError::Timeout { .. } | RemoteError::Disconnected { .. } | RemoteError::Connect { .. } => {
                 JoinError::Retry(error.to_string())
             }
+            // FindCoordinator's answer while the offsets topic is still being set up.
+            RemoteError::Kafka {
+                code: NOT_COORDINATOR | COORDINATOR_NOT_AVAILABLE | COORDINATOR_LOAD_IN_PROGRESS,
+                ..
+            } => JoinError::Retry(error.to_string()),
             other => JoinError::Fatal(other.into()),
         }
     }

@@ -221,6 +221,19 @@ pub(crate) async fn run(plan: Plan, client: &KafkaClient) -> Result<()> {
         }
     }
     producer.flush().await;
+    if producer.plan.acks == 0 {
+        let mut leaders = Vec::new();
+        for partition in 0..partitions {
+            if let Ok(leader) = client.leader_of(&producer.plan.topic, partition).await
+                && !leaders.contains(&leader)
+            {
+                leaders.push(leader);
+            }
+        }
+        for result in join_all(leaders.into_iter().map(|l| ops::barrier(client, l)).collect()).await {
+            result?;
+        }
+    }
     if producer.failed > 0 {
         bail!(
             "{} of {} records were not produced: {}",

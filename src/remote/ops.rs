@@ -8,7 +8,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_protocol_assignment::ConsumerProtocolAssignment;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
@@ -18,9 +17,9 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
-    ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest, OffsetFetchRequest,
-    ProduceRequest, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest,
+    DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest,
+    OffsetFetchRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -28,7 +27,7 @@ use kafka_protocol::records::{
     RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-use super::{KafkaClient, RemoteError, Target};
+use super::{KafkaClient, RemoteError, Target, error_name};
 use crate::view::{BrokerId, TailRecord};
 
 /// Which offset ListOffsets asks for.
@@ -135,34 +134,9 @@ const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 const ELECTION_NOT_NEEDED: i16 = 84;
 
-/// Kafka's name of an error code, as its `Errors` enum spells it (`NOT_LEADER_OR_FOLLOWER`).
-pub fn error_name(code: i16) -> String {
-    match ResponseError::try_from_code(code) {
-        None => "NONE".to_string(),
-        Some(ResponseError::Unknown(code)) => format!("UNKNOWN_ERROR_CODE_{code}"),
-        Some(error) => {
-            // The crate names its variants in CamelCase after Kafka's UPPER_SNAKE names.
-            let camel = format!("{error:?}");
-            let mut name = String::with_capacity(camel.len() + 8);
-            for (i, c) in camel.chars().enumerate() {
-                if c.is_ascii_uppercase() && i > 0 {
-                    name.push('_');
-                }
-                name.push(c.to_ascii_uppercase());
-            }
-            name
-        }
-    }
-}
-
-/// The error for a non-zero Kafka error code in an answer.
-pub fn kafka_error(context: impl Into<String>, code: i16, message: Option<&StrBytes>) -> RemoteError {
-    RemoteError::Kafka {
-        context: context.into(),
-        code,
-        name: error_name(code),
-        message: message.map(|m| m.as_str().to_string()).filter(|m| !m.is_empty()),
-    }
+/// The error for a non-zero Kafka error code in an answer, with the broker's message if any.
+fn kafka_error(context: impl Into<String>, code: i16, message: Option<&StrBytes>) -> RemoteError {
+    RemoteError::kafka(context, code, message.map(|m| m.as_str()))
 }
 
 /// Errors after which the partition's leader is worth looking up again: it moved, the
@@ -461,9 +435,11 @@ async fn produce_once(
                         .with_records(Some(batch.clone())),
                 ]),
         ]);
-    // A broker never answers an acks=0 produce, while `send` waits for an answer: such a
-    // request goes with acks=1 (the leader's write) and its offset stays unreported.
-    let request = if acks == 0 { request.with_acks(1) } else { request };
+    if acks == 0 {
+        // A broker never answers an acks=0 produce: done once the request is on its way.
+        client.send_without_response(target, request).await?;
+        return Ok(-1);
+    }
     let response = client.send(target, request).await?;
     let answer = response
         .responses
@@ -488,7 +464,17 @@ async fn produce_once(
             message.as_ref(),
         ));
     }
-    Ok(if acks == 0 { -1 } else { answer.base_offset })
+    Ok(answer.base_offset)
+}
+
+/// Returns once `broker` has read every request sent to it so far: a broker handles one
+/// connection's requests in order, so the answer to a later one proves it. acks=0 produces get
+/// no answer of their own; this keeps them from being lost when the program exits right after.
+pub async fn barrier(client: &KafkaClient, broker: BrokerId) -> Result<(), RemoteError> {
+    client
+        .send(Target::Broker(broker), ApiVersionsRequest::default())
+        .await
+        .map(|_| ())
 }
 
 /// Reads from `offset` at the partition's leader, waiting up to `max_wait` for records.
@@ -1099,16 +1085,6 @@ mod tests {
             value: Some(Bytes::from(text.to_string())),
             ..OutRecord::default()
         }
-    }
-
-    #[test]
-    fn error_names_are_kafkas() {
-        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
-        assert_eq!(error_name(1), "OFFSET_OUT_OF_RANGE");
-        assert_eq!(error_name(84), "ELECTION_NOT_NEEDED");
-        assert_eq!(error_name(0), "NONE");
-        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
-        assert_eq!(error_name(9999), "UNKNOWN_ERROR_CODE_9999");
     }
 
     #[test]
