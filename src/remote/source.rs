@@ -269,7 +269,8 @@ pub struct Observation {
     pub metadata: Option<Arc<ClusterMetadata>>,
     /// (log start, high watermark) by partition, when its leader answered.
     pub offsets: HashMap<(String, i32), (Option<i64>, Option<i64>)>,
-    pub groups: Vec<(GroupDescription, Vec<ops::CommittedOffset>)>,
+    /// `None` when the groups could not be read: the last ones stay shown.
+    pub groups: Option<Vec<GroupObservation>>,
     pub health: Vec<BrokerHealth>,
     /// What went wrong this round besides broker connections.
     pub problems: Vec<String>,
@@ -294,10 +295,12 @@ async fn observe(client: &KafkaClient) -> Observation {
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.name.clone(), p.partition)))
         .collect();
-    let (starts, ends, groups) = tokio::join!(
+    // Committed offsets first, end offsets after, as kafka-consumer-groups does: a commit
+    // read after the end offsets could be past them and the lag would read negative.
+    let groups = observe_groups(client).await;
+    let (starts, ends) = tokio::join!(
         ops::list_offsets(client, &partitions, OffsetSpec::Earliest),
         ops::list_offsets(client, &partitions, OffsetSpec::Latest),
-        observe_groups(client),
     );
     let mut offset_errors = BTreeSet::new();
     for ((tp, start), end) in partitions.into_iter().zip(starts).zip(ends) {
@@ -314,7 +317,7 @@ async fn observe(client: &KafkaClient) -> Observation {
     }
     match groups {
         Ok((groups, problems)) => {
-            observation.groups = groups;
+            observation.groups = Some(groups);
             observation.problems.extend(problems);
         }
         Err(e) => observation
@@ -334,7 +337,8 @@ async fn observe(client: &KafkaClient) -> Observation {
     observation
 }
 
-type GroupObservation = (GroupDescription, Vec<ops::CommittedOffset>);
+/// A group and its committed offsets.
+pub type GroupObservation = (GroupDescription, Vec<ops::CommittedOffset>);
 
 async fn observe_groups(client: &KafkaClient) -> Result<(Vec<GroupObservation>, Vec<String>), RemoteError> {
     let listings = ops::list_groups(client).await?;
@@ -623,7 +627,7 @@ impl ViewBuilder {
                     messages_per_sec: mine
                         .iter()
                         .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
-                        .sum(),
+                        .fold(0.0, |sum, r| sum + r),
                     total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
                 }
             })
@@ -636,10 +640,11 @@ impl ViewBuilder {
             .into_iter()
             .map(|(id, address)| {
                 let led = partitions.iter().filter(|p| p.leader == Some(id));
-                let rate: f64 = led
+                // A fold from +0.0: an empty float sum is -0.0, shown as "-0/s".
+                let rate = led
                     .clone()
                     .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
-                    .sum();
+                    .fold(0.0, |sum, r| sum + r);
                 let history = self.produce_history.entry(id).or_default();
                 if sample {
                     push_sample(history, rate as u64);
@@ -706,14 +711,16 @@ impl ViewBuilder {
     }
 
     fn groups(&mut self, observation: &Observation, partitions: &[PartitionRow]) -> Vec<GroupRow> {
+        let Some(observed) = &observation.groups else {
+            return self.previous.as_ref().map_or_else(Vec::new, |v| v.groups.clone());
+        };
         let end_of = |topic: &str, partition: i32| {
             partitions
                 .iter()
                 .find(|p| p.topic == topic && p.partition == partition)
                 .and_then(|p| p.high_watermark)
         };
-        let mut groups: Vec<GroupRow> = observation
-            .groups
+        let mut groups: Vec<GroupRow> = observed
             .iter()
             .map(|(d, committed)| {
                 let mut offsets: Vec<GroupOffsetRow> = committed
@@ -777,7 +784,7 @@ fn problems(observation: &Observation, brokers: &[BrokerRow]) -> Vec<String> {
     for b in brokers {
         match b.status {
             BrokerStatus::Down => out.push(format!(
-                "broker {} {}: missing from the cluster's metadata",
+                "broker {} {}: down (gone from the metadata)",
                 b.id,
                 b.address.as_deref().unwrap_or("?")
             )),
@@ -1036,7 +1043,10 @@ mod tests {
         assert_eq!(view.brokers.len(), 3, "a broker once seen stays listed");
         assert_eq!(view.brokers[1].status, BrokerStatus::Down);
         assert_eq!(view.partitions[0].replicas[1].role, ReplicaRole::Offline);
-        assert!(view.problems[0].starts_with("broker 1 10.0.0.1:9093: missing"));
+        assert_eq!(
+            view.problems[0],
+            "broker 1 10.0.0.1:9093: down (gone from the metadata)"
+        );
         let texts: Vec<&str> = view.events.iter().map(|e| e.text.as_str()).collect();
         assert!(texts.contains(&"leader orders-0: 1 -> 2, epoch 3"), "{texts:?}");
         assert!(view.partitions[0].changed_at.is_some());
@@ -1050,6 +1060,42 @@ mod tests {
         assert_eq!(view.topics[0].messages_per_sec, 100.0);
         assert_eq!(view.brokers[1].throughput, Throughput::Messages { in_per_sec: 100.0 });
         assert_eq!(view.brokers[0].throughput, Throughput::Messages { in_per_sec: 0.0 });
+    }
+
+    #[test]
+    fn group_lag_is_the_high_watermark_minus_the_commit_and_a_failed_read_keeps_the_groups() {
+        let mut builder = ViewBuilder::new(None, "b".into(), 100);
+        let mut with_group = observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 110);
+        with_group.groups = Some(vec![(
+            GroupDescription {
+                group_id: "billing".into(),
+                state: "Stable".into(),
+                protocol_type: "consumer".into(),
+                protocol: "range".into(),
+                coordinator: 2,
+                members: vec![ops::GroupMember {
+                    member_id: "m-1".into(),
+                    client_id: "c".into(),
+                    host: "/10.0.0.9".into(),
+                    assignment: vec![("orders".into(), 0)],
+                }],
+            },
+            vec![ops::CommittedOffset {
+                topic: "orders".into(),
+                partition: 0,
+                offset: 100,
+            }],
+        )]);
+        let view = builder.build(&with_group, at(0));
+        let billing = &view.groups[0];
+        assert_eq!((billing.offsets[0].end, billing.offsets[0].lag), (Some(110), Some(10)));
+        assert_eq!(billing.total_lag, 10);
+        assert_eq!(billing.owner("orders", 0).map(|m| m.member_id.as_str()), Some("m-1"));
+        assert_eq!(view.topics[0].total_lag, Some(10));
+        let unread = observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 110);
+        let later = builder.build(&unread, at(1));
+        assert_eq!(later.groups, view.groups, "a failed read is not a deleted group");
+        assert_eq!(later.events.len(), 1, "nothing happened: {:?}", later.events);
     }
 
     #[test]

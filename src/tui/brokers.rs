@@ -34,11 +34,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         .brokers
         .iter()
         .any(|b| matches!(b.throughput, Throughput::Messages { .. }));
-    let mut info = kafka_addresses(&app.view.brokers);
-    if messages {
-        info.push_str(" · IN: msgs/s led");
-    }
-    let block = block(app, Pane::Brokers, info);
+    let block = block(app, Pane::Brokers, kafka_addresses(&app.view.brokers));
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Brokers);
@@ -92,7 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         right("LEAD"),
         right("REPL"),
         right("SKEW"),
-        right("IN"),
+        right(if messages { "IN MSG/S" } else { "IN" }),
         right("OUT"),
         Cell::from("RATE"),
     ])
