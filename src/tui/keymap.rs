@@ -65,7 +65,7 @@ impl Action {
     /// What the help overlay says.
     pub fn describe(self) -> &'static str {
         match self {
-            Action::Quit => "quit (the embedded cluster shuts down cleanly)",
+            Action::Quit => "quit (an embedded cluster shuts down cleanly)",
             Action::Help => "this help",
             Action::NextPane => "next pane",
             Action::PrevPane => "previous pane",
