@@ -48,7 +48,7 @@ pub(crate) async fn tls_connect(
 }
 
 /// The rustls configuration for `tls`; errors name the file that could not be used.
-pub fn client_config(tls: &TlsSettings) -> Result<ClientConfig, String> {
+fn client_config(tls: &TlsSettings) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
