@@ -26,7 +26,7 @@ use crate::engine::{TopicConfig, TopicPartition};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
     OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition, Severity, SourceKind, TailBuffer, TailHandle,
-    TailRecord, TailSpec, TopicRow, ViewEvent,
+    TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -472,8 +472,10 @@ impl ViewBuilder {
                     is_controller: b.is_controller,
                     leaders: b.leaders,
                     replicas: b.replicas,
-                    bytes_in_per_sec: rate_in,
-                    bytes_out_per_sec: rate_out,
+                    throughput: Throughput::Bytes {
+                        in_per_sec: rate_in,
+                        out_per_sec: rate_out,
+                    },
                     address: self.addresses.get(&b.id).cloned(),
                     produce_history: self
                         .produce_history
@@ -579,7 +581,7 @@ impl ViewBuilder {
                     under_replicated: t.under_replicated,
                     offline: t.offline,
                     messages: t.messages,
-                    size_bytes: t.size_bytes,
+                    size_bytes: Some(t.size_bytes),
                     messages_per_sec: t.messages_per_sec,
                     total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
                 }
@@ -597,6 +599,7 @@ impl ViewBuilder {
             groups,
             events: self.events.iter().cloned().collect(),
             demo,
+            problems: Vec::new(),
         }
     }
 

@@ -110,8 +110,52 @@ fn remote_bootstrap(cli: &Cli) -> Result<Option<(KdeckConfig, remote::RemoteConf
     Ok(Some((config, remote)))
 }
 
-/// The console on an external Kafka cluster.
+/// The console on an external Kafka cluster. The cluster is reached before the terminal
+/// switches to the console (and before the terminal check), so an unreachable bootstrap is a
+/// clear error and exit code 1, never a hang or a blank screen. Logs go to `kdeck.log` in
+/// the platform data directory's `kdeck/` (the embedded console's log), else in the
+/// temporary directory.
 fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteConfig)) -> Result<()> {
-    let _ = (cli, config, remote);
-    anyhow::bail!("not yet: the console on an external cluster")
+    use std::io::IsTerminal;
+    let settings = remote::ClientSettings::from_config(&remote).map_err(|e| anyhow::anyhow!("[remote] {e}"))?;
+    // A bad key binding is reported before anything else happens.
+    tui::keymap::Keymap::from_config(&config.keys)?;
+    let bootstrap = remote.bootstrap.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let client = remote::KafkaClient::connect(settings)
+            .await
+            .with_context(|| format!("cannot attach the console to {bootstrap}"))?;
+        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+            client.close();
+            anyhow::bail!(
+                "the console needs a terminal (stdin and stdout); for the headless commands see `kdeck --help`"
+            );
+        }
+        let log_dir = dirs::data_dir()
+            .map(|d| d.join("kdeck"))
+            .filter(|d| std::fs::create_dir_all(d).is_ok())
+            .unwrap_or_else(std::env::temp_dir);
+        let appender = tracing_appender::rolling::never(&log_dir, "kdeck.log");
+        let (writer, _flush_guard) = tracing_appender::non_blocking(appender);
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
+            .with_writer(writer)
+            .with_ansi(false)
+            .init();
+        tracing::info!(%bootstrap, read_only = cli.remote.read_only, "console attached to an external cluster");
+        let options = remote::source::SourceOptions::from_console(&config.console, cli.remote.read_only);
+        let source = Arc::new(remote::source::RemoteSource::start(client.clone(), options));
+        let result = tui::run(
+            source as Arc<dyn view::ClusterSource>,
+            &config,
+            Some(log_dir.join("kdeck.log")),
+        )
+        .await;
+        client.close();
+        result
+    })
 }

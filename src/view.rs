@@ -44,6 +44,10 @@ pub enum BrokerStatus {
     Stopped,
     /// Crashed.
     Killed,
+    /// External cluster: seen before and now missing from the cluster's metadata.
+    Down,
+    /// External cluster: in the metadata, but kdeck cannot talk to it.
+    Unreachable,
 }
 
 impl BrokerStatus {
@@ -54,11 +58,32 @@ impl BrokerStatus {
             BrokerStatus::Paused => "paused",
             BrokerStatus::Stopped => "stopped",
             BrokerStatus::Killed => "killed",
+            BrokerStatus::Down => "down",
+            BrokerStatus::Unreachable => "unreach",
         }
     }
 
     pub fn is_up(self) -> bool {
         self == BrokerStatus::Online
+    }
+}
+
+/// What a broker's throughput columns measure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Throughput {
+    /// Bytes in and out per second, from the broker's own counters.
+    Bytes { in_per_sec: f64, out_per_sec: f64 },
+    /// Records appended per second to the partitions the broker leads, from successive end
+    /// offsets: all an external cluster tells without JMX (no byte rates, nothing outbound).
+    Messages { in_per_sec: f64 },
+}
+
+impl Throughput {
+    /// The inbound rate, whatever its unit.
+    pub fn in_per_sec(self) -> f64 {
+        match self {
+            Throughput::Bytes { in_per_sec, .. } | Throughput::Messages { in_per_sec } => in_per_sec,
+        }
     }
 }
 
@@ -69,11 +94,10 @@ pub struct BrokerRow {
     pub is_controller: bool,
     pub leaders: usize,
     pub replicas: usize,
-    pub bytes_in_per_sec: f64,
-    pub bytes_out_per_sec: f64,
+    pub throughput: Throughput,
     /// `host:port` where Kafka clients reach the broker (none when it serves no clients).
     pub address: Option<String>,
-    /// Bytes produced per second, oldest first, one sample per refresh.
+    /// The inbound rate ([`Throughput::in_per_sec`]), oldest first, one sample per refresh.
     pub produce_history: Vec<u64>,
     /// When the broker last changed state (for the brief flash of changed cells).
     pub changed_at: Option<DateTime<Utc>>,
@@ -159,7 +183,8 @@ pub struct TopicRow {
     pub under_replicated: usize,
     pub offline: usize,
     pub messages: i64,
-    pub size_bytes: u64,
+    /// `None` when the source cannot tell (an external cluster without DescribeLogDirs).
+    pub size_bytes: Option<u64>,
     pub messages_per_sec: f64,
     /// Sum of every group's lag on this topic; `None` when no group reads it.
     pub total_lag: Option<i64>,
@@ -236,6 +261,9 @@ pub struct ClusterView {
     pub events: Vec<ViewEvent>,
     /// `Some(running)` when the source has a demo workload.
     pub demo: Option<bool>,
+    /// What keeps the source from seeing the whole cluster now, worst first ("broker 2
+    /// 127.0.0.1:9094: connection refused"); the header shows the first and a count.
+    pub problems: Vec<String>,
 }
 
 impl ClusterView {
@@ -252,6 +280,7 @@ impl ClusterView {
             groups: Vec::new(),
             events: Vec::new(),
             demo: None,
+            problems: Vec::new(),
         }
     }
 
@@ -474,8 +503,41 @@ impl Drop for TailHandle {
     }
 }
 
+/// What a source lets the console do; the help overlay greys out or hides the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Kill, stop, start, pause and resume brokers; `Err` says why not.
+    pub broker_control: Result<(), &'static str>,
+    /// A demo workload that can be paused and resumed.
+    pub demo: bool,
+    /// Nothing that changes the cluster: no produce, topic changes, elections or broker
+    /// control.
+    pub read_only: bool,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            broker_control: Ok(()),
+            demo: true,
+            read_only: false,
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command changes the cluster (refused by a read-only source).
+    pub fn mutates(&self) -> bool {
+        !matches!(self, Command::PauseDemo | Command::ResumeDemo)
+    }
+}
+
 /// What the console needs from a cluster. Every method returns at once.
 pub trait ClusterSource: Send + Sync {
+    /// What the console may offer; by default everything.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
     /// The latest view; a new one is sent a few times a second while something changes.
     fn views(&self) -> watch::Receiver<Arc<ClusterView>>;
     /// Runs a command in the background; its outcome is sent to `outcomes`.

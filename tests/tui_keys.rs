@@ -8,7 +8,7 @@ use kdeck::tui::Pane;
 use kdeck::tui::app::Mode;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{Command, ProduceRequest, SeekPosition};
-use tui_fixture::{harness, harness_with, view};
+use tui_fixture::{external_harness, harness, harness_with, view};
 
 #[test]
 fn kill_asks_first_then_kills_the_selected_broker() {
@@ -281,4 +281,43 @@ fn the_selected_topic_stays_selected_when_a_topic_is_created_before_it() {
     grown.topics.insert(0, first);
     h.app.set_view(std::sync::Arc::new(grown));
     assert_eq!(h.app.selected_topic().map(|t| t.name.clone()), Some("clicks".into()));
+}
+
+#[test]
+fn a_read_only_console_submits_nothing_and_says_why() {
+    let mut h = external_harness(true);
+    for pane in ['1', '2', '3'] {
+        h.press(KeyCode::Char(pane));
+        for key in ['p', 'x', 's', 'r', 'z', 'b', 'c', 'd', 'w'] {
+            h.press(KeyCode::Char(key));
+            assert_eq!(h.app.mode, Mode::Normal, "{key} opens nothing");
+            h.press(KeyCode::Enter);
+            h.press(KeyCode::Esc);
+        }
+    }
+    assert!(h.source.commands().is_empty(), "{:?}", h.source.commands());
+    h.press(KeyCode::Char('p'));
+    let status = h.app.status.as_ref().expect("a footer note");
+    assert!(status.text.starts_with("read-only"), "{}", status.text);
+}
+
+#[test]
+fn broker_control_on_an_external_cluster_explains_itself() {
+    let mut h = external_harness(false);
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Char('x'));
+    assert_eq!(h.app.mode, Mode::Normal, "no confirmation for what cannot happen");
+    assert!(h.source.commands().is_empty());
+    let status = h.app.status.as_ref().expect("a footer note");
+    assert!(
+        status.text.contains("Kafka has no API to stop or start a broker"),
+        "{}",
+        status.text
+    );
+    h.press(KeyCode::Char('b'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::ElectPreferredLeaders { topic: None }],
+        "elections work"
+    );
 }

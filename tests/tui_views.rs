@@ -10,7 +10,7 @@ use kdeck::tui::Pane;
 use kdeck::tui::theme::Theme;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
-use tui_fixture::{harness, harness_with, view};
+use tui_fixture::{external_harness, harness, harness_with, view};
 
 #[test]
 fn dashboard_at_120x40() {
@@ -207,4 +207,46 @@ fn a_changed_partition_flashes_then_settles() {
     let still =
         (0..buffer.area.height).any(|y| (0..buffer.area.width).any(|x| buffer[(x, y)].style().bg == theme.flash.bg));
     assert!(!still, "nothing flashes 10 s later");
+}
+
+#[test]
+fn external_cluster_shows_its_first_connection_problem_in_the_header() {
+    let mut h = external_harness(false);
+    assert_draw!("external_problem", h, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let first_row: String = (0..120).map(|x| buffer[(x, 0)].symbol()).collect();
+    let at = first_row
+        .find("⚠ 2 problems · broker 1 127.0.0.1:9093: connection refused")
+        .expect("the first problem and the count are in the header");
+    let x = first_row[..at].chars().count() as u16;
+    assert_eq!(
+        buffer[(x, 0)].style().fg,
+        Theme::colored().error.fg,
+        "in the error colour"
+    );
+}
+
+#[test]
+fn external_help_greys_out_broker_control_with_the_reason() {
+    let mut h = external_harness(false);
+    h.press(KeyCode::Char('?'));
+    assert_draw!("help_external", h, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let dim = Theme::colored().dim.fg;
+    let kill_row = (0..40)
+        .find(|&y| {
+            let row: String = (0..120).map(|x| buffer[(x, y)].symbol()).collect();
+            row.contains("kill the selected broker")
+        })
+        .expect("kill is listed");
+    let row: String = (0..120).map(|x| buffer[(x, kill_row)].symbol()).collect();
+    let x = row[..row.find("kill the").expect("kill")].chars().count() as u16;
+    assert_eq!(buffer[(x, kill_row)].style().fg, dim, "greyed out");
+}
+
+#[test]
+fn read_only_help_hides_every_mutating_action() {
+    let mut h = external_harness(true);
+    h.press(KeyCode::Char('?'));
+    assert_draw!("help_read_only", h, 120, 40);
 }

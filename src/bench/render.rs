@@ -17,7 +17,7 @@ use crate::embedded::{DataDir, Embedded};
 use crate::tui::{self, layout};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, OutcomeSender, PartitionRow,
-    ReplicaRole, ReplicaRow, SourceKind, TailBuffer, TailHandle, TailSpec, TopicRow,
+    ReplicaRole, ReplicaRow, SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
 };
 
 pub fn run(args: &RenderBenchArgs) -> Result<()> {
@@ -63,8 +63,10 @@ fn large_view(partitions: u32) -> ClusterView {
             is_controller: id == 0,
             leaders: partitions as usize / brokers as usize,
             replicas: partitions as usize * 3 / brokers as usize,
-            bytes_in_per_sec: 1e6,
-            bytes_out_per_sec: 2e6,
+            throughput: Throughput::Bytes {
+                in_per_sec: 1e6,
+                out_per_sec: 2e6,
+            },
             address: Some(format!("127.0.0.1:{}", 9092 + id)),
             produce_history: (0..60).map(|i| 1000 + i * 37 % 500).collect(),
             changed_at: None,
@@ -108,7 +110,7 @@ fn large_view(partitions: u32) -> ClusterView {
             under_replicated: 0,
             offline: 0,
             messages: 100_000_000,
-            size_bytes: 10 << 30,
+            size_bytes: Some(10 << 30),
             messages_per_sec: 12_345.0,
             total_lag: Some(42),
         })

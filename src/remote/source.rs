@@ -1,3 +1,1130 @@
 //! [`RemoteSource`]: the console's `ClusterSource` for an external cluster. A refresh task
 //! builds a `ClusterView` from Metadata, ListOffsets and the group APIs, derives events by
 //! diffing successive snapshots, and reports connection problems in the view.
+//!
+//! What an external cluster cannot tell a client, and what the view shows instead:
+//! - a replica's log end offset: the leader's is shown as the high watermark (ListOffsets
+//!   latest), followers' as unknown;
+//! - byte rates (JMX only): brokers show the records per second appended to the partitions
+//!   they lead, from successive end offsets;
+//! - a topic's size: unknown (DescribeLogDirs is not asked);
+//! - a group's generation: DescribeGroups does not carry it (0).
+
+mod events;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use tokio::sync::{Notify, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::client::ClusterMetadata;
+use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
+use super::{BrokerHealth, KafkaClient, RemoteError};
+use crate::client::partitioner::partition_for_key;
+use crate::config::ConsoleConfig;
+use crate::view::{
+    BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition, Severity,
+    SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow, ViewEvent,
+};
+
+pub use events::diff;
+
+/// Why the console cannot kill, stop or start a broker of an external cluster.
+pub const NO_BROKER_CONTROL: &str = "not available on an external cluster: Kafka has no API to stop or start a broker";
+
+/// A real cluster is refreshed at most once a second: each round asks every partition
+/// leader and every group coordinator, which a console should not do four times a second.
+pub const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+/// Samples kept for sparklines and trends.
+const HISTORY: usize = 60;
+
+/// How long a tail's fetch waits at the broker for new records.
+const TAIL_MAX_WAIT: Duration = Duration::from_millis(500);
+/// The most a tail's fetch asks for, per partition.
+const TAIL_MAX_BYTES: i32 = 1 << 20;
+/// The first and the longest wait before a failed tail read is retried.
+const TAIL_BACKOFF: Duration = Duration::from_millis(200);
+const TAIL_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// How a [`RemoteSource`] shows its cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOptions {
+    /// The header's name; `None`: the cluster id from Metadata, else the bootstrap servers.
+    pub cluster_name: Option<String>,
+    /// Time between refresh rounds.
+    pub refresh: Duration,
+    /// Refuse (and let the console hide) every command that changes the cluster.
+    pub read_only: bool,
+    /// Events kept in the timeline.
+    pub event_history: usize,
+}
+
+impl SourceOptions {
+    /// From `[console]`: its refresh_ms, but not below [`MIN_REFRESH`].
+    pub fn from_console(console: &ConsoleConfig, read_only: bool) -> SourceOptions {
+        SourceOptions {
+            cluster_name: None,
+            refresh: Duration::from_millis(console.refresh_ms).max(MIN_REFRESH),
+            read_only,
+            event_history: console.event_history.max(1),
+        }
+    }
+}
+
+/// An external Kafka cluster as a console source. Dropping it stops the refresh task.
+pub struct RemoteSource {
+    client: KafkaClient,
+    views: watch::Receiver<Arc<ClusterView>>,
+    refresh_now: Arc<Notify>,
+    task: JoinHandle<()>,
+    read_only: bool,
+    /// Round robin over partitions for records without key or partition.
+    next_partition: Arc<AtomicUsize>,
+}
+
+impl RemoteSource {
+    /// Starts the refresh task (needs a tokio runtime). The first view is empty until the
+    /// first round answers.
+    pub fn start(client: KafkaClient, options: SourceOptions) -> RemoteSource {
+        let bootstrap = client
+            .settings()
+            .bootstrap
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let name = options.cluster_name.clone().unwrap_or_else(|| bootstrap.clone());
+        let (tx, views) = watch::channel(Arc::new(ClusterView::empty(&name, SourceKind::External)));
+        let refresh_now = Arc::new(Notify::new());
+        let builder = ViewBuilder::new(options.cluster_name.clone(), bootstrap, options.event_history);
+        let task = tokio::spawn(refresh_loop(
+            client.clone(),
+            options.refresh,
+            builder,
+            tx,
+            Arc::clone(&refresh_now),
+        ));
+        RemoteSource {
+            client,
+            views,
+            refresh_now,
+            task,
+            read_only: options.read_only,
+            next_partition: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub fn client(&self) -> &KafkaClient {
+        &self.client
+    }
+}
+
+impl Drop for RemoteSource {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ClusterSource for RemoteSource {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            broker_control: Err(NO_BROKER_CONTROL),
+            demo: false,
+            read_only: self.read_only,
+        }
+    }
+
+    fn views(&self) -> watch::Receiver<Arc<ClusterView>> {
+        self.views.clone()
+    }
+
+    fn submit(&self, command: Command, outcomes: OutcomeSender) {
+        let client = self.client.clone();
+        let read_only = self.read_only;
+        let next_partition = Arc::clone(&self.next_partition);
+        let refresh_now = Arc::clone(&self.refresh_now);
+        tokio::spawn(async move {
+            let result = execute(&client, &command, read_only, &next_partition).await;
+            match &result {
+                Ok(_) => refresh_now.notify_one(),
+                Err(e) => tracing::warn!(%command, error = %e, "console command failed"),
+            }
+            let _ = outcomes.send(CommandOutcome { command, result });
+        });
+    }
+
+    fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
+        let buffer = Arc::new(TailBuffer::new(capacity));
+        tokio::spawn(tail_loop(self.client.clone(), spec.clone(), Arc::clone(&buffer)));
+        TailHandle { spec, buffer }
+    }
+}
+
+/// Runs one console command against the cluster; the outcome is a sentence either way.
+async fn execute(
+    client: &KafkaClient,
+    command: &Command,
+    read_only: bool,
+    next_partition: &AtomicUsize,
+) -> Result<String, String> {
+    if read_only && command.mutates() {
+        return Err("read-only: this console changes nothing in the cluster (--read-only)".into());
+    }
+    let kafka = |e: RemoteError| e.to_string();
+    match command {
+        Command::Produce(request) => {
+            let metadata = client.metadata().await.map_err(kafka)?;
+            let topic = metadata
+                .topic(&request.topic)
+                .ok_or_else(|| format!("topic {} does not exist", request.topic))?;
+            let count = topic.partitions.len() as i32;
+            let partition = match (request.partition, &request.key) {
+                (Some(p), _) if p >= 0 && p < count => p,
+                (Some(p), _) => return Err(format!("topic {} has no partition {p}", request.topic)),
+                // Java's and librdkafka's default partitioner: murmur2 of the key.
+                (None, Some(key)) => partition_for_key(key.as_bytes(), count),
+                (None, None) => {
+                    let led: Vec<i32> = topic
+                        .partitions
+                        .iter()
+                        .filter(|p| p.leader.is_some())
+                        .map(|p| p.partition)
+                        .collect();
+                    let choices = if led.is_empty() { (0..count).collect() } else { led };
+                    let n = next_partition.fetch_add(1, Ordering::Relaxed);
+                    *choices
+                        .get(n % choices.len().max(1))
+                        .ok_or_else(|| format!("topic {} has no partitions", request.topic))?
+                }
+            };
+            let record = OutRecord {
+                key: request.key.clone().map(Bytes::from),
+                value: Some(Bytes::from(request.value.clone())),
+                headers: request
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Some(Bytes::from(v.clone()))))
+                    .collect(),
+                timestamp: None,
+            };
+            let offset = ops::produce(client, &request.topic, partition, vec![record], -1)
+                .await
+                .map_err(kafka)?;
+            Ok(format!("produced to {}-{partition} at offset {offset}", request.topic))
+        }
+        Command::KillBroker(_)
+        | Command::StopBroker(_)
+        | Command::StartBroker(_)
+        | Command::PauseBroker(_)
+        | Command::ResumeBroker(_) => Err(NO_BROKER_CONTROL.into()),
+        Command::PauseDemo | Command::ResumeDemo => Err("an external cluster has no demo workload".into()),
+        Command::ElectPreferredLeaders { topic } => {
+            let results = ops::elect_preferred(client, topic.as_deref(), None)
+                .await
+                .map_err(kafka)?;
+            let failed: Vec<String> = results
+                .iter()
+                .filter_map(|r| r.error.as_ref().map(|e| format!("{}-{}: {e}", r.topic, r.partition)))
+                .collect();
+            let led = results.len() - failed.len();
+            match failed.first() {
+                None => Ok(format!(
+                    "preferred-leader election: {led} partitions led by their preferred replica"
+                )),
+                Some(first) => Ok(format!(
+                    "preferred-leader election: {led} partitions led by their preferred replica, {} could not move ({first})",
+                    failed.len()
+                )),
+            }
+        }
+        Command::CreateTopic {
+            name,
+            partitions,
+            replication_factor,
+        } => {
+            let rf = i16::try_from(*replication_factor)
+                .map_err(|_| format!("replication factor {replication_factor} is too large"))?;
+            ops::create_topic(client, name, *partitions, rf, &[])
+                .await
+                .map_err(kafka)?;
+            Ok(format!("topic {name} created"))
+        }
+        Command::DeleteTopic { name } => {
+            ops::delete_topic(client, name).await.map_err(kafka)?;
+            Ok(format!("topic {name} deleted"))
+        }
+    }
+}
+
+/// What one refresh round read from the cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    pub metadata: Option<Arc<ClusterMetadata>>,
+    /// (log start, high watermark) by partition, when its leader answered.
+    pub offsets: HashMap<(String, i32), (Option<i64>, Option<i64>)>,
+    /// `None` when the groups could not be read: the last ones stay shown.
+    pub groups: Option<Vec<GroupObservation>>,
+    pub health: Vec<BrokerHealth>,
+    /// What went wrong this round besides broker connections.
+    pub problems: Vec<String>,
+}
+
+/// One refresh round: metadata, then every partition's offsets and every group, each
+/// request bounded by the client's timeouts. A failure leaves its part empty and a problem.
+async fn observe(client: &KafkaClient) -> Observation {
+    let mut observation = Observation::default();
+    let metadata = match client.refresh_metadata().await {
+        Ok(m) => m,
+        Err(e) => {
+            observation
+                .problems
+                .push(format!("cannot read the cluster's metadata: {e}"));
+            observation.health = client.health();
+            return observation;
+        }
+    };
+    let partitions: Vec<(String, i32)> = metadata
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.name.clone(), p.partition)))
+        .collect();
+    // Committed offsets first, end offsets after, as kafka-consumer-groups does: a commit
+    // read after the end offsets could be past them and the lag would read negative.
+    let groups = observe_groups(client).await;
+    let (starts, ends) = tokio::join!(
+        ops::list_offsets(client, &partitions, OffsetSpec::Earliest),
+        ops::list_offsets(client, &partitions, OffsetSpec::Latest),
+    );
+    let mut offset_errors = BTreeSet::new();
+    for ((tp, start), end) in partitions.into_iter().zip(starts).zip(ends) {
+        let mut keep = |r: Result<i64, RemoteError>| match r {
+            Ok(o) => Some(o),
+            Err(e) => {
+                offset_errors.insert(e.to_string());
+                None
+            }
+        };
+        let start = keep(start);
+        let end = keep(end);
+        observation.offsets.insert(tp, (start, end));
+    }
+    match groups {
+        Ok((groups, problems)) => {
+            observation.groups = Some(groups);
+            observation.problems.extend(problems);
+        }
+        Err(e) => observation
+            .problems
+            .push(format!("cannot read the consumer groups: {e}")),
+    }
+    if let Some(first) = offset_errors.iter().next() {
+        let more = offset_errors.len() - 1;
+        observation.problems.push(if more == 0 {
+            format!("offsets: {first}")
+        } else {
+            format!("offsets: {first} (+{more} other errors)")
+        });
+    }
+    observation.metadata = Some(metadata);
+    observation.health = client.health();
+    observation
+}
+
+/// A group and its committed offsets.
+pub type GroupObservation = (GroupDescription, Vec<ops::CommittedOffset>);
+
+async fn observe_groups(client: &KafkaClient) -> Result<(Vec<GroupObservation>, Vec<String>), RemoteError> {
+    let listings = ops::list_groups(client).await?;
+    let ids: Vec<String> = listings.into_iter().map(|g| g.group_id).collect();
+    if ids.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let descriptions = ops::describe_groups(client, &ids).await?;
+    let mut tasks = JoinSet::new();
+    for (i, d) in descriptions.iter().enumerate() {
+        let client = client.clone();
+        let group = d.group_id.clone();
+        tasks.spawn(async move { (i, ops::committed_offsets(&client, &group).await) });
+    }
+    let mut committed: BTreeMap<usize, Vec<ops::CommittedOffset>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((i, Ok(offsets))) => {
+                committed.insert(i, offsets);
+            }
+            Ok((i, Err(e))) => {
+                let group = descriptions.get(i).map_or("?", |d| d.group_id.as_str());
+                problems.push(format!("group {group}: {e}"));
+            }
+            Err(e) => problems.push(format!("reading committed offsets: {e}")),
+        }
+    }
+    let groups = descriptions
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| (d, committed.remove(&i).unwrap_or_default()))
+        .collect();
+    Ok((groups, problems))
+}
+
+async fn refresh_loop(
+    client: KafkaClient,
+    refresh: Duration,
+    mut builder: ViewBuilder,
+    tx: watch::Sender<Arc<ClusterView>>,
+    refresh_now: Arc<Notify>,
+) {
+    let mut interval = tokio::time::interval(refresh);
+    // A round that overruns its interval makes the next one wait for its own tick: rounds
+    // never queue up behind a slow cluster.
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let settings = client.settings().clone();
+    let budget = refresh.max(settings.request_timeout + settings.connect_timeout);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = refresh_now.notified() => {}
+        }
+        let observation = match tokio::time::timeout(budget, observe(&client)).await {
+            Ok(o) => o,
+            Err(_) => Observation {
+                problems: vec![format!(
+                    "the cluster did not answer a refresh within {} ms",
+                    budget.as_millis()
+                )],
+                health: client.health(),
+                ..Observation::default()
+            },
+        };
+        let view = builder.build(&observation, Utc::now());
+        // An unchanged cluster sends nothing, so an idle console does not redraw.
+        let changed = {
+            let current = tx.borrow();
+            ClusterView {
+                taken_at: current.taken_at,
+                ..view.clone()
+            } != **current
+        };
+        if changed && tx.send(Arc::new(view)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Turns observations into views, keeping what one observation cannot tell: brokers seen
+/// before, rates, histories, the event timeline and when things last changed.
+pub struct ViewBuilder {
+    cluster_name: Option<String>,
+    bootstrap: String,
+    event_history: usize,
+    events: VecDeque<ViewEvent>,
+    previous: Option<ClusterView>,
+    /// Every broker ever seen in metadata, with its last address.
+    known_brokers: BTreeMap<BrokerId, String>,
+    /// High watermarks of the last rate sample, and when.
+    last_ends: HashMap<(String, i32), i64>,
+    last_ends_at: Option<DateTime<Utc>>,
+    partition_rates: HashMap<(String, i32), f64>,
+    produce_history: HashMap<BrokerId, VecDeque<u64>>,
+    lag_history: HashMap<String, VecDeque<u64>>,
+    broker_changed: HashMap<BrokerId, DateTime<Utc>>,
+    partition_changed: HashMap<(String, i32), DateTime<Utc>>,
+}
+
+impl ViewBuilder {
+    pub fn new(cluster_name: Option<String>, bootstrap: String, event_history: usize) -> ViewBuilder {
+        ViewBuilder {
+            cluster_name,
+            bootstrap,
+            event_history: event_history.max(1),
+            events: VecDeque::new(),
+            previous: None,
+            known_brokers: BTreeMap::new(),
+            last_ends: HashMap::new(),
+            last_ends_at: None,
+            partition_rates: HashMap::new(),
+            produce_history: HashMap::new(),
+            lag_history: HashMap::new(),
+            broker_changed: HashMap::new(),
+            partition_changed: HashMap::new(),
+        }
+    }
+
+    fn push_event(&mut self, at: DateTime<Utc>, severity: Severity, text: String) {
+        if self.events.len() == self.event_history {
+            self.events.pop_front();
+        }
+        self.events.push_back(ViewEvent { at, severity, text });
+    }
+
+    pub fn build(&mut self, observation: &Observation, now: DateTime<Utc>) -> ClusterView {
+        let mut view = match &observation.metadata {
+            Some(metadata) => self.view_of(metadata, observation, now),
+            // Without metadata the last picture stays, with brokers re-judged by connection.
+            None => {
+                let mut last = self
+                    .previous
+                    .clone()
+                    .unwrap_or_else(|| ClusterView::empty(&self.name(None), SourceKind::External));
+                for b in &mut last.brokers {
+                    if b.status == BrokerStatus::Online && failing(&observation.health, b.id).is_some() {
+                        b.status = BrokerStatus::Unreachable;
+                    }
+                }
+                last.taken_at = now;
+                last
+            }
+        };
+        view.problems = problems(observation, &view.brokers);
+        match self.previous.take() {
+            None => {
+                let text = format!(
+                    "attached to {} via {}: {} brokers, {} topics, {} groups",
+                    view.cluster_name,
+                    self.bootstrap,
+                    view.brokers.len(),
+                    view.topics.len(),
+                    view.groups.len()
+                );
+                self.push_event(now, Severity::Info, text);
+            }
+            Some(old) => {
+                for (severity, text) in diff(&old, &view) {
+                    self.push_event(now, severity, text);
+                }
+                self.mark_changes(&old, &view, now);
+            }
+        }
+        for b in &mut view.brokers {
+            b.changed_at = self.broker_changed.get(&b.id).copied();
+        }
+        for p in &mut view.partitions {
+            p.changed_at = self.partition_changed.get(&(p.topic.clone(), p.partition)).copied();
+        }
+        view.events = self.events.iter().cloned().collect();
+        self.previous = Some(view.clone());
+        view
+    }
+
+    fn name(&self, metadata: Option<&ClusterMetadata>) -> String {
+        self.cluster_name
+            .clone()
+            .or_else(|| metadata.and_then(|m| m.cluster_id.clone()).filter(|id| !id.is_empty()))
+            .unwrap_or_else(|| self.bootstrap.clone())
+    }
+
+    fn mark_changes(&mut self, old: &ClusterView, new: &ClusterView, now: DateTime<Utc>) {
+        for b in &new.brokers {
+            if old.brokers.iter().find(|o| o.id == b.id).map(|o| o.status) != Some(b.status) {
+                self.broker_changed.insert(b.id, now);
+            }
+        }
+        for p in &new.partitions {
+            let before = old
+                .partitions
+                .iter()
+                .find(|o| o.topic == p.topic && o.partition == p.partition);
+            if before.is_some_and(|o| o.leader != p.leader || o.isr != p.isr) {
+                self.partition_changed.insert((p.topic.clone(), p.partition), now);
+            }
+        }
+    }
+
+    fn view_of(&mut self, metadata: &ClusterMetadata, observation: &Observation, now: DateTime<Utc>) -> ClusterView {
+        for b in &metadata.brokers {
+            self.known_brokers.insert(b.id, b.address.to_string());
+        }
+        let in_metadata: BTreeSet<BrokerId> = metadata.brokers.iter().map(|b| b.id).collect();
+        let status = |id: BrokerId| {
+            if !in_metadata.contains(&id) {
+                BrokerStatus::Down
+            } else if failing(&observation.health, id).is_some() {
+                BrokerStatus::Unreachable
+            } else {
+                BrokerStatus::Online
+            }
+        };
+        self.sample_rates(observation, now);
+        let mut partitions: Vec<PartitionRow> = Vec::new();
+        for t in &metadata.topics {
+            for p in &t.partitions {
+                let (start, end) = observation
+                    .offsets
+                    .get(&(t.name.clone(), p.partition))
+                    .copied()
+                    .unwrap_or((None, None));
+                let replicas = p
+                    .replicas
+                    .iter()
+                    .map(|&broker| {
+                        let role = if p.offline_replicas.contains(&broker) || status(broker) == BrokerStatus::Down {
+                            ReplicaRole::Offline
+                        } else if p.leader == Some(broker) {
+                            ReplicaRole::Leader
+                        } else if p.isr.contains(&broker) {
+                            ReplicaRole::InSync
+                        } else {
+                            ReplicaRole::OutOfSync
+                        };
+                        // Kafka tells a client the leader's high watermark, not any replica's
+                        // log end: the leader's is shown as the high watermark.
+                        let log_end_offset = (role == ReplicaRole::Leader).then_some(end).flatten();
+                        ReplicaRow {
+                            broker,
+                            role,
+                            log_end_offset,
+                        }
+                    })
+                    .collect();
+                partitions.push(PartitionRow {
+                    topic: t.name.clone(),
+                    partition: p.partition,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    replicas,
+                    isr: p.isr.clone(),
+                    preferred_leader: p.replicas.first().copied().unwrap_or(-1),
+                    high_watermark: end,
+                    log_start_offset: start,
+                    under_replicated: p.isr.len() < p.replicas.len(),
+                    changed_at: None,
+                });
+            }
+        }
+        partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        let groups = self.groups(observation, &partitions);
+        let mut topics: Vec<TopicRow> = metadata
+            .topics
+            .iter()
+            .map(|t| {
+                let mine: Vec<&PartitionRow> = partitions.iter().filter(|p| p.topic == t.name).collect();
+                let lags: Vec<i64> = groups
+                    .iter()
+                    .flat_map(|g| g.offsets.iter())
+                    .filter(|o| o.topic == t.name)
+                    .filter_map(|o| o.lag)
+                    .collect();
+                TopicRow {
+                    name: t.name.clone(),
+                    internal: t.internal || t.name.starts_with("__"),
+                    partitions: t.partitions.len() as i32,
+                    replication_factor: mine.iter().map(|p| p.replicas.len()).max().unwrap_or(0) as i32,
+                    under_replicated: mine.iter().filter(|p| p.under_replicated).count(),
+                    offline: mine.iter().filter(|p| p.offline()).count(),
+                    messages: mine
+                        .iter()
+                        .filter_map(|p| Some(p.high_watermark? - p.log_start_offset?))
+                        .sum(),
+                    size_bytes: None,
+                    messages_per_sec: mine
+                        .iter()
+                        .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
+                        .fold(0.0, |sum, r| sum + r),
+                    total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
+                }
+            })
+            .collect();
+        topics.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
+        let sample = self.last_ends_at == Some(now);
+        let brokers = self
+            .known_brokers
+            .clone()
+            .into_iter()
+            .map(|(id, address)| {
+                let led = partitions.iter().filter(|p| p.leader == Some(id));
+                // A fold from +0.0: an empty float sum is -0.0, shown as "-0/s".
+                let rate = led
+                    .clone()
+                    .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
+                    .fold(0.0, |sum, r| sum + r);
+                let history = self.produce_history.entry(id).or_default();
+                if sample {
+                    push_sample(history, rate as u64);
+                }
+                BrokerRow {
+                    id,
+                    status: status(id),
+                    is_controller: metadata.controller == Some(id),
+                    leaders: led.count(),
+                    replicas: partitions
+                        .iter()
+                        .filter(|p| p.replicas.iter().any(|r| r.broker == id))
+                        .count(),
+                    throughput: Throughput::Messages { in_per_sec: rate },
+                    address: Some(address),
+                    produce_history: history.iter().copied().collect(),
+                    changed_at: None,
+                }
+            })
+            .collect();
+        ClusterView {
+            cluster_name: self.name(Some(metadata)),
+            source: SourceKind::External,
+            taken_at: now,
+            controller: metadata.controller,
+            brokers,
+            topics,
+            partitions,
+            groups,
+            events: Vec::new(),
+            demo: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// Records per second by partition, from high watermarks at least a second apart.
+    fn sample_rates(&mut self, observation: &Observation, now: DateTime<Utc>) {
+        let ends: HashMap<(String, i32), i64> = observation
+            .offsets
+            .iter()
+            .filter_map(|(tp, (_, end))| Some((tp.clone(), (*end)?)))
+            .collect();
+        let Some(last_at) = self.last_ends_at else {
+            self.last_ends = ends;
+            self.last_ends_at = Some(now);
+            return;
+        };
+        let dt = (now - last_at).num_milliseconds() as f64 / 1000.0;
+        if dt < 1.0 {
+            return;
+        }
+        self.partition_rates = ends
+            .iter()
+            .filter_map(|(tp, end)| {
+                let before = self.last_ends.get(tp)?;
+                Some((tp.clone(), (end - before).max(0) as f64 / dt))
+            })
+            .collect();
+        // A partition whose leader did not answer keeps its last end for the next sample.
+        for (tp, end) in ends {
+            self.last_ends.insert(tp, end);
+        }
+        self.last_ends_at = Some(now);
+    }
+
+    fn groups(&mut self, observation: &Observation, partitions: &[PartitionRow]) -> Vec<GroupRow> {
+        let Some(observed) = &observation.groups else {
+            return self.previous.as_ref().map_or_else(Vec::new, |v| v.groups.clone());
+        };
+        let end_of = |topic: &str, partition: i32| {
+            partitions
+                .iter()
+                .find(|p| p.topic == topic && p.partition == partition)
+                .and_then(|p| p.high_watermark)
+        };
+        let mut groups: Vec<GroupRow> = observed
+            .iter()
+            .map(|(d, committed)| {
+                let mut offsets: Vec<GroupOffsetRow> = committed
+                    .iter()
+                    .map(|c| {
+                        let end = end_of(&c.topic, c.partition);
+                        GroupOffsetRow {
+                            topic: c.topic.clone(),
+                            partition: c.partition,
+                            committed: c.offset,
+                            end,
+                            lag: end.map(|e| (e - c.offset).max(0)),
+                        }
+                    })
+                    .collect();
+                offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+                let total_lag: i64 = offsets.iter().filter_map(|o| o.lag).sum();
+                let history = self.lag_history.entry(d.group_id.clone()).or_default();
+                push_sample(history, total_lag.max(0) as u64);
+                GroupRow {
+                    group_id: d.group_id.clone(),
+                    state: d.state.clone(),
+                    protocol: d.protocol.clone(),
+                    generation: 0,
+                    coordinator: d.coordinator,
+                    members: d
+                        .members
+                        .iter()
+                        .map(|m| MemberRow {
+                            member_id: m.member_id.clone(),
+                            assignment: m.assignment.clone(),
+                        })
+                        .collect(),
+                    offsets,
+                    total_lag,
+                    lag_history: history.iter().copied().collect(),
+                }
+            })
+            .collect();
+        groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        groups
+    }
+}
+
+fn push_sample(history: &mut VecDeque<u64>, sample: u64) {
+    if history.len() == HISTORY {
+        history.pop_front();
+    }
+    history.push_back(sample);
+}
+
+/// The last connection error of broker `id`, when kdeck cannot talk to it now.
+fn failing(health: &[BrokerHealth], id: BrokerId) -> Option<&str> {
+    health.iter().find(|h| h.id == id).and_then(|h| h.last_error.as_deref())
+}
+
+/// The header's problems: brokers kdeck cannot reach first (by id), then what the round
+/// could not read.
+fn problems(observation: &Observation, brokers: &[BrokerRow]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for b in brokers {
+        match b.status {
+            BrokerStatus::Down => out.push(format!(
+                "broker {} {}: down (gone from the metadata)",
+                b.id,
+                b.address.as_deref().unwrap_or("?")
+            )),
+            BrokerStatus::Unreachable => {
+                let error = failing(&observation.health, b.id).unwrap_or("unreachable");
+                out.push(format!(
+                    "broker {} {}: {error}",
+                    b.id,
+                    b.address.as_deref().unwrap_or("?")
+                ));
+            }
+            _ => {}
+        }
+    }
+    // Bootstrap addresses (before any metadata) fail under their own address.
+    for h in &observation.health {
+        if let Some(error) = &h.last_error
+            && !brokers.iter().any(|b| b.id == h.id)
+        {
+            out.push(format!("{}: {error}", h.address));
+        }
+    }
+    out.extend(observation.problems.iter().cloned());
+    out
+}
+
+/// Fills `buffer` with `spec`'s records: one task per partition, each resolving its start
+/// then fetching until the handle is dropped.
+async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>) {
+    let errors = Arc::new(TailErrors::default());
+    let mut backoff = TAIL_BACKOFF;
+    let partitions = loop {
+        if buffer.is_closed() {
+            return;
+        }
+        match client.metadata().await {
+            Ok(m) => match m.topic(&spec.topic) {
+                Some(t) => {
+                    let all: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+                    match spec.partition {
+                        Some(p) if all.contains(&p) => break vec![p],
+                        Some(p) => buffer.set_error(Some(format!("topic {} has no partition {p}", spec.topic))),
+                        None => break all,
+                    }
+                }
+                None => buffer.set_error(Some(format!("topic {} does not exist", spec.topic))),
+            },
+            Err(e) => buffer.set_error(Some(e.to_string())),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(TAIL_BACKOFF_MAX);
+    };
+    buffer.set_error(None);
+    let mut tasks = JoinSet::new();
+    for partition in partitions {
+        tasks.spawn(tail_partition(
+            client.clone(),
+            spec.topic.clone(),
+            partition,
+            spec.start,
+            Arc::clone(&buffer),
+            Arc::clone(&errors),
+        ));
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Each partition's last read error; the buffer shows the first, so one partition's
+/// success does not hide another's failure.
+#[derive(Default)]
+struct TailErrors(Mutex<BTreeMap<i32, String>>);
+
+impl TailErrors {
+    fn set(&self, buffer: &TailBuffer, partition: i32, error: Option<String>) {
+        let mut errors = lock(&self.0);
+        match error {
+            Some(e) => errors.insert(partition, e),
+            None => errors.remove(&partition),
+        };
+        buffer.set_error(errors.iter().next().map(|(p, e)| format!("partition {p}: {e}")));
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where a tail starts in one partition.
+async fn resolve_start(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    start: SeekPosition,
+) -> Result<i64, RemoteError> {
+    let offset = |spec| offset_of(client, topic, partition, spec);
+    match start {
+        SeekPosition::Beginning => offset(OffsetSpec::Earliest).await,
+        SeekPosition::End => offset(OffsetSpec::Latest).await,
+        SeekPosition::Last(n) => {
+            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
+            Ok(end.saturating_sub(n.max(0)).max(first))
+        }
+        SeekPosition::Offset(o) => {
+            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
+            Ok(o.clamp(first, end.max(first)))
+        }
+        SeekPosition::Timestamp(t) => {
+            let at = offset(OffsetSpec::Timestamp(t.timestamp_millis())).await?;
+            // No record at or after that time: the tail waits at the end.
+            if at < 0 {
+                offset(OffsetSpec::Latest).await
+            } else {
+                Ok(at)
+            }
+        }
+    }
+}
+
+async fn offset_of(client: &KafkaClient, topic: &str, partition: i32, spec: OffsetSpec) -> Result<i64, RemoteError> {
+    ops::list_offsets(client, &[(topic.to_string(), partition)], spec)
+        .await
+        .pop()
+        .unwrap_or_else(|| Err(RemoteError::Other(format!("no offset for {topic}-{partition}"))))
+}
+
+async fn tail_partition(
+    client: KafkaClient,
+    topic: String,
+    partition: i32,
+    start: SeekPosition,
+    buffer: Arc<TailBuffer>,
+    errors: Arc<TailErrors>,
+) {
+    let mut backoff = TAIL_BACKOFF;
+    let mut position: Option<i64> = None;
+    while !buffer.is_closed() {
+        let result = match position {
+            None => resolve_start(&client, &topic, partition, start).await.map(|o| {
+                position = Some(o);
+            }),
+            Some(offset) => match ops::fetch(&client, &topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
+                Ok(fetched) => {
+                    if !fetched.records.is_empty() && !buffer.is_closed() {
+                        buffer.push(fetched.records);
+                    }
+                    position = Some(fetched.next_offset.max(offset));
+                    Ok(())
+                }
+                // Retention removed what the tail was about to read: go on from the new start.
+                Err(RemoteError::Kafka { ref name, .. }) if name == "OFFSET_OUT_OF_RANGE" => {
+                    position = None;
+                    Err(RemoteError::Other(format!(
+                        "offset {offset} is out of range; reading from the start"
+                    )))
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(()) => {
+                errors.set(&buffer, partition, None);
+                backoff = TAIL_BACKOFF;
+            }
+            Err(e) => {
+                errors.set(&buffer, partition, Some(e.to_string()));
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(TAIL_BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::BrokerAddress;
+    use crate::remote::client::{BrokerInfo, PartitionMetadata, TopicMetadata};
+
+    fn metadata(brokers: &[BrokerId], leader: Option<BrokerId>, isr: &[BrokerId]) -> Arc<ClusterMetadata> {
+        Arc::new(ClusterMetadata {
+            cluster_id: Some("prod-eu".into()),
+            controller: brokers.first().copied(),
+            brokers: brokers
+                .iter()
+                .map(|&id| BrokerInfo {
+                    id,
+                    address: BrokerAddress {
+                        host: "10.0.0.1".into(),
+                        port: 9092 + id as u16,
+                    },
+                    rack: None,
+                })
+                .collect(),
+            topics: vec![TopicMetadata {
+                name: "orders".into(),
+                internal: false,
+                error: 0,
+                partitions: vec![PartitionMetadata {
+                    partition: 0,
+                    leader,
+                    leader_epoch: 3,
+                    replicas: vec![0, 1, 2],
+                    isr: isr.to_vec(),
+                    offline_replicas: Vec::new(),
+                    error: 0,
+                }],
+            }],
+            taken_at: Utc::now(),
+        })
+    }
+
+    fn observation(metadata: Arc<ClusterMetadata>, end: i64) -> Observation {
+        let mut o = Observation {
+            metadata: Some(metadata),
+            ..Observation::default()
+        };
+        o.offsets.insert(("orders".into(), 0), (Some(10), Some(end)));
+        o
+    }
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::seconds(1_800_000_000 + seconds)
+    }
+
+    #[test]
+    fn the_first_view_says_attached_and_maps_kafka_metadata() {
+        let mut builder = ViewBuilder::new(None, "10.0.0.1:9092".into(), 100);
+        let view = builder.build(&observation(metadata(&[0, 1, 2], Some(1), &[1, 2]), 110), at(0));
+        assert_eq!(view.cluster_name, "prod-eu");
+        assert_eq!(view.events.len(), 1);
+        assert!(view.events[0].text.starts_with("attached to prod-eu via 10.0.0.1:9092"));
+        let p = &view.partitions[0];
+        assert_eq!((p.leader, p.leader_epoch, p.preferred_leader), (Some(1), 3, 0));
+        assert!(p.under_replicated);
+        let roles: Vec<ReplicaRole> = p.replicas.iter().map(|r| r.role).collect();
+        assert_eq!(
+            roles,
+            vec![ReplicaRole::OutOfSync, ReplicaRole::Leader, ReplicaRole::InSync]
+        );
+        assert_eq!(
+            p.leader_log_end(),
+            Some(110),
+            "the leader's log end is its high watermark"
+        );
+        assert_eq!((p.high_watermark, p.log_start_offset), (Some(110), Some(10)));
+        assert_eq!(view.topics[0].messages, 100);
+        assert_eq!(view.topics[0].size_bytes, None);
+        assert!(view.brokers[0].is_controller);
+    }
+
+    #[test]
+    fn a_broker_that_leaves_the_metadata_is_down_and_its_replicas_offline() {
+        let mut builder = ViewBuilder::new(None, "b".into(), 100);
+        builder.build(&observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 10), at(0));
+        let view = builder.build(&observation(metadata(&[0, 2], Some(2), &[0, 2]), 10), at(1));
+        assert_eq!(view.brokers.len(), 3, "a broker once seen stays listed");
+        assert_eq!(view.brokers[1].status, BrokerStatus::Down);
+        assert_eq!(view.partitions[0].replicas[1].role, ReplicaRole::Offline);
+        assert_eq!(
+            view.problems[0],
+            "broker 1 10.0.0.1:9093: down (gone from the metadata)"
+        );
+        let texts: Vec<&str> = view.events.iter().map(|e| e.text.as_str()).collect();
+        assert!(texts.contains(&"leader orders-0: 1 -> 2, epoch 3"), "{texts:?}");
+        assert!(view.partitions[0].changed_at.is_some());
+    }
+
+    #[test]
+    fn rates_come_from_successive_high_watermarks() {
+        let mut builder = ViewBuilder::new(None, "b".into(), 100);
+        builder.build(&observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 100), at(0));
+        let view = builder.build(&observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 300), at(2));
+        assert_eq!(view.topics[0].messages_per_sec, 100.0);
+        assert_eq!(view.brokers[1].throughput, Throughput::Messages { in_per_sec: 100.0 });
+        assert_eq!(view.brokers[0].throughput, Throughput::Messages { in_per_sec: 0.0 });
+    }
+
+    #[test]
+    fn group_lag_is_the_high_watermark_minus_the_commit_and_a_failed_read_keeps_the_groups() {
+        let mut builder = ViewBuilder::new(None, "b".into(), 100);
+        let mut with_group = observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 110);
+        with_group.groups = Some(vec![(
+            GroupDescription {
+                group_id: "billing".into(),
+                state: "Stable".into(),
+                protocol_type: "consumer".into(),
+                protocol: "range".into(),
+                coordinator: 2,
+                members: vec![ops::GroupMember {
+                    member_id: "m-1".into(),
+                    client_id: "c".into(),
+                    host: "/10.0.0.9".into(),
+                    assignment: vec![("orders".into(), 0)],
+                }],
+            },
+            vec![ops::CommittedOffset {
+                topic: "orders".into(),
+                partition: 0,
+                offset: 100,
+            }],
+        )]);
+        let view = builder.build(&with_group, at(0));
+        let billing = &view.groups[0];
+        assert_eq!((billing.offsets[0].end, billing.offsets[0].lag), (Some(110), Some(10)));
+        assert_eq!(billing.total_lag, 10);
+        assert_eq!(billing.owner("orders", 0).map(|m| m.member_id.as_str()), Some("m-1"));
+        assert_eq!(view.topics[0].total_lag, Some(10));
+        let unread = observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 110);
+        let later = builder.build(&unread, at(1));
+        assert_eq!(later.groups, view.groups, "a failed read is not a deleted group");
+        assert_eq!(later.events.len(), 1, "nothing happened: {:?}", later.events);
+    }
+
+    #[test]
+    fn a_failed_round_keeps_the_picture_and_names_the_problem() {
+        let mut builder = ViewBuilder::new(None, "b".into(), 100);
+        let first = builder.build(&observation(metadata(&[0, 1, 2], Some(1), &[0, 1, 2]), 10), at(0));
+        let failed = Observation {
+            problems: vec!["cannot read the cluster's metadata: timed out".into()],
+            health: vec![BrokerHealth {
+                id: 1,
+                address: BrokerAddress {
+                    host: "10.0.0.1".into(),
+                    port: 9093,
+                },
+                connected: false,
+                last_error: Some("connection refused".into()),
+                failing_since: Some(at(1)),
+            }],
+            ..Observation::default()
+        };
+        let view = builder.build(&failed, at(1));
+        assert_eq!(view.partitions, first.partitions);
+        assert_eq!(view.brokers[1].status, BrokerStatus::Unreachable);
+        assert_eq!(
+            view.problems,
+            vec![
+                "broker 1 10.0.0.1:9093: connection refused".to_string(),
+                "cannot read the cluster's metadata: timed out".to_string()
+            ]
+        );
+    }
+}

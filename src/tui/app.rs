@@ -12,8 +12,8 @@ use super::keymap::{Action, Keymap};
 use super::theme::Theme;
 use crate::config::ConsoleConfig;
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupRow, OutcomeSender,
-    PartitionRow, ProduceRequest, SeekPosition, Severity, TailHandle, TailRecord, TailSpec, TopicRow,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, GroupRow,
+    OutcomeSender, PartitionRow, ProduceRequest, SeekPosition, Severity, TailHandle, TailRecord, TailSpec, TopicRow,
 };
 
 /// A one-line message in the footer: the last command's outcome or a hint.
@@ -79,6 +79,8 @@ impl Tail {
 
 pub struct App {
     pub source: Arc<dyn ClusterSource>,
+    /// What the source lets the console do (asked once: it does not change).
+    pub capabilities: Capabilities,
     pub outcomes: OutcomeSender,
     pub view: Arc<ClusterView>,
     pub keymap: Keymap,
@@ -110,8 +112,10 @@ impl App {
         log_path: Option<PathBuf>,
     ) -> App {
         let view = source.views().borrow().clone();
+        let capabilities = source.capabilities();
         let mut app = App {
             source,
+            capabilities,
             outcomes,
             view,
             keymap,
@@ -156,6 +160,21 @@ impl App {
                 severity: Severity::Error,
             },
         });
+    }
+
+    /// Why the console does not offer `action`, if it does not: hidden by read-only, or not
+    /// available from this source.
+    pub fn unavailable(&self, action: Action) -> Option<&'static str> {
+        if self.capabilities.read_only && action.mutates() {
+            return Some("read-only: this console changes nothing in the cluster (--read-only)");
+        }
+        if action.controls_broker() {
+            return self.capabilities.broker_control.err();
+        }
+        if action == Action::PauseDemo && !self.capabilities.demo {
+            return Some("this cluster has no demo workload");
+        }
+        None
     }
 
     /// Periodic check; true when the screen must be redrawn (new tail records).
@@ -451,6 +470,9 @@ impl App {
                 | Action::NextPartition
                 | Action::PrevPartition
         );
+        if let Some(reason) = self.unavailable(action) {
+            return self.hint(reason);
+        }
         if tail_action && self.focus != Pane::Messages {
             // Outside the tail, beginning and end are the top and bottom of the list.
             match action {

@@ -1,5 +1,7 @@
 //! Brokers: state, leaders, replicas, leader skew, bytes in/out and a produce-rate sparkline.
-//! The controller is marked ◆.
+//! The controller is marked ◆. An external cluster tells no byte rates without JMX: there the
+//! columns show the records per second appended to the partitions each broker leads, and the
+//! outbound column "–".
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -10,8 +12,8 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::layout::{block, flashing, scroll};
-use super::text::{bytes, sparkline};
-use crate::view::BrokerRow;
+use super::text::{bytes, rate, sparkline};
+use crate::view::{BrokerRow, Throughput};
 
 /// kafbat's thresholds for leader skew.
 const SKEW_WARN: f64 = 10.0;
@@ -27,6 +29,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     } else {
         total_leaders as f64 / online.len() as f64
     };
+    let messages = app
+        .view
+        .brokers
+        .iter()
+        .any(|b| matches!(b.throughput, Throughput::Messages { .. }));
     let block = block(app, Pane::Brokers, kafka_addresses(&app.view.brokers));
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
@@ -64,8 +71,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
                 Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
                 Cell::from(Line::from(b.replicas.to_string()).right_aligned()),
                 Cell::from(Line::from(Span::styled(format!("{skew:+.0}%"), skew_style)).right_aligned()),
-                Cell::from(Line::from(format!("{}/s", bytes(b.bytes_in_per_sec))).right_aligned()),
-                Cell::from(Line::from(format!("{}/s", bytes(b.bytes_out_per_sec))).right_aligned()),
+                Cell::from(Line::from(throughput_in(b.throughput)).right_aligned()),
+                Cell::from(Line::from(throughput_out(b.throughput)).right_aligned()),
                 Cell::from(Span::styled(sparkline(&b.produce_history, spark_width), t.ok)),
             ]);
             if i == cursor && app.focus == Pane::Brokers {
@@ -81,7 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         right("LEAD"),
         right("REPL"),
         right("SKEW"),
-        right("IN"),
+        right(if messages { "IN MSG/S" } else { "IN" }),
         right("OUT"),
         Cell::from("RATE"),
     ])
@@ -97,6 +104,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Constraint::Min(4),
     ];
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}
+
+fn throughput_in(throughput: Throughput) -> String {
+    match throughput {
+        Throughput::Bytes { in_per_sec, .. } => format!("{}/s", bytes(in_per_sec)),
+        Throughput::Messages { in_per_sec } => rate(in_per_sec),
+    }
+}
+
+fn throughput_out(throughput: Throughput) -> String {
+    match throughput {
+        Throughput::Bytes { out_per_sec, .. } => format!("{}/s", bytes(out_per_sec)),
+        Throughput::Messages { .. } => "–".into(),
+    }
 }
 
 /// Where Kafka clients connect, for the pane's title: `Kafka 127.0.0.1:9092-9094` when the
@@ -133,8 +154,10 @@ mod tests {
             is_controller: false,
             leaders: 0,
             replicas: 0,
-            bytes_in_per_sec: 0.0,
-            bytes_out_per_sec: 0.0,
+            throughput: Throughput::Bytes {
+                in_per_sec: 0.0,
+                out_per_sec: 0.0,
+            },
             address: address.map(str::to_string),
             produce_history: Vec::new(),
             changed_at: None,

@@ -28,7 +28,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             spans.push(Span::styled(format!(" {text}  "), t.severity(status.severity)));
             spans.push(Span::styled("│", t.dim));
         }
-        for (action, label) in hints(app.focus) {
+        // Keys the source does not offer get no hint; pressing them explains why.
+        for (action, label) in hints(app.focus).iter().filter(|(a, _)| app.unavailable(*a).is_none()) {
             let item = format!(" {} {label} ", app.keymap.hint(*action));
             let w = item.chars().count();
             if used + w > width {

@@ -1,4 +1,5 @@
-//! The header: cluster, source, health counters and the clock.
+//! The header: cluster, source (and read-only), the first connection problem with a count,
+//! health counters and the clock.
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -8,15 +9,30 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
+use super::text::fit;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let v = &app.view;
     let t = &app.theme;
     let clock = now.with_timezone(&app.tz).format("%Y-%m-%d %H:%M:%S").to_string();
-    let title = format!(" kdeck · cluster {} ({}) ", v.cluster_name, v.source.label());
-    let pad = (area.width as usize).saturating_sub(title.chars().count() + clock.chars().count() + 1);
+    let mode = if app.capabilities.read_only {
+        format!("{}, read-only", v.source.label())
+    } else {
+        v.source.label().to_string()
+    };
+    let title = format!(" kdeck · cluster {} ({mode}) ", v.cluster_name);
+    let free = (area.width as usize).saturating_sub(title.chars().count() + clock.chars().count() + 1);
+    let problem = match v.problems.as_slice() {
+        [] => String::new(),
+        [one] => format!("⚠ {one} "),
+        // The count goes first: a long first problem is cut, the count must stay visible.
+        [first, rest @ ..] => format!("⚠ {} problems · {first} ", rest.len() + 1),
+    };
+    let problem = fit(&problem, free);
+    let pad = free.saturating_sub(unicode_width::UnicodeWidthStr::width(problem.as_str()));
     let first = Line::from(vec![
         Span::styled(title, t.header),
+        Span::styled(problem, t.header.patch(t.error)),
         Span::styled(" ".repeat(pad), t.header),
         Span::styled(format!("{clock} "), t.header),
     ]);

@@ -1,4 +1,6 @@
-//! The `?` overlay: every binding from the keymap, and where the log file is.
+//! The `?` overlay: every binding from the keymap, and where the log file is. Actions the
+//! source does not offer are greyed out with the reason; a read-only console hides every
+//! action that changes the cluster.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -14,13 +16,36 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         Span::styled(format!("{:<16}", "1-6"), t.title),
         Span::raw(Action::FocusPane(super::Pane::Brokers).describe()),
     ])];
+    let mut reasons: Vec<&'static str> = Vec::new();
     for (action, _) in &app.keymap.bindings {
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:<16}", app.keymap.keys_of(*action)), t.title),
-            Span::raw(action.describe()),
-        ]));
+        let keys = format!("{:<16}", app.keymap.keys_of(*action));
+        match app.unavailable(*action) {
+            Some(_) if app.capabilities.read_only && action.mutates() => {}
+            Some(reason) => {
+                if !reasons.contains(&reason) {
+                    reasons.push(reason);
+                }
+                lines.push(Line::from(vec![
+                    Span::styled(keys, t.dim),
+                    Span::styled(format!("{} (unavailable)", action.describe()), t.dim),
+                ]));
+            }
+            None => lines.push(Line::from(vec![
+                Span::styled(keys, t.title),
+                Span::raw(action.describe()),
+            ])),
+        }
     }
     lines.push(Line::raw(""));
+    for reason in reasons {
+        lines.push(Line::styled(format!("Unavailable: {reason}."), t.dim));
+    }
+    if app.capabilities.read_only {
+        lines.push(Line::styled(
+            "Read-only (--read-only): produce, topic changes, elections and broker control are hidden.",
+            t.dim,
+        ));
+    }
     lines.push(Line::styled(
         "Dialogs: Tab/↑/↓ move between fields, Enter submit, Esc cancel. Confirm with y or Enter.",
         t.dim,

@@ -39,10 +39,33 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether the action changes the cluster: a read-only console hides it.
+    pub fn mutates(self) -> bool {
+        matches!(
+            self,
+            Action::Produce
+                | Action::KillBroker
+                | Action::StopBroker
+                | Action::RestartBroker
+                | Action::PauseBroker
+                | Action::Rebalance
+                | Action::CreateTopic
+                | Action::DeleteTopic
+        )
+    }
+
+    /// Whether the action controls a broker's process (kill, stop, restart, pause).
+    pub fn controls_broker(self) -> bool {
+        matches!(
+            self,
+            Action::KillBroker | Action::StopBroker | Action::RestartBroker | Action::PauseBroker
+        )
+    }
+
     /// What the help overlay says.
     pub fn describe(self) -> &'static str {
         match self {
-            Action::Quit => "quit (the embedded cluster shuts down cleanly)",
+            Action::Quit => "quit (an embedded cluster shuts down cleanly)",
             Action::Help => "this help",
             Action::NextPane => "next pane",
             Action::PrevPane => "previous pane",

@@ -95,7 +95,7 @@ impl Theme {
         match status {
             BrokerStatus::Online => self.ok,
             BrokerStatus::Fenced | BrokerStatus::Paused => self.warn,
-            BrokerStatus::Stopped | BrokerStatus::Killed => self.error,
+            BrokerStatus::Stopped | BrokerStatus::Killed | BrokerStatus::Down | BrokerStatus::Unreachable => self.error,
         }
     }
 

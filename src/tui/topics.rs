@@ -44,7 +44,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
                 Cell::from(Line::from(tp.replication_factor.to_string()).right_aligned()),
                 Cell::from(Line::from(Span::styled(urp, urp_style)).right_aligned()),
                 Cell::from(Line::from(rate(tp.messages_per_sec)).right_aligned()),
-                Cell::from(Line::from(bytes(tp.size_bytes as f64)).right_aligned()),
+                Cell::from(Line::from(tp.size_bytes.map_or("–".into(), |b| bytes(b as f64))).right_aligned()),
                 Cell::from(Line::from(tp.total_lag.map_or("-".into(), |l| l.to_string())).right_aligned()),
             ]);
             if i == cursor { row.style(t.selected) } else { row }

@@ -13,9 +13,9 @@ use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
-    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Severity, SourceKind, TailBuffer, TailHandle, TailRecord,
-    TailSpec, TopicRow, ViewEvent,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow,
+    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Severity, SourceKind, TailBuffer,
+    TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -68,8 +68,17 @@ pub fn view() -> ClusterView {
         is_controller: id == 0,
         leaders,
         replicas: 9,
-        bytes_in_per_sec: if status == BrokerStatus::Online { 48_000.0 } else { 0.0 },
-        bytes_out_per_sec: if status == BrokerStatus::Online { 96_000.0 } else { 0.0 },
+        throughput: if status == BrokerStatus::Online {
+            Throughput::Bytes {
+                in_per_sec: 48_000.0,
+                out_per_sec: 96_000.0,
+            }
+        } else {
+            Throughput::Bytes {
+                in_per_sec: 0.0,
+                out_per_sec: 0.0,
+            }
+        },
         address: Some(format!("127.0.0.1:{}", 9092 + id)),
         produce_history: history.to_vec(),
         changed_at: None,
@@ -133,7 +142,7 @@ pub fn view() -> ClusterView {
         under_replicated: urp,
         offline,
         messages: 3603,
-        size_bytes: 987_654,
+        size_bytes: Some(987_654),
         messages_per_sec: rate,
         total_lag: lag,
     };
@@ -239,6 +248,41 @@ pub fn view() -> ClusterView {
             ),
         ],
         demo: Some(true),
+        problems: Vec::new(),
+    }
+}
+
+/// The fixture as an external cluster sees it: broker 1 unreachable, message rates instead
+/// of byte rates, unknown sizes, no demo, and connection problems.
+pub fn external_view() -> ClusterView {
+    let mut v = view();
+    v.cluster_name = "prod-eu".into();
+    v.source = SourceKind::External;
+    v.demo = None;
+    for b in &mut v.brokers {
+        b.throughput = Throughput::Messages {
+            in_per_sec: if b.status == BrokerStatus::Online { 201.0 } else { 0.0 },
+        };
+        if b.status == BrokerStatus::Killed {
+            b.status = BrokerStatus::Unreachable;
+        }
+    }
+    for t in &mut v.topics {
+        t.size_bytes = None;
+    }
+    v.problems = vec![
+        "broker 1 127.0.0.1:9093: connection refused".into(),
+        "offsets: clicks-1: LEADER_NOT_AVAILABLE (5)".into(),
+    ];
+    v
+}
+
+/// What the remote source offers.
+pub fn external_capabilities(read_only: bool) -> Capabilities {
+    Capabilities {
+        broker_control: Err("not available on an external cluster: Kafka has no API to stop or start a broker"),
+        demo: false,
+        read_only,
     }
 }
 
@@ -277,14 +321,20 @@ pub fn records() -> Vec<TailRecord> {
 /// A source that records commands and tails, and answers nothing.
 pub struct RecordingSource {
     pub views: watch::Sender<Arc<ClusterView>>,
+    pub capabilities: Capabilities,
     pub commands: Mutex<Vec<Command>>,
     pub tails: Mutex<Vec<TailSpec>>,
 }
 
 impl RecordingSource {
     pub fn new(view: ClusterView) -> Arc<RecordingSource> {
+        RecordingSource::with_capabilities(view, Capabilities::default())
+    }
+
+    pub fn with_capabilities(view: ClusterView, capabilities: Capabilities) -> Arc<RecordingSource> {
         Arc::new(RecordingSource {
             views: watch::channel(Arc::new(view)).0,
+            capabilities,
             commands: Mutex::new(Vec::new()),
             tails: Mutex::new(Vec::new()),
         })
@@ -300,6 +350,10 @@ impl RecordingSource {
 }
 
 impl ClusterSource for RecordingSource {
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
     fn views(&self) -> watch::Receiver<Arc<ClusterView>> {
         self.views.subscribe()
     }
@@ -323,7 +377,20 @@ pub struct Harness {
 }
 
 pub fn harness_with(view: ClusterView, console: ConsoleConfig, keys: KeysConfig, theme: Theme) -> Harness {
-    let source = RecordingSource::new(view);
+    harness_of(RecordingSource::new(view), console, keys, theme)
+}
+
+/// The console on the external fixture, read-only or not.
+pub fn external_harness(read_only: bool) -> Harness {
+    harness_of(
+        RecordingSource::with_capabilities(external_view(), external_capabilities(read_only)),
+        ConsoleConfig::default(),
+        KeysConfig::default(),
+        Theme::colored(),
+    )
+}
+
+fn harness_of(source: Arc<RecordingSource>, console: ConsoleConfig, keys: KeysConfig, theme: Theme) -> Harness {
     let (tx, outcomes) = mpsc::unbounded_channel();
     let app = App::new(
         Arc::clone(&source) as Arc<dyn ClusterSource>,

@@ -1,0 +1,358 @@
+//! Events of an external cluster, derived by comparing two successive views: Kafka tells a
+//! client what the cluster looks like, not what happened, so "leader moved" or "ISR shrank"
+//! is whatever differs between two refreshes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::view::{BrokerId, BrokerStatus, ClusterView, GroupRow, PartitionRow, Severity};
+
+/// What changed from `old` to `new`, one line each, in the order an operator reads a story:
+/// brokers and the controller first, then topics, partitions and groups.
+pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<(Severity, String)> {
+    let mut out = Vec::new();
+    brokers(old, new, &mut out);
+    match (old.controller, new.controller) {
+        (Some(from), Some(to)) if from != to => {
+            out.push((Severity::Warn, format!("controller moved: broker {from} -> {to}")))
+        }
+        (None, Some(to)) => out.push((Severity::Info, format!("controller is broker {to}"))),
+        (Some(from), None) => out.push((Severity::Error, format!("no controller (was broker {from})"))),
+        _ => {}
+    }
+    let old_topics: BTreeMap<&str, _> = old.topics.iter().map(|t| (t.name.as_str(), t)).collect();
+    let new_topics: BTreeMap<&str, _> = new.topics.iter().map(|t| (t.name.as_str(), t)).collect();
+    for (name, t) in &new_topics {
+        if !old_topics.contains_key(name) {
+            out.push((
+                Severity::Info,
+                format!(
+                    "topic {name} created: {} partitions, RF {}",
+                    t.partitions, t.replication_factor
+                ),
+            ));
+        }
+    }
+    for name in old_topics.keys() {
+        if !new_topics.contains_key(name) {
+            out.push((Severity::Info, format!("topic {name} deleted")));
+        }
+    }
+    let old_partitions: BTreeMap<(&str, i32), &PartitionRow> = old
+        .partitions
+        .iter()
+        .map(|p| ((p.topic.as_str(), p.partition), p))
+        .collect();
+    for p in &new.partitions {
+        if let Some(before) = old_partitions.get(&(p.topic.as_str(), p.partition)) {
+            partition(before, p, &mut out);
+        }
+    }
+    let old_groups: BTreeMap<&str, &GroupRow> = old.groups.iter().map(|g| (g.group_id.as_str(), g)).collect();
+    let new_groups: BTreeMap<&str, &GroupRow> = new.groups.iter().map(|g| (g.group_id.as_str(), g)).collect();
+    for (id, g) in &new_groups {
+        match old_groups.get(id) {
+            Some(before) => group(before, g, &mut out),
+            None => out.push((
+                Severity::Info,
+                format!("group {id} appeared: {}, {} members", g.state, g.members.len()),
+            )),
+        }
+    }
+    for id in old_groups.keys() {
+        if !new_groups.contains_key(id) {
+            out.push((Severity::Info, format!("group {id} is gone")));
+        }
+    }
+    out
+}
+
+fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Vec<(Severity, String)>) {
+    let before: BTreeMap<BrokerId, BrokerStatus> = old.brokers.iter().map(|b| (b.id, b.status)).collect();
+    for b in &new.brokers {
+        let was = before.get(&b.id).copied();
+        if was == Some(b.status) {
+            continue;
+        }
+        let line = match (was, b.status) {
+            (None, BrokerStatus::Online) => (Severity::Info, format!("broker {} joined the cluster", b.id)),
+            (_, BrokerStatus::Down) => (
+                Severity::Warn,
+                format!("broker {} disappeared from the cluster's metadata (down)", b.id),
+            ),
+            (_, BrokerStatus::Unreachable) => (
+                Severity::Warn,
+                format!("broker {} unreachable: kdeck cannot connect to it", b.id),
+            ),
+            (Some(BrokerStatus::Down), BrokerStatus::Online) => (
+                Severity::Info,
+                format!("broker {} came back into the cluster's metadata", b.id),
+            ),
+            (Some(BrokerStatus::Unreachable), BrokerStatus::Online) => {
+                (Severity::Info, format!("broker {} reachable again", b.id))
+            }
+            (_, status) => (Severity::Info, format!("broker {} {}", b.id, status.label())),
+        };
+        out.push(line);
+    }
+}
+
+fn ids(list: &[BrokerId]) -> String {
+    let items: Vec<String> = list.iter().map(|i| i.to_string()).collect();
+    format!("[{}]", items.join(","))
+}
+
+fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<(Severity, String)>) {
+    let tp = format!("{}-{}", new.topic, new.partition);
+    match (old.leader, new.leader) {
+        (Some(_), None) => out.push((
+            Severity::Error,
+            format!("{tp} OFFLINE: no leader (ISR {})", ids(&new.isr)),
+        )),
+        (None, Some(to)) => out.push((
+            Severity::Info,
+            format!("{tp} online again: leader {to}, epoch {}", new.leader_epoch),
+        )),
+        (Some(from), Some(to)) if from != to => {
+            let (severity, why) = if to == new.preferred_leader {
+                (Severity::Info, " (preferred leader)")
+            } else {
+                (Severity::Warn, "")
+            };
+            out.push((
+                severity,
+                format!("leader {tp}: {from} -> {to}, epoch {}{why}", new.leader_epoch),
+            ));
+        }
+        _ => {}
+    }
+    let was: BTreeSet<BrokerId> = old.isr.iter().copied().collect();
+    let now: BTreeSet<BrokerId> = new.isr.iter().copied().collect();
+    let removed: Vec<BrokerId> = was.difference(&now).copied().collect();
+    let added: Vec<BrokerId> = now.difference(&was).copied().collect();
+    if !removed.is_empty() {
+        out.push((
+            Severity::Warn,
+            format!("ISR {tp} shrank: -{} -> {}", ids(&removed), ids(&new.isr)),
+        ));
+    }
+    if !added.is_empty() {
+        out.push((
+            Severity::Info,
+            format!("ISR {tp} expanded: +{} -> {} (caught up)", ids(&added), ids(&new.isr)),
+        ));
+    }
+}
+
+fn group(old: &GroupRow, new: &GroupRow, out: &mut Vec<(Severity, String)>) {
+    let id = &new.group_id;
+    if old.state != new.state {
+        let severity = if new.state == "Dead" {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
+        out.push((severity, format!("group {id}: {} -> {}", old.state, new.state)));
+    }
+    let members = |g: &GroupRow| g.members.iter().map(|m| m.member_id.clone()).collect::<BTreeSet<_>>();
+    let (before, after) = (members(old), members(new));
+    if before != after {
+        let joined = after.difference(&before).count();
+        let left = before.difference(&after).count();
+        out.push((
+            Severity::Info,
+            format!("group {id} rebalanced: {} members (+{joined} -{left})", after.len()),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{BrokerRow, MemberRow, ReplicaRole, ReplicaRow, SourceKind, Throughput, TopicRow};
+
+    fn broker(id: BrokerId, status: BrokerStatus) -> BrokerRow {
+        BrokerRow {
+            id,
+            status,
+            is_controller: id == 0,
+            leaders: 0,
+            replicas: 0,
+            throughput: Throughput::Messages { in_per_sec: 0.0 },
+            address: None,
+            produce_history: Vec::new(),
+            changed_at: None,
+        }
+    }
+
+    fn partition(leader: Option<BrokerId>, epoch: i32, isr: &[BrokerId]) -> PartitionRow {
+        PartitionRow {
+            topic: "orders".into(),
+            partition: 0,
+            leader,
+            leader_epoch: epoch,
+            replicas: [0, 1, 2]
+                .iter()
+                .map(|&b| ReplicaRow {
+                    broker: b,
+                    role: ReplicaRole::InSync,
+                    log_end_offset: None,
+                })
+                .collect(),
+            isr: isr.to_vec(),
+            preferred_leader: 0,
+            high_watermark: None,
+            log_start_offset: None,
+            under_replicated: isr.len() < 3,
+            changed_at: None,
+        }
+    }
+
+    fn topic(name: &str) -> TopicRow {
+        TopicRow {
+            name: name.into(),
+            internal: false,
+            partitions: 1,
+            replication_factor: 3,
+            under_replicated: 0,
+            offline: 0,
+            messages: 0,
+            size_bytes: None,
+            messages_per_sec: 0.0,
+            total_lag: None,
+        }
+    }
+
+    fn group(state: &str, members: &[&str]) -> GroupRow {
+        GroupRow {
+            group_id: "billing".into(),
+            state: state.into(),
+            protocol: "range".into(),
+            generation: 0,
+            coordinator: 0,
+            members: members
+                .iter()
+                .map(|m| MemberRow {
+                    member_id: (*m).into(),
+                    assignment: Vec::new(),
+                })
+                .collect(),
+            offsets: Vec::new(),
+            total_lag: 0,
+            lag_history: Vec::new(),
+        }
+    }
+
+    fn view() -> ClusterView {
+        let mut v = ClusterView::empty("c", SourceKind::External);
+        v.controller = Some(0);
+        v.brokers = vec![
+            broker(0, BrokerStatus::Online),
+            broker(1, BrokerStatus::Online),
+            broker(2, BrokerStatus::Online),
+        ];
+        v.topics = vec![topic("orders")];
+        v.partitions = vec![partition(Some(1), 4, &[0, 1, 2])];
+        v.groups = vec![group("Stable", &["a", "b"])];
+        v
+    }
+
+    fn texts(old: &ClusterView, new: &ClusterView) -> Vec<String> {
+        diff(old, new).into_iter().map(|(_, t)| t).collect()
+    }
+
+    #[test]
+    fn the_same_view_twice_tells_nothing() {
+        assert!(diff(&view(), &view()).is_empty());
+    }
+
+    #[test]
+    fn a_broker_gone_from_metadata_moves_its_leaderships_and_shrinks_the_isr() {
+        let old = view();
+        let mut new = view();
+        new.brokers[1].status = BrokerStatus::Down;
+        new.controller = Some(2);
+        new.partitions = vec![partition(Some(2), 5, &[0, 2])];
+        let events = diff(&old, &new);
+        let texts: Vec<&str> = events.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "broker 1 disappeared from the cluster's metadata (down)",
+                "controller moved: broker 0 -> 2",
+                "leader orders-0: 1 -> 2, epoch 5",
+                "ISR orders-0 shrank: -[1] -> [0,2]",
+            ]
+        );
+        assert!(events.iter().all(|(s, _)| *s == Severity::Warn));
+    }
+
+    #[test]
+    fn a_returning_broker_expands_the_isr_and_the_preferred_election_is_info() {
+        let mut old = view();
+        old.brokers[0].status = BrokerStatus::Down;
+        old.partitions = vec![partition(Some(1), 5, &[1, 2])];
+        let mut new = view();
+        new.partitions = vec![partition(Some(0), 6, &[1, 2, 0])];
+        let events = diff(&old, &new);
+        assert_eq!(
+            events,
+            vec![
+                (
+                    Severity::Info,
+                    "broker 0 came back into the cluster's metadata".to_string()
+                ),
+                (
+                    Severity::Info,
+                    "leader orders-0: 1 -> 0, epoch 6 (preferred leader)".to_string()
+                ),
+                (
+                    Severity::Info,
+                    "ISR orders-0 expanded: +[0] -> [1,2,0] (caught up)".to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_partition_without_leader_is_offline_then_online() {
+        let old = view();
+        let mut new = view();
+        new.partitions = vec![partition(None, 4, &[1])];
+        let events = diff(&old, &new);
+        assert_eq!(
+            events[0],
+            (Severity::Error, "orders-0 OFFLINE: no leader (ISR [1])".to_string())
+        );
+        assert_eq!(
+            texts(&new, &old)[0],
+            "orders-0 online again: leader 1, epoch 4",
+            "and back"
+        );
+    }
+
+    #[test]
+    fn unreachable_brokers_topics_and_groups_are_told() {
+        let old = view();
+        let mut new = view();
+        new.brokers[2].status = BrokerStatus::Unreachable;
+        new.topics.push(topic("clicks"));
+        new.groups = vec![group("PreparingRebalance", &["a", "c", "d"])];
+        assert_eq!(
+            texts(&old, &new),
+            vec![
+                "broker 2 unreachable: kdeck cannot connect to it",
+                "topic clicks created: 1 partitions, RF 3",
+                "group billing: Stable -> PreparingRebalance",
+                "group billing rebalanced: 3 members (+2 -1)",
+            ]
+        );
+        let mut gone = view();
+        gone.topics.clear();
+        gone.partitions.clear();
+        gone.groups.clear();
+        assert_eq!(
+            texts(&old, &gone),
+            vec!["topic orders deleted", "group billing is gone"]
+        );
+    }
+}

@@ -1,0 +1,560 @@
+//! The console's source for an external cluster, attached to kdeck's own cluster over the
+//! Kafka protocol: its view matches the embedded engine's own for the same cluster; a broker
+//! killed through `kdeck serve` shows down with its leaderships moved, and a preferred-leader
+//! election through the source puts them back; a tail reads produced records; an unreachable
+//! bootstrap fails fast with a clear message.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::sync::{Arc, mpsc as std_mpsc};
+use std::time::Duration;
+
+use kdeck::cli::ClusterArgs;
+use kdeck::client::consumer::{Consumer, ConsumerConfig};
+use kdeck::config::KdeckConfig;
+use kdeck::embedded::Embedded;
+use kdeck::engine::TopicPartition;
+use kdeck::remote::source::{RemoteSource, SourceOptions};
+use kdeck::remote::{ClientSettings, KafkaClient, RemoteConfig};
+use kdeck::view::{
+    BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, ProduceRequest, ReplicaRole, SeekPosition,
+    TailSpec,
+};
+use tokio::sync::mpsc;
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+async fn connect(bootstrap: &str) -> KafkaClient {
+    let config = RemoteConfig {
+        bootstrap: bootstrap.into(),
+        connect_timeout_ms: 2_000,
+        request_timeout_ms: 5_000,
+        ..RemoteConfig::default()
+    };
+    let settings = ClientSettings::from_config(&config).expect("valid settings");
+    KafkaClient::connect(settings).await.expect("the cluster answers")
+}
+
+/// Refreshes faster than a console would (the console's minimum is a second): tests wait on
+/// conditions, and quicker rounds meet them sooner.
+fn attach(client: KafkaClient) -> RemoteSource {
+    RemoteSource::start(
+        client,
+        SourceOptions {
+            cluster_name: None,
+            refresh: Duration::from_millis(250),
+            read_only: false,
+            event_history: 500,
+        },
+    )
+}
+
+/// The first view that satisfies `condition`, or a panic naming what was awaited and the
+/// last thing `condition` said.
+async fn wait_view(
+    source: &dyn ClusterSource,
+    what: &str,
+    condition: impl Fn(&ClusterView) -> Result<(), String>,
+) -> Arc<ClusterView> {
+    let mut views = source.views();
+    let mut last = String::new();
+    let wait = async {
+        loop {
+            let view = views.borrow_and_update().clone();
+            match condition(&view) {
+                Ok(()) => return view,
+                Err(why) => last = why,
+            }
+            views.changed().await.expect("the view task runs");
+        }
+    };
+    match tokio::time::timeout(PATIENCE, wait).await {
+        Ok(view) => view,
+        Err(_) => panic!("timed out waiting for {what}: {last}"),
+    }
+}
+
+async fn run(source: &dyn ClusterSource, command: Command) -> CommandOutcome {
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    source.submit(command, tx);
+    tokio::time::timeout(PATIENCE, outcomes.recv())
+        .await
+        .expect("an outcome in time")
+        .expect("an outcome")
+}
+
+async fn ok(source: &dyn ClusterSource, command: Command) -> String {
+    let outcome = run(source, command).await;
+    outcome.result.unwrap_or_else(|e| panic!("{}: {e}", outcome.command))
+}
+
+fn produce(topic: &str, partition: i32, value: &str) -> Command {
+    Command::Produce(ProduceRequest {
+        topic: topic.into(),
+        partition: Some(partition),
+        key: None,
+        value: value.into(),
+        headers: vec![("source".into(), "test".into())],
+    })
+}
+
+/// Everything both views know, side by side: `Err` names the first difference.
+///
+/// Not compared, because an external cluster cannot tell them: byte rates and topic sizes
+/// (JMX, DescribeLogDirs), followers' log end offsets (only the leader's high watermark is
+/// public), a group's generation (DescribeGroups does not carry it), change times and
+/// events (the remote ones come from diffing its own refreshes).
+fn same_cluster(embedded: &ClusterView, remote: &ClusterView) -> Result<(), String> {
+    let check = |what: String, a: String, b: String| {
+        if a == b {
+            Ok(())
+        } else {
+            Err(format!("{what}: embedded {a}, remote {b}"))
+        }
+    };
+    check(
+        "controller".into(),
+        format!("{:?}", embedded.controller),
+        format!("{:?}", remote.controller),
+    )?;
+    let brokers = |v: &ClusterView| {
+        v.brokers
+            .iter()
+            .map(|b| (b.id, b.status.is_up(), b.is_controller, b.leaders, b.replicas))
+            .collect::<Vec<_>>()
+    };
+    check(
+        "brokers (id, up, controller, leaders, replicas)".into(),
+        format!("{:?}", brokers(embedded)),
+        format!("{:?}", brokers(remote)),
+    )?;
+    let topics = |v: &ClusterView| {
+        v.topics
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    t.internal,
+                    t.partitions,
+                    t.replication_factor,
+                    t.under_replicated,
+                    t.offline,
+                    t.messages,
+                    t.total_lag,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    check(
+        "topics".into(),
+        format!("{:?}", topics(embedded)),
+        format!("{:?}", topics(remote)),
+    )?;
+    let partitions = |v: &ClusterView| {
+        v.partitions
+            .iter()
+            .map(|p| {
+                let roles: Vec<(i32, ReplicaRole)> = p.replicas.iter().map(|r| (r.broker, r.role)).collect();
+                (
+                    format!("{}-{}", p.topic, p.partition),
+                    p.leader,
+                    p.leader_epoch,
+                    roles,
+                    p.isr.clone(),
+                    p.preferred_leader,
+                    p.high_watermark,
+                    p.log_start_offset,
+                    p.under_replicated,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    check(
+        "partitions".into(),
+        format!("{:?}", partitions(embedded)),
+        format!("{:?}", partitions(remote)),
+    )?;
+    let groups = |v: &ClusterView| {
+        v.groups
+            .iter()
+            .map(|g| {
+                let offsets: Vec<_> = g
+                    .offsets
+                    .iter()
+                    .map(|o| (o.topic.clone(), o.partition, o.committed, o.end, o.lag))
+                    .collect();
+                (
+                    g.group_id.clone(),
+                    g.state.clone(),
+                    g.members.len(),
+                    g.coordinator,
+                    offsets,
+                    g.total_lag,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    check(
+        "groups".into(),
+        format!("{:?}", groups(embedded)),
+        format!("{:?}", groups(remote)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remote_view_matches_the_embedded_one() {
+    let mut config = KdeckConfig::default();
+    config.wire.base_port = 0;
+    let args = ClusterArgs {
+        ephemeral: true,
+        no_demo: true,
+        brokers: Some(3),
+        ..ClusterArgs::default()
+    };
+    let embedded = Embedded::start(&config, &args).await.expect("the cluster starts");
+    ok(
+        &embedded,
+        Command::CreateTopic {
+            name: "orders".into(),
+            partitions: 3,
+            replication_factor: 3,
+        },
+    )
+    .await;
+    for i in 0..9 {
+        ok(&embedded, produce("orders", i % 3, &format!("order {i}"))).await;
+    }
+    // A group that read some of each partition: committed offsets, no members.
+    let mut consumer = Consumer::new(
+        embedded.cluster().clone(),
+        ConsumerConfig {
+            group_id: Some("billing".into()),
+            enable_auto_commit: false,
+            ..ConsumerConfig::default()
+        },
+    );
+    let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("orders", p)).collect();
+    consumer.assign(tps.clone());
+    consumer
+        .commit_offsets(tps.into_iter().zip([1, 2, 3]).collect())
+        .await
+        .expect("offsets committed");
+    consumer.close().await;
+
+    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
+    let remote = attach(connect(&bootstrap.join(",")).await);
+    let mut embedded_views = embedded.views();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut last = String::new();
+    // Both refresh on their own clocks: wait until a pair agrees.
+    loop {
+        let mine = embedded_views.borrow_and_update().clone();
+        let theirs = remote.views().borrow().clone();
+        let group_read = theirs
+            .groups
+            .iter()
+            .any(|g| g.group_id == "billing" && !g.offsets.is_empty());
+        if group_read {
+            match same_cluster(&mine, &theirs) {
+                Ok(()) => {
+                    let billing = theirs.groups.iter().find(|g| g.group_id == "billing").expect("billing");
+                    assert_eq!(
+                        billing.total_lag,
+                        3 * 3 - (1 + 2 + 3),
+                        "lag = high watermark - committed"
+                    );
+                    assert_eq!(theirs.topic("orders").map(|t| t.messages), Some(9));
+                    assert!(theirs.problems.is_empty(), "{:?}", theirs.problems);
+                    assert!(theirs.events.first().is_some_and(|e| e.text.starts_with("attached to")));
+                    break;
+                }
+                Err(why) => last = why,
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the views never matched: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(remote);
+    embedded.shutdown().await;
+}
+
+/// `kdeck serve` on free ports, killed if the test fails.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: std_mpsc::Receiver<String>,
+    _home: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Three brokers; leadership moves back only when asked, so the election is the test's.
+    fn start() -> (Server, String) {
+        let home = tempfile::tempdir().expect("temp dir");
+        let config = home.path().join("serve.toml");
+        std::fs::write(
+            &config,
+            "[wire]\nbase_port = 0\n[cluster]\nauto_leader_rebalance = false\n",
+        )
+        .expect("config written");
+        let mut child = Process::new(env!("CARGO_BIN_EXE_kdeck"))
+            .args(["serve", "--ephemeral", "--brokers", "3", "--no-demo", "--config"])
+            .arg(&config)
+            .env("KDECK_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kdeck serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, lines) = std_mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let server = Server {
+            child,
+            stdin,
+            lines,
+            _home: home,
+        };
+        let line = server.line_with("bootstrap.servers=");
+        let bootstrap = line.trim_start_matches("bootstrap.servers=").to_string();
+        (server, bootstrap)
+    }
+
+    fn line_with(&self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|_| panic!("no line starting with {prefix:?}"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    fn command(&mut self, command: &str) {
+        writeln!(self.stdin, "{command}").expect("command sent");
+        let reply = self.line_with("");
+        assert!(reply.starts_with("ok"), "{command}: {reply}");
+    }
+}
+
+fn leaders(view: &ClusterView, topic: &str) -> BTreeMap<i32, Option<i32>> {
+    view.partitions_of(topic).map(|p| (p.partition, p.leader)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leaders() {
+    let (mut server, bootstrap) = tokio::task::block_in_place(Server::start);
+    let remote = attach(connect(&bootstrap).await);
+    ok(
+        &remote,
+        Command::CreateTopic {
+            name: "payments".into(),
+            partitions: 6,
+            replication_factor: 3,
+        },
+    )
+    .await;
+    let balanced = wait_view(&remote, "payments led by preferred replicas", |v| {
+        let parts: Vec<_> = v.partitions_of("payments").collect();
+        if parts.len() == 6 && parts.iter().all(|p| p.preferred_leads() && !p.under_replicated) {
+            Ok(())
+        } else {
+            Err(format!("{:?}", leaders(v, "payments")))
+        }
+    })
+    .await;
+    let led_by_1 = balanced
+        .partitions_of("payments")
+        .filter(|p| p.leader == Some(1))
+        .count();
+    assert!(led_by_1 > 0, "broker 1 leads something before the kill");
+
+    // The tail reads what the source produced, with headers.
+    let tail = remote.tail(
+        TailSpec {
+            topic: "payments".into(),
+            partition: None,
+            start: SeekPosition::Beginning,
+        },
+        100,
+    );
+    for p in 0..6 {
+        ok(&remote, produce("payments", p, &format!("payment {p}"))).await;
+    }
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let mut values: Vec<String> = tail
+            .buffer
+            .records()
+            .iter()
+            .filter_map(|r| r.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()))
+            .collect();
+        values.sort();
+        if values.len() == 6 {
+            assert_eq!(values, (0..6).map(|p| format!("payment {p}")).collect::<Vec<_>>());
+            let record = &tail.buffer.records()[0];
+            assert_eq!(record.headers.len(), 1);
+            assert_eq!(record.headers[0].0, "source");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tail read {values:?} (error: {:?})",
+            tail.buffer.error()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(tail);
+
+    tokio::task::block_in_place(|| server.command("kill 1"));
+    let down = wait_view(&remote, "broker 1 down and its leaderships moved", |v| {
+        let status = v.brokers.iter().find(|b| b.id == 1).map(|b| b.status);
+        let moved = v
+            .partitions_of("payments")
+            .all(|p| p.leader.is_some() && p.leader != Some(1));
+        if matches!(status, Some(BrokerStatus::Down)) && moved {
+            Ok(())
+        } else {
+            Err(format!("broker 1 {status:?}, leaders {:?}", leaders(v, "payments")))
+        }
+    })
+    .await;
+    assert!(
+        down.problems.iter().any(|p| p.starts_with("broker 1 ")),
+        "the header names the broker: {:?}",
+        down.problems
+    );
+    let texts: Vec<&str> = down.events.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with("broker 1 disappeared")),
+        "an event says so: {texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("leader payments-") && t.contains(": 1 -> ")),
+        "and that leaders moved: {texts:?}"
+    );
+
+    tokio::task::block_in_place(|| server.command("start 1"));
+    wait_view(&remote, "broker 1 back in every ISR", |v| {
+        let back = v.brokers.iter().any(|b| b.id == 1 && b.status == BrokerStatus::Online);
+        let full = v.partitions_of("payments").all(|p| p.isr.len() == 3);
+        if back && full {
+            Ok(())
+        } else {
+            Err(format!(
+                "back {back}, ISRs {:?}",
+                v.partitions_of("payments").map(|p| p.isr.clone()).collect::<Vec<_>>()
+            ))
+        }
+    })
+    .await;
+    let outcome = ok(&remote, Command::ElectPreferredLeaders { topic: None }).await;
+    assert!(outcome.starts_with("preferred-leader election"), "{outcome}");
+    wait_view(&remote, "preferred leaders restored", |v| {
+        if v.partitions_of("payments").all(|p| p.preferred_leads()) {
+            Ok(())
+        } else {
+            Err(format!("{:?}", leaders(v, "payments")))
+        }
+    })
+    .await;
+
+    let refused = run(&remote, Command::KillBroker(2)).await;
+    assert_eq!(
+        refused.result,
+        Err("not available on an external cluster: Kafka has no API to stop or start a broker".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_source_refuses_every_change() {
+    let (_server, bootstrap) = tokio::task::block_in_place(Server::start);
+    let remote = RemoteSource::start(
+        connect(&bootstrap).await,
+        SourceOptions {
+            cluster_name: Some("ro".into()),
+            refresh: Duration::from_millis(250),
+            read_only: true,
+            event_history: 10,
+        },
+    );
+    assert!(remote.capabilities().read_only);
+    for command in [
+        Command::CreateTopic {
+            name: "nope".into(),
+            partitions: 1,
+            replication_factor: 1,
+        },
+        produce("nope", 0, "x"),
+        Command::ElectPreferredLeaders { topic: None },
+        Command::DeleteTopic { name: "nope".into() },
+    ] {
+        let outcome = run(&remote, command).await;
+        assert!(
+            outcome.result.as_ref().is_err_and(|e| e.starts_with("read-only")),
+            "{outcome:?}"
+        );
+    }
+    let view = wait_view(&remote, "the first refresh", |v| {
+        if v.brokers.len() == 3 {
+            Ok(())
+        } else {
+            Err(format!("{} brokers", v.brokers.len()))
+        }
+    })
+    .await;
+    assert_eq!(view.cluster_name, "ro");
+    assert!(view.topic("nope").is_none(), "nothing was created");
+}
+
+/// The console attaches before it needs a terminal, so an unreachable cluster is an error
+/// and exit code 1 even here, without one.
+#[test]
+fn an_unreachable_bootstrap_fails_fast_with_a_clear_message() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = free.local_addr().expect("address").port();
+    drop(free);
+    for bootstrap in ["127.0.0.1:1".to_string(), format!("127.0.0.1:{port}")] {
+        let home = tempfile::tempdir().expect("temp dir");
+        let output = Process::new(env!("CARGO_BIN_EXE_kdeck"))
+            .args(["--bootstrap", &bootstrap])
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("XDG_DATA_HOME", home.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("kdeck runs");
+        assert_eq!(output.status.code(), Some(1), "{bootstrap}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("cannot attach the console to {bootstrap}")) && stderr.contains(&bootstrap),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("needs a terminal"),
+            "the connection is checked first: {stderr}"
+        );
+    }
+}
