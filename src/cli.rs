@@ -118,10 +118,11 @@ impl SecurityArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ConnectArgs {
     /// Bootstrap servers HOST:PORT[,HOST:PORT...] (default: [remote] bootstrap, else 127.0.0.1:9092).
-    #[arg(short = 'b', long, value_name = "HOST:PORT")]
+    // Global, so `kdeck topics describe T -b HOST:PORT` works as well as `kdeck topics -b ... describe T`.
+    #[arg(short = 'b', long, value_name = "HOST:PORT", global = true)]
     pub bootstrap: Option<String>,
     /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub security: SecurityArgs,

@@ -142,8 +142,9 @@ impl Default for KeysConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read the configuration file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    // Not a `source`: the message already says it, and `{:#}` would print it twice.
+    #[error("cannot read the configuration file {path}: {error}")]
+    Read { path: PathBuf, error: std::io::Error },
     #[error("{path}:{line}:{column}: {message}")]
     Invalid {
         path: String,
@@ -166,9 +167,9 @@ impl KdeckConfig {
         match path {
             None => KdeckConfig::from_layers(None),
             Some(path) => {
-                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                let text = std::fs::read_to_string(&path).map_err(|error| ConfigError::Read {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
                 KdeckConfig::from_layers(Some((&path.display().to_string(), &text)))
             }

@@ -7,15 +7,27 @@ fn main() -> ExitCode {
     // The console logs to a file of its own (set up in `kdeck::run`); `kdeck serve` is
     // headless, so its log is its output; everything else logs to stderr.
     if let Some(command) = &cli.command {
-        let serve = matches!(command, kdeck::cli::Command::Serve(_));
-        let filter = tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG")
-            .unwrap_or_else(|_| if serve { "info" } else { "warn" }.into());
+        use kdeck::cli::Command;
+        let serve = matches!(command, Command::Serve(_));
+        // The kcat-like commands say what went wrong in their one error line; a client's
+        // reconnect warnings before it would only clutter a script's stderr.
+        let quiet = matches!(
+            command,
+            Command::Topics(_) | Command::Produce(_) | Command::Consume(_) | Command::Groups(_) | Command::Elect(_)
+        );
+        let default = match (serve, quiet) {
+            (true, _) => "info",
+            (false, true) => "error",
+            (false, false) => "warn",
+        };
+        let filter = tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| default.into());
         let logger = tracing_subscriber::fmt().with_env_filter(filter);
         if serve {
             let colors = std::io::IsTerminal::is_terminal(&std::io::stdout());
             logger.with_writer(std::io::stdout).with_ansi(colors).init();
         } else {
-            logger.with_writer(std::io::stderr).init();
+            let colors = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            logger.with_writer(std::io::stderr).with_ansi(colors).init();
         }
     }
     match kdeck::run(cli) {
