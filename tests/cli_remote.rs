@@ -3,96 +3,33 @@
 //! deletion; preferred-leader elections after a broker restart; clear, quick failures.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Kills the server if the test fails before it is done with it.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    bootstrap: String,
-    home: tempfile::TempDir,
-}
+#[path = "common/serve.rs"]
+mod serve;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// `kdeck serve`, and the CLI pointed at it.
+struct Server(serve::Serve);
 
 impl Server {
-    /// Three brokers on free ports; leadership moves only when asked, so elections are the
-    /// test's doing.
     fn start() -> Server {
-        let home = tempfile::tempdir().expect("temp dir");
-        let config = home.path().join("serve.toml");
-        std::fs::write(
-            &config,
-            "[wire]\nbase_port = 0\n[cluster]\nauto_leader_rebalance = false\n",
-        )
-        .expect("config written");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
-            .args(["serve", "--ephemeral", "--brokers", "3", "--no-demo", "--config"])
-            .arg(&config)
-            .env("KDECK_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kdeck serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            stdin,
-            lines,
-            bootstrap: String::new(),
-            home,
-        };
-        let line = server.line_with("bootstrap.servers=");
-        server.bootstrap = line.trim_start_matches("bootstrap.servers=").to_string();
-        server
-    }
-
-    fn line_with(&self, prefix: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(60))
-                .unwrap_or_else(|_| panic!("no line starting with {prefix:?}"));
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
+        Server(serve::Serve::start(""))
     }
 
     fn command(&mut self, command: &str) -> String {
-        writeln!(self.stdin, "{command}").expect("command sent");
-        let reply = self.line_with("");
-        assert!(reply.starts_with("ok"), "{command}: {reply}");
-        reply
+        self.0.command(command)
     }
 
     /// `kdeck COMMAND -b BOOTSTRAP ARGS...` with `input` on stdin (the connection flags belong
     /// to the command, before an action such as `create`).
     fn kdeck(&self, args: &[&str], input: &[u8]) -> Output {
         let mut all: Vec<&str> = args.to_vec();
-        all.splice(1..1, ["-b", self.bootstrap.as_str()]);
-        kdeck(&all, input, self.home.path())
+        all.splice(1..1, ["-b", self.0.bootstrap.as_str()]);
+        kdeck(&all, input, self.0.home.path())
     }
 
     /// Like [`Server::kdeck`], and the command must succeed: its stdout.

@@ -5,9 +5,8 @@
 //! bootstrap fails fast with a clear message.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
-use std::sync::{Arc, mpsc as std_mpsc};
+use std::process::{Command as Process, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kdeck::cli::ClusterArgs;
@@ -282,78 +281,13 @@ async fn the_remote_view_matches_the_embedded_one() {
     embedded.shutdown().await;
 }
 
-/// `kdeck serve` on free ports, killed if the test fails.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    lines: std_mpsc::Receiver<String>,
-    _home: tempfile::TempDir,
-}
+#[path = "common/serve.rs"]
+mod serve;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// Three brokers; leadership moves back only when asked, so the election is the test's.
-    fn start() -> (Server, String) {
-        let home = tempfile::tempdir().expect("temp dir");
-        let config = home.path().join("serve.toml");
-        std::fs::write(
-            &config,
-            "[wire]\nbase_port = 0\n[cluster]\nauto_leader_rebalance = false\n",
-        )
-        .expect("config written");
-        let mut child = Process::new(env!("CARGO_BIN_EXE_kdeck"))
-            .args(["serve", "--ephemeral", "--brokers", "3", "--no-demo", "--config"])
-            .arg(&config)
-            .env("KDECK_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kdeck serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, lines) = std_mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let server = Server {
-            child,
-            stdin,
-            lines,
-            _home: home,
-        };
-        let line = server.line_with("bootstrap.servers=");
-        let bootstrap = line.trim_start_matches("bootstrap.servers=").to_string();
-        (server, bootstrap)
-    }
-
-    fn line_with(&self, prefix: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(PATIENCE)
-                .unwrap_or_else(|_| panic!("no line starting with {prefix:?}"));
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
-    }
-
-    fn command(&mut self, command: &str) {
-        writeln!(self.stdin, "{command}").expect("command sent");
-        let reply = self.line_with("");
-        assert!(reply.starts_with("ok"), "{command}: {reply}");
-    }
+fn start_serve() -> (serve::Serve, String) {
+    let serve = serve::Serve::start("");
+    let bootstrap = serve.bootstrap.clone();
+    (serve, bootstrap)
 }
 
 fn leaders(view: &ClusterView, topic: &str) -> BTreeMap<i32, Option<i32>> {
@@ -362,7 +296,7 @@ fn leaders(view: &ClusterView, topic: &str) -> BTreeMap<i32, Option<i32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leaders() {
-    let (mut server, bootstrap) = tokio::task::block_in_place(Server::start);
+    let (mut server, bootstrap) = tokio::task::block_in_place(start_serve);
     let remote = attach(connect(&bootstrap).await);
     ok(
         &remote,
@@ -425,7 +359,9 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
     }
     drop(tail);
 
-    tokio::task::block_in_place(|| server.command("kill 1"));
+    tokio::task::block_in_place(|| {
+        server.command("kill 1");
+    });
     let down = wait_view(&remote, "broker 1 down and its leaderships moved", |v| {
         let status = v.brokers.iter().find(|b| b.id == 1).map(|b| b.status);
         let moved = v
@@ -455,7 +391,9 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
         "and that leaders moved: {texts:?}"
     );
 
-    tokio::task::block_in_place(|| server.command("start 1"));
+    tokio::task::block_in_place(|| {
+        server.command("start 1");
+    });
     wait_view(&remote, "broker 1 back in every ISR", |v| {
         let back = v.brokers.iter().any(|b| b.id == 1 && b.status == BrokerStatus::Online);
         let full = v.partitions_of("payments").all(|p| p.isr.len() == 3);
@@ -489,7 +427,7 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_source_refuses_every_change() {
-    let (_server, bootstrap) = tokio::task::block_in_place(Server::start);
+    let (_server, bootstrap) = tokio::task::block_in_place(start_serve);
     let remote = RemoteSource::start(
         connect(&bootstrap).await,
         SourceOptions {
