@@ -370,15 +370,7 @@ async fn snapshot_loop(
             }
         }
         let view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
-        // An unchanged cluster sends nothing, so an idle console does not redraw.
-        let changed = {
-            let current = tx.borrow();
-            ClusterView {
-                taken_at: current.taken_at,
-                ..view.clone()
-            } != **current
-        };
-        if changed && tx.send(Arc::new(view)).is_err() {
+        if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
     }

@@ -305,6 +305,19 @@ impl ClusterView {
     }
 }
 
+/// Sends `view` to the console unless it equals the current one but for the time it was taken,
+/// so an unchanged cluster costs an idle console no redraw. False once the console is gone.
+pub fn publish_if_changed(tx: &watch::Sender<Arc<ClusterView>>, view: ClusterView) -> bool {
+    let changed = {
+        let current = tx.borrow();
+        ClusterView {
+            taken_at: current.taken_at,
+            ..view.clone()
+        } != **current
+    };
+    !changed || tx.send(Arc::new(view)).is_ok()
+}
+
 /// A record to produce from the console.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceRequest {

@@ -405,15 +405,7 @@ async fn refresh_loop(
             },
         };
         let view = builder.build(&observation, Utc::now());
-        // An unchanged cluster sends nothing, so an idle console does not redraw.
-        let changed = {
-            let current = tx.borrow();
-            ClusterView {
-                taken_at: current.taken_at,
-                ..view.clone()
-            } != **current
-        };
-        if changed && tx.send(Arc::new(view)).is_err() {
+        if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
     }
