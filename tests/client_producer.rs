@@ -12,7 +12,7 @@ use common::engine::{config, read_committed, ready};
 use common::{scratch_dir, split};
 use kdeck::client::partitioner::partition_for_key;
 use kdeck::client::producer::{Delivery, ProduceError, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
-use kdeck::engine::{Acks, Cluster, ErrorCode, TopicConfig, TopicPartition};
+use kdeck::engine::{Acks, Cluster, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
 use kdeck::storage::records::{self, Compression};
 use tokio::sync::oneshot::error::TryRecvError;
 
@@ -339,6 +339,268 @@ async fn retries_across_a_leader_kill_write_every_record_once_and_in_order() {
         assert_eq!(acknowledged, (0..values.len() as i64).collect::<Vec<_>>(), "{tp}");
     }
     producer.close().await;
+    cluster.shutdown().await;
+}
+
+/// How the partition's leader fails in [`batches_in_flight_survive_a_failed_leader`].
+#[derive(Debug, Clone, Copy)]
+enum LeaderFault {
+    Kill,
+    /// A frozen process (a long GC pause): it is fenced, and when it wakes up it handles the
+    /// produce requests queued meanwhile as if still the leader.
+    Pause,
+}
+
+/// Five batches in flight per partition (tiny batches, so partition 0 has several out when its
+/// leader fails): every record is acknowledged, written exactly once and in send order.
+async fn batches_in_flight_survive_a_failed_leader(fault: LeaderFault) {
+    let dir = scratch_dir();
+    let partitions = 3;
+    let cluster = cluster_with_topic(dir.path(), "orders", partitions, 3).await;
+    let producer = Producer::new(
+        cluster.clone(),
+        ProducerConfig {
+            max_in_flight: 5,
+            // Two records a batch.
+            batch_size: 120,
+            linger_ms: 1,
+            request_timeout_ms: 5_000,
+            ..ProducerConfig::default()
+        },
+    )
+    .await
+    .expect("producer");
+    let victim_tp = TopicPartition::new("orders", 0);
+    let victim = cluster
+        .snapshot()
+        .partition(&victim_tp)
+        .and_then(|p| p.leader)
+        .expect("a leader");
+
+    let mut sent: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
+    let mut deliveries = Vec::new();
+    for n in 0..900 {
+        let partition = n % partitions;
+        let value = Bytes::from(format!("order {n}"));
+        sent.entry(partition).or_default().push(value.clone());
+        let record = ProducerRecord::new("orders", value).with_partition(partition);
+        deliveries.push((partition, producer.enqueue(record).await.expect("enqueue")));
+        if n % 30 == 29 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if n == 450 {
+            let in_flight = deliveries.iter().filter(|(p, d)| *p == 0 && d.is_empty()).count();
+            assert!(
+                in_flight > 0,
+                "records of partition 0 are on their way when its leader fails"
+            );
+            match fault {
+                LeaderFault::Kill => cluster.kill(victim).expect("kill the leader"),
+                LeaderFault::Pause => cluster.pause(victim).expect("pause the leader"),
+            }
+        }
+    }
+    if let LeaderFault::Pause = fault {
+        cluster
+            .wait_for(Duration::from_secs(30), |s| {
+                s.partition(&victim_tp)
+                    .is_some_and(|p| p.leader.is_some_and(|l| l != victim))
+            })
+            .await
+            .expect("the paused leader is fenced and replaced");
+        cluster.resume(victim).expect("resume the old leader");
+    }
+    let mut offsets: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for (partition, delivery) in deliveries {
+        let metadata = delivery
+            .await
+            .expect("resolved")
+            .unwrap_or_else(|e| panic!("acknowledged despite the {fault:?}: {e}"));
+        assert_eq!(metadata.partition, partition);
+        offsets.entry(partition).or_default().push(metadata.offset);
+    }
+    assert_ne!(
+        cluster.snapshot().partition(&victim_tp).and_then(|p| p.leader),
+        Some(victim),
+        "partition 0 failed over"
+    );
+    for (partition, values) in &sent {
+        let tp = TopicPartition::new("orders", *partition);
+        let committed: Vec<Bytes> = read_committed(&cluster, &tp)
+            .await
+            .into_values()
+            .map(Bytes::from)
+            .collect();
+        assert_eq!(&committed, values, "{tp}: each record once, in send order ({fault:?})");
+        assert_eq!(
+            offsets[partition],
+            (0..values.len() as i64).collect::<Vec<_>>(),
+            "{tp}: acknowledged in send order ({fault:?})"
+        );
+    }
+    producer.close().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_batches_in_flight_survive_a_leader_kill() {
+    batches_in_flight_survive_a_failed_leader(LeaderFault::Kill).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_batches_in_flight_survive_a_paused_leader() {
+    batches_in_flight_survive_a_failed_leader(LeaderFault::Pause).await;
+}
+
+/// A batch waiting for its acks=all answer does not hold up the next ones: up to
+/// `max_in_flight` of a partition reach the leader at once, no more, and their records are
+/// acknowledged in order.
+#[tokio::test(start_paused = true)]
+async fn up_to_max_in_flight_batches_of_a_partition_are_sent_at_once() {
+    let dir = scratch_dir();
+    let cluster = cluster_with_topic(dir.path(), "pipelined", 1, 3).await;
+    let tp = TopicPartition::new("pipelined", 0);
+    let leader = cluster
+        .snapshot()
+        .partition(&tp)
+        .and_then(|p| p.leader)
+        .expect("a leader");
+    let producer = Producer::new(
+        cluster.clone(),
+        ProducerConfig {
+            max_in_flight: 3,
+            // One record a batch.
+            batch_size: 1,
+            linger_ms: 0,
+            ..ProducerConfig::default()
+        },
+    )
+    .await
+    .expect("producer");
+    // The followers' fetches crawl, so the HW (and every acks=all answer) waits.
+    for follower in (1..=3).filter(|b| *b != leader) {
+        cluster.set_link(
+            NodeId::Broker(follower),
+            NodeId::Broker(leader),
+            Some(LinkFault::Delay(Duration::from_secs(1))),
+        );
+    }
+    let mut deliveries = Vec::new();
+    for n in 0..8 {
+        deliveries.push(
+            producer
+                .enqueue(ProducerRecord::new("pipelined", format!("r{n}")))
+                .await
+                .expect("enqueue"),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let leader_end = |cluster: &Cluster| {
+        cluster
+            .snapshot()
+            .partition(&tp)
+            .and_then(|p| p.replicas.iter().find(|r| r.is_leader).and_then(|r| r.log_end_offset))
+    };
+    assert!(deliveries.iter().all(|d| d.is_empty()), "nothing is acknowledged yet");
+    assert_eq!(
+        leader_end(&cluster),
+        Some(3),
+        "three batches reached the leader, the rest wait"
+    );
+    for follower in (1..=3).filter(|b| *b != leader) {
+        cluster.set_link(NodeId::Broker(follower), NodeId::Broker(leader), None);
+    }
+    for (n, delivery) in deliveries.into_iter().enumerate() {
+        assert_eq!(resolved(delivery).await.offset, n as i64, "acknowledged in order");
+    }
+    producer.close().await;
+    cluster.shutdown().await;
+}
+
+/// A batch that overtakes its predecessor on the way to the leader (here the link slows down
+/// the first one only) is refused as out of order and sent again after it: order holds.
+#[tokio::test(start_paused = true)]
+async fn a_batch_that_overtakes_an_earlier_one_is_sent_again_after_it() {
+    let dir = scratch_dir();
+    let cluster = cluster_with_topic(dir.path(), "overtake", 1, 1).await;
+    let tp = TopicPartition::new("overtake", 0);
+    let leader = cluster
+        .snapshot()
+        .partition(&tp)
+        .and_then(|p| p.leader)
+        .expect("a leader");
+    let producer = Producer::new(
+        cluster.clone(),
+        ProducerConfig {
+            linger_ms: 0,
+            ..ProducerConfig::default()
+        },
+    )
+    .await
+    .expect("producer");
+    // The leader knows the producer from here on, so it checks its sequence numbers.
+    assert_eq!(
+        producer
+            .send(ProducerRecord::new("overtake", "first"))
+            .await
+            .expect("sent")
+            .offset,
+        0
+    );
+    cluster.set_link(
+        NodeId::Client(0),
+        NodeId::Broker(leader),
+        Some(LinkFault::Delay(Duration::from_millis(200))),
+    );
+    let slow = producer
+        .enqueue(ProducerRecord::new("overtake", "slow"))
+        .await
+        .expect("enqueue");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    cluster.set_link(NodeId::Client(0), NodeId::Broker(leader), None);
+    let fast = producer
+        .enqueue(ProducerRecord::new("overtake", "fast"))
+        .await
+        .expect("enqueue");
+    let (slow, fast) = (resolved(slow).await, resolved(fast).await);
+    assert_eq!(
+        (slow.offset, fast.offset),
+        (1, 2),
+        "the overtaking batch lands after the slow one"
+    );
+    let values: Vec<_> = fetch_records(&cluster, &tp).await.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        values,
+        ["first", "slow", "fast"].map(|v| Some(Bytes::from(v))).to_vec(),
+        "each record once, in send order"
+    );
+    producer.close().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_in_flight_is_limited_as_in_kafka() {
+    let dir = scratch_dir();
+    let cluster = cluster_with_topic(dir.path(), "limits", 1, 1).await;
+    for (max_in_flight, idempotent, accepted) in
+        [(0, false, false), (6, true, false), (5, true, true), (6, false, true)]
+    {
+        let outcome = Producer::new(
+            cluster.clone(),
+            ProducerConfig {
+                max_in_flight,
+                enable_idempotence: idempotent,
+                acks: if idempotent { Acks::All } else { Acks::Leader },
+                ..ProducerConfig::default()
+            },
+        )
+        .await;
+        assert_eq!(
+            outcome.is_ok(),
+            accepted,
+            "max_in_flight {max_in_flight}, idempotence {idempotent}"
+        );
+    }
     cluster.shutdown().await;
 }
 

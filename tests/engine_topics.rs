@@ -407,3 +407,52 @@ async fn a_retried_idempotent_batch_is_written_once_even_across_a_leader_change(
     assert_eq!(committed.len(), 6, "every record exactly once");
     cluster.shutdown().await;
 }
+
+/// A client with several batches of one partition in flight sends them in sequence order; the
+/// broker handles requests concurrently but appends them in the order they arrived, so none is
+/// refused as out of order. On a multi-threaded runtime, where the broker's request tasks
+/// really do run in any order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_in_flight_together_are_appended_in_the_order_they_arrive() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("pipelined", TopicConfig::new(1, 3).with_min_insync_replicas(2))
+        .await
+        .expect("create");
+    ready(&cluster, "pipelined", 1).await;
+    let t = TopicPartition::new("pipelined", 0);
+    let (pid, _) = cluster.init_producer_id().await.expect("producer id");
+    let send = |seq: i32| {
+        cluster.produce(
+            &t,
+            idempotent_batch(pid, seq, seq as u64),
+            Acks::All,
+            Duration::from_secs(10),
+        )
+    };
+    let mut offsets = Vec::new();
+    for round in 0..20 {
+        let base = round * 5;
+        // join! polls its futures in order the first time, so the requests leave in order.
+        let (a, b, c, d, e) = tokio::join!(
+            send(base),
+            send(base + 1),
+            send(base + 2),
+            send(base + 3),
+            send(base + 4)
+        );
+        for (n, outcome) in [a, b, c, d, e].into_iter().enumerate() {
+            offsets.push(outcome.unwrap_or_else(|e| panic!("batch {} refused: {e:?}", base as usize + n)));
+        }
+    }
+    assert_eq!(
+        offsets,
+        (0..100).collect::<Vec<i64>>(),
+        "each batch where its sequence puts it"
+    );
+    let committed: Vec<Vec<u8>> = read_committed(&cluster, &t).await.into_values().collect();
+    let expected: Vec<Vec<u8>> = (0..100).map(|n| format!("idem {n}").into_bytes()).collect();
+    assert_eq!(committed, expected);
+    cluster.shutdown().await;
+}

@@ -8,12 +8,14 @@
 //! a sequence number per partition, so the leader recognises a retried batch (it is resent
 //! byte for byte) and answers with the original offsets instead of writing it twice.
 //!
-//! **One batch in flight per partition.** Kafka allows up to five in-flight requests per
-//! connection and relies on the broker refusing out-of-order sequences to keep order. Here a
-//! partition's next batch leaves only when the previous one is resolved: the engine handles
-//! requests concurrently, so two batches of one partition in flight could be appended in
-//! either order, and order per partition is what users rely on. Throughput comes from all
-//! partitions being in flight at once and from batches filling up while one is out.
+//! **Several batches in flight per partition** (`max_in_flight`, Kafka's
+//! `max.in.flight.requests.per.connection`, 5 by default): a batch waiting for its acks=all
+//! answer does not hold up the next one. The requests leave in sequence order and the leader
+//! appends a partition's produce requests in the order they arrive; answers may come back in
+//! any order, but records are resolved in order. Retries follow the Java client's rules for an
+//! idempotent producer (see [`Window`]), so order per partition and exactly-once writes hold
+//! across leader changes. Without idempotence a retried batch may land behind batches sent
+//! after it, as in Kafka; `max_in_flight = 1` rules that out.
 //!
 //! Differences from the Java client, each forced by the in-process setting or kept simple:
 //! - an unknown topic is refused at once (the in-process metadata is authoritative) instead of
@@ -25,10 +27,13 @@
 //! - a batch the broker refuses as too large is failed, not split and retried.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -40,9 +45,13 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::partitioner::{StickyPartitioner, partition_for_key};
-use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, TopicPartition};
+use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition};
 use crate::storage::batch::RECORD_BATCH_OVERHEAD;
 use crate::storage::records::{self, Compression, Record};
+
+/// The most batches an idempotent producer may have in flight per partition (Kafka's limit,
+/// the number of batches a leader remembers per producer).
+const MAX_IN_FLIGHT_IDEMPOTENT: usize = 5;
 
 /// Producer settings, named after Kafka's and defaulting as in Kafka 4.
 #[derive(Debug, Clone)]
@@ -69,6 +78,10 @@ pub struct ProducerConfig {
     /// `metadata.max.age.ms` (default 300000): how long the partition counts and leaders used
     /// for partitioning are trusted; errors refresh them sooner.
     pub metadata_max_age_ms: u64,
+    /// `max.in.flight.requests.per.connection` (default 5), counted per partition here: batches
+    /// sent and not yet resolved. At most 5 with idempotence, as in Kafka: a leader remembers
+    /// the last 5 batches of a producer to recognise a retried one.
+    pub max_in_flight: usize,
 }
 
 impl Default for ProducerConfig {
@@ -84,6 +97,7 @@ impl Default for ProducerConfig {
             retry_backoff_ms: 100,
             buffer_memory: 32 * 1024 * 1024,
             metadata_max_age_ms: 300_000,
+            max_in_flight: 5,
         }
     }
 }
@@ -204,6 +218,16 @@ impl Producer {
                 config.delivery_timeout_ms,
                 config.linger_ms,
                 config.request_timeout_ms
+            );
+        }
+        if config.max_in_flight == 0 {
+            bail!("max_in_flight must be at least 1");
+        }
+        if config.enable_idempotence && config.max_in_flight > MAX_IN_FLIGHT_IDEMPOTENT {
+            bail!(
+                "max_in_flight ({}) must be at most {MAX_IN_FLIGHT_IDEMPOTENT} with idempotence: a leader recognises a \
+                 retried batch only among a producer's last {MAX_IN_FLIGHT_IDEMPOTENT}",
+                config.max_in_flight
             );
         }
         if config.buffer_memory > Semaphore::MAX_PERMITS {
@@ -543,104 +567,6 @@ impl Shared {
             let _ = completed.wait_for(|done| *done >= target).await;
         }
     }
-
-    /// Gives a batch its producer identity and sequence numbers when idempotent, choosing a
-    /// new identity first when the partition's last batch failed with its sequence unresolved.
-    async fn identity_for(&self, sequence: &mut SequenceState) -> anyhow::Result<Option<(ProducerIdentity, i32)>> {
-        let Some(lock) = &self.identity else {
-            return Ok(None);
-        };
-        let mut current = lock.lock().await;
-        if sequence.unresolved && sequence.identity == Some(*current) {
-            // A failed batch may or may not be in the log, so its sequence numbers can be
-            // neither reused nor skipped: start afresh under a new producer id, as Kafka's
-            // idempotent producer resets (or bumps) its id after such a failure.
-            let (id, epoch) = self.cluster.init_producer_id().await?;
-            *current = ProducerIdentity { id, epoch };
-        }
-        if sequence.identity != Some(*current) {
-            // Another partition moved the producer to a new identity: its sequences start at 0.
-            sequence.identity = Some(*current);
-            sequence.next = 0;
-        }
-        sequence.unresolved = false;
-        Ok(Some((*current, sequence.next)))
-    }
-
-    /// Delivers one batch: encodes it once, sends it until it is acknowledged, refused for
-    /// good, or out of delivery time, and resolves its records.
-    async fn deliver(
-        &self,
-        queue: &PartitionQueue,
-        mut batch: ProducerBatch,
-        sequence: &mut SequenceState,
-    ) -> Resolved {
-        let tp = &queue.tp;
-        let deadline = batch.created + Duration::from_millis(self.config.delivery_timeout_ms);
-        let backoff = Duration::from_millis(self.config.retry_backoff_ms);
-        let mut last_error = None;
-        // The encoded batch, kept so that every retry sends the same bytes (same sequence).
-        let mut request: Option<Vec<u8>> = None;
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                sequence.unresolved |= request.is_some();
-                let error = ProduceError::DeliveryTimeout {
-                    tp: tp.clone(),
-                    elapsed_ms: now.duration_since(batch.created).as_millis() as u64,
-                    last_error,
-                };
-                return batch.resolve(&queue.topic, tp, Err(error));
-            }
-            let encoded = match request.take() {
-                Some(encoded) => encoded,
-                None => match self.identity_for(sequence).await {
-                    Ok(stamp) => match encode(&mut batch.records, stamp, self.config.compression, batch.size) {
-                        Ok(encoded) => {
-                            if let Some((_, base)) = stamp {
-                                sequence.next = next_sequence(base, batch.records.len());
-                            }
-                            encoded
-                        }
-                        Err(reason) => {
-                            let error = ProduceError::Encode { tp: tp.clone(), reason };
-                            return batch.resolve(&queue.topic, tp, Err(error));
-                        }
-                    },
-                    Err(e) => {
-                        tracing::debug!(%tp, error = %e, "no new producer id yet; retrying");
-                        tokio::time::sleep_until((now + backoff).min(deadline)).await;
-                        continue;
-                    }
-                },
-            };
-            let attempt = encoded.clone();
-            request = Some(encoded);
-            let timeout = Duration::from_millis(self.config.request_timeout_ms).min(deadline - now);
-            match self.cluster.produce(tp, attempt, self.config.acks, timeout).await {
-                Ok(base_offset) => {
-                    let base_offset = if self.config.acks == Acks::None {
-                        -1
-                    } else {
-                        base_offset
-                    };
-                    return batch.resolve(&queue.topic, tp, Ok(base_offset));
-                }
-                // Kafka does not retry with acks = 0: it never learns of a failure.
-                Err(error) if error.is_retriable() && self.config.acks != Acks::None => {
-                    tracing::debug!(%tp, ?error, "produce failed; retrying after backoff");
-                    last_error = Some(error);
-                    self.mark_stale(&tp.topic);
-                    tokio::time::sleep_until((Instant::now() + backoff).min(deadline)).await;
-                }
-                Err(error) => {
-                    sequence.unresolved = true;
-                    let error = ProduceError::Kafka { tp: tp.clone(), error };
-                    return batch.resolve(&queue.topic, tp, Err(error));
-                }
-            }
-        }
-    }
 }
 
 /// FNV-1a for the topic map, which is looked up for every record: topic names are short and
@@ -670,7 +596,8 @@ impl Hasher for Fnv1a {
 struct SequenceState {
     identity: Option<ProducerIdentity>,
     next: i32,
-    /// The last batch failed after being sent: it may be in the log or not.
+    /// A batch failed after being sent: it may be in the log or not, so the sequence numbers
+    /// after it can be neither reused nor skipped.
     unresolved: bool,
 }
 
@@ -966,14 +893,324 @@ impl PartitionQueue {
     }
 }
 
-/// A partition's sender: one batch at a time, in order.
+/// A partition's sender: up to `max_in_flight` batches on their way at once, sent in sequence
+/// order, their records resolved in that order whatever order the answers come back in.
 async fn run_sender(shared: Arc<Shared>, queue: Arc<PartitionQueue>) {
-    let mut sequence = SequenceState::default();
-    while let Some(batch) = queue.next_ready(&shared).await {
-        let resolved = shared.deliver(&queue, batch, &mut sequence).await;
-        shared.memory.add_permits(resolved.memory);
-        queue.state().spare = Some(resolved.storage);
-        queue.completed.send_modify(|done| *done += resolved.records);
+    let mut window = Window::new(&shared, &queue);
+    let mut drained = false;
+    loop {
+        window.dispatch().await;
+        if drained && window.slots.is_empty() {
+            return;
+        }
+        let take = !drained && window.slots.len() < shared.config.max_in_flight;
+        tokio::select! {
+            // Answers first: they free room in the window and keep the requests' order.
+            biased;
+            () = window.progress() => {}
+            next = queue.next_ready(&shared), if take => match next {
+                Some(batch) => window.push(batch),
+                None => drained = true,
+            },
+        }
+    }
+}
+
+/// A produce request on its way to the partition's leader.
+type Request<'a> = Pin<Box<dyn Future<Output = ProduceOutcome> + Send + 'a>>;
+
+/// One batch of the window.
+struct Slot<'a> {
+    batch: ProducerBatch,
+    deadline: Instant,
+    /// The encoded batch once it has been sent under the partition's current sequence: every
+    /// retry sends these same bytes, so the leader recognises a batch it already has.
+    request: Option<Vec<u8>>,
+    /// Every earlier batch was acknowledged when this one was last sent: an out-of-order answer
+    /// then means the leader lost the producer's state, not that this batch overtook another.
+    sent_as_next: bool,
+    last_error: Option<ErrorCode>,
+    state: SlotState<'a>,
+}
+
+enum SlotState<'a> {
+    /// Not sent yet, or to be sent again (not before `retry_at`).
+    Waiting {
+        retry_at: Option<Instant>,
+    },
+    Sending(Request<'a>),
+    Answered(ProduceOutcome),
+    /// Resolved once every batch before it is.
+    Done(Result<i64, ProduceError>),
+}
+
+/// A partition's batches from the moment they leave the accumulator until their records are
+/// resolved, oldest (lowest sequence) first. Kafka's rules for several in-flight batches of an
+/// idempotent producer: a batch whose answer is retriable goes again only once every batch
+/// before it is acknowledged, so retries go one at a time and in order; new batches wait behind
+/// retries; a batch refused as out of order while an earlier one was still unanswered overtook
+/// it and is retried after it; and when a batch fails with its fate unknown, the rest wait until
+/// nothing is in flight and go again, renumbered, under a new producer identity.
+struct Window<'a> {
+    shared: &'a Shared,
+    queue: &'a PartitionQueue,
+    slots: VecDeque<Slot<'a>>,
+    sequence: SequenceState,
+    /// InitProducerId failed: asked again no sooner than this.
+    identity_retry_at: Option<Instant>,
+}
+
+impl<'a> Window<'a> {
+    fn new(shared: &'a Shared, queue: &'a PartitionQueue) -> Self {
+        Window {
+            shared,
+            queue,
+            slots: VecDeque::new(),
+            sequence: SequenceState::default(),
+            identity_retry_at: None,
+        }
+    }
+
+    fn push(&mut self, batch: ProducerBatch) {
+        let deadline = batch.created + Duration::from_millis(self.shared.config.delivery_timeout_ms);
+        self.slots.push_back(Slot {
+            batch,
+            deadline,
+            request: None,
+            sent_as_next: false,
+            last_error: None,
+            state: SlotState::Waiting { retry_at: None },
+        });
+    }
+
+    /// Takes in the answers, fails what ran out of time, resolves the oldest batches that are
+    /// done, and sends whatever may go now.
+    async fn dispatch(&mut self) {
+        let now = Instant::now();
+        self.settle_answers(now);
+        self.expire(now);
+        self.resolve_done();
+        if self.sequence_ready(now).await {
+            self.send(now);
+        }
+    }
+
+    fn settle_answers(&mut self, now: Instant) {
+        let config = &self.shared.config;
+        let backoff = Duration::from_millis(config.retry_backoff_ms);
+        let tp = &self.queue.tp;
+        for slot in &mut self.slots {
+            let SlotState::Answered(outcome) = slot.state else {
+                continue;
+            };
+            slot.state = match outcome {
+                Ok(base_offset) => {
+                    slot.request = None;
+                    SlotState::Done(Ok(if config.acks == Acks::None { -1 } else { base_offset }))
+                }
+                // Kafka does not retry with acks = 0: it never learns of a failure.
+                Err(error) if config.acks == Acks::None => {
+                    SlotState::Done(Err(ProduceError::Kafka { tp: tp.clone(), error }))
+                }
+                Err(ErrorCode::OutOfOrderSequenceNumber) if config.enable_idempotence && !slot.sent_as_next => {
+                    tracing::debug!(%tp, "a batch overtook an earlier one; resending it after that one");
+                    slot.last_error = Some(ErrorCode::OutOfOrderSequenceNumber);
+                    SlotState::Waiting { retry_at: None }
+                }
+                Err(error) if error.is_retriable() => {
+                    tracing::debug!(%tp, ?error, "produce failed; retrying after backoff");
+                    slot.last_error = Some(error);
+                    self.shared.mark_stale(&tp.topic);
+                    SlotState::Waiting {
+                        retry_at: Some((now + backoff).min(slot.deadline)),
+                    }
+                }
+                Err(error) => {
+                    self.sequence.unresolved = true;
+                    SlotState::Done(Err(ProduceError::Kafka { tp: tp.clone(), error }))
+                }
+            };
+        }
+    }
+
+    /// Batches not in flight whose delivery timeout passed fail; one that was sent may be in
+    /// the log or not, which leaves its sequence unresolved.
+    fn expire(&mut self, now: Instant) {
+        for slot in &mut self.slots {
+            if matches!(slot.state, SlotState::Waiting { .. }) && now >= slot.deadline {
+                self.sequence.unresolved |= slot.request.take().is_some();
+                slot.state = SlotState::Done(Err(ProduceError::DeliveryTimeout {
+                    tp: self.queue.tp.clone(),
+                    elapsed_ms: now.duration_since(slot.batch.created).as_millis() as u64,
+                    last_error: slot.last_error,
+                }));
+            }
+        }
+    }
+
+    /// Resolves the records of the oldest batches that are done, in order.
+    fn resolve_done(&mut self) {
+        while self
+            .slots
+            .front()
+            .is_some_and(|s| matches!(s.state, SlotState::Done(_)))
+        {
+            let Some(Slot {
+                batch,
+                state: SlotState::Done(result),
+                ..
+            }) = self.slots.pop_front()
+            else {
+                return;
+            };
+            let resolved = batch.resolve(&self.queue.topic, &self.queue.tp, result);
+            self.shared.memory.add_permits(resolved.memory);
+            self.queue.state().spare = Some(resolved.storage);
+            self.queue.completed.send_modify(|done| *done += resolved.records);
+        }
+    }
+
+    /// Whether batches may be numbered and sent. After a batch failed with its sequence
+    /// unresolved, nothing goes until nothing is in flight; then the producer takes a new
+    /// identity (Kafka bumps its epoch) and the batches not yet done are renumbered from 0.
+    /// A new identity another partition took is adopted once this partition has no numbered
+    /// batch left, so that a retry never follows a batch numbered under the new identity.
+    async fn sequence_ready(&mut self, now: Instant) -> bool {
+        let Some(lock) = &self.shared.identity else {
+            return true;
+        };
+        if self.slots.iter().any(|s| matches!(s.state, SlotState::Sending(_))) {
+            return !self.sequence.unresolved;
+        }
+        let numbered = self.slots.iter().any(|s| s.request.is_some());
+        if !self.sequence.unresolved && numbered {
+            return true;
+        }
+        if self.identity_retry_at.is_some_and(|at| now < at) {
+            return false;
+        }
+        let mut current = lock.lock().await;
+        if self.sequence.unresolved && self.sequence.identity == Some(*current) {
+            match self.shared.cluster.init_producer_id().await {
+                Ok((id, epoch)) => *current = ProducerIdentity { id, epoch },
+                Err(e) => {
+                    tracing::debug!(tp = %self.queue.tp, error = %e, "no new producer id yet; retrying");
+                    self.identity_retry_at = Some(now + Duration::from_millis(self.shared.config.retry_backoff_ms));
+                    return false;
+                }
+            }
+        }
+        self.identity_retry_at = None;
+        if self.sequence.identity != Some(*current) {
+            self.sequence = SequenceState {
+                identity: Some(*current),
+                next: 0,
+                unresolved: false,
+            };
+            for slot in &mut self.slots {
+                slot.request = None;
+            }
+        }
+        true
+    }
+
+    /// Sends, in order, every batch that may go: at most `max_in_flight` requests out, a
+    /// resent batch only once every batch before it is acknowledged, and nothing past a batch
+    /// that has to wait.
+    fn send(&mut self, now: Instant) {
+        let shared = self.shared;
+        let config = &shared.config;
+        let tp = &self.queue.tp;
+        let mut in_flight = self
+            .slots
+            .iter()
+            .filter(|s| matches!(s.state, SlotState::Sending(_)))
+            .count();
+        let mut earlier_unacknowledged = false;
+        for slot in &mut self.slots {
+            let retry_at = match &slot.state {
+                SlotState::Done(_) => continue,
+                SlotState::Sending(_) | SlotState::Answered(_) => {
+                    earlier_unacknowledged = true;
+                    continue;
+                }
+                SlotState::Waiting { retry_at } => *retry_at,
+            };
+            let resend = slot.request.is_some();
+            if in_flight >= config.max_in_flight
+                || retry_at.is_some_and(|at| now < at)
+                || (resend && earlier_unacknowledged)
+            {
+                return;
+            }
+            let bytes = match &slot.request {
+                Some(bytes) => bytes.clone(),
+                None => {
+                    let stamp = self.sequence.identity.map(|identity| (identity, self.sequence.next));
+                    let batch = &mut slot.batch;
+                    match encode(&mut batch.records, stamp, config.compression, batch.size) {
+                        Ok(encoded) => {
+                            if let Some((_, base)) = stamp {
+                                self.sequence.next = next_sequence(base, batch.records.len());
+                            }
+                            slot.request.insert(encoded).clone()
+                        }
+                        Err(reason) => {
+                            slot.state = SlotState::Done(Err(ProduceError::Encode { tp: tp.clone(), reason }));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let timeout = Duration::from_millis(config.request_timeout_ms).min(slot.deadline - now);
+            slot.sent_as_next = !earlier_unacknowledged;
+            slot.state = SlotState::Sending(Box::pin(shared.cluster.produce(tp, bytes, config.acks, timeout)));
+            earlier_unacknowledged = true;
+            in_flight += 1;
+        }
+    }
+
+    /// Waits until a request is answered or a retry or delivery timeout falls due. A request
+    /// leaves when first polled, and the requests are polled oldest first, so they reach the
+    /// leader in sequence order.
+    async fn progress(&mut self) {
+        let now = Instant::now();
+        let timer = self
+            .slots
+            .iter()
+            .filter_map(|s| match s.state {
+                SlotState::Waiting { retry_at } => Some(
+                    retry_at
+                        .filter(|at| *at > now)
+                        .map_or(s.deadline, |at| at.min(s.deadline)),
+                ),
+                _ => None,
+            })
+            .chain(self.identity_retry_at.filter(|at| *at > now))
+            .min();
+        let mut sleep = std::pin::pin!(async move {
+            match timer {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        });
+        std::future::poll_fn(|cx| {
+            let mut answered = false;
+            for slot in &mut self.slots {
+                if let SlotState::Sending(request) = &mut slot.state
+                    && let Poll::Ready(outcome) = request.as_mut().poll(cx)
+                {
+                    slot.state = SlotState::Answered(outcome);
+                    answered = true;
+                }
+            }
+            if answered {
+                Poll::Ready(())
+            } else {
+                sleep.as_mut().poll(cx)
+            }
+        })
+        .await;
     }
 }
 

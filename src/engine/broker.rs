@@ -20,7 +20,7 @@ use super::controller::{Controller, ControllerError, MetadataImage};
 use super::events::{EventBus, EventKind};
 use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
-use super::partition::{Appended, IsrProposal, Partition, Role};
+use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::Log;
@@ -166,22 +166,28 @@ impl Broker {
     async fn serve(self: Arc<Self>, mut inbox: mpsc::UnboundedReceiver<Envelope>) {
         while let Some(envelope) = inbox.recv().await {
             self.unpaused().await;
+            // The tasks below run in any order: a produce request takes its place in its
+            // partition's append order here, in the order requests arrive.
+            let ticket = match &envelope.request {
+                Request::Produce { tp, .. } => self.partition(tp).map(|p| p.append_ticket()),
+                _ => None,
+            };
             let me = Arc::clone(&self);
             self.spawn(async move {
-                let response = me.handle(envelope.from, envelope.request).await;
+                let response = me.handle(envelope.from, envelope.request, ticket).await;
                 let _ = envelope.reply.send(response);
             });
         }
     }
 
-    async fn handle(self: Arc<Self>, _from: NodeId, request: Request) -> Response {
+    async fn handle(self: Arc<Self>, _from: NodeId, request: Request, ticket: Option<AppendTicket>) -> Response {
         match request {
             Request::Produce {
                 tp,
                 mut records,
                 acks,
                 timeout_ms,
-            } => self.handle_produce(tp, &mut records, acks, timeout_ms).await,
+            } => self.handle_produce(tp, ticket, &mut records, acks, timeout_ms).await,
             Request::Fetch(req) => self.handle_fetch(req).await,
             Request::ListOffsets { tp, timestamp } => self.handle_list_offsets(&tp, timestamp),
             Request::UpdateMetadata(image) => {
@@ -195,13 +201,27 @@ impl Broker {
         }
     }
 
-    async fn handle_produce(&self, tp: TopicPartition, records: &mut [u8], acks: Acks, timeout_ms: u64) -> Response {
+    /// `ticket` is the request's place in its partition's append order, `None` when the
+    /// partition was not hosted here as the request arrived.
+    async fn handle_produce(
+        &self,
+        tp: TopicPartition,
+        ticket: Option<AppendTicket>,
+        records: &mut [u8],
+        acks: Acks,
+        timeout_ms: u64,
+    ) -> Response {
         let reply = |error, base_offset| Response::Produce { error, base_offset };
-        let Some(partition) = self.partition(&tp) else {
+        let Some(ticket) = ticket else {
             return reply(self.unknown_or_not_leader(&tp), -1);
         };
+        ticket.turn().await;
+        let partition = Arc::clone(ticket.partition());
         let mut progress = partition.subscribe();
-        let info = match partition.append_as_leader(records, acks == Acks::All, self.now_ms()) {
+        let appended = partition.append_as_leader(records, acks == Acks::All, self.now_ms());
+        // The next request may append now; this one only waits for replication from here.
+        drop(ticket);
+        let info = match appended {
             Ok(ok) => ok,
             Err(error) => {
                 if error == ErrorCode::NotEnoughReplicas {

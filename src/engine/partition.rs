@@ -9,7 +9,8 @@
 //! Follower side: appends what it fetched as it is, learns the HW from the leader, and
 //! truncates where its log diverged from the leader's (by leader epoch, never to its HW).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
@@ -116,6 +117,59 @@ pub struct Partition {
     producers: Mutex<ProducerState>,
     /// Bumped whenever the LEO, HW or role changes: wakes long polls and acks=all waiters.
     progress: watch::Sender<u64>,
+    /// The next [`AppendTicket`] number, handed out in the order produce requests arrive.
+    tickets: AtomicU64,
+    append_order: watch::Sender<AppendOrder>,
+}
+
+/// Whose turn it is to append. A broker handles requests concurrently, in tasks that may run
+/// in any order, but an idempotent producer with several batches in flight sends them in
+/// sequence order and the leader must append them in that order (Kafka's broker handles one
+/// connection's requests one at a time); otherwise a batch that overtook its predecessor would
+/// be refused as out of order and go round again.
+#[derive(Debug, Default)]
+struct AppendOrder {
+    /// The ticket whose turn it is.
+    turn: u64,
+    /// Tickets given up before their turn (their request never appended).
+    finished_early: BTreeSet<u64>,
+}
+
+/// A produce request's place in its partition's append order, taken when the request arrives.
+/// Dropping it passes the turn on, so a request that fails before appending holds no one up.
+pub struct AppendTicket {
+    partition: Arc<Partition>,
+    number: u64,
+}
+
+impl AppendTicket {
+    pub fn partition(&self) -> &Arc<Partition> {
+        &self.partition
+    }
+
+    /// Waits until every request that arrived before this one has appended (or given up).
+    pub async fn turn(&self) {
+        let mut order = self.partition.append_order.subscribe();
+        // The sender lives in the partition this ticket holds, so waiting cannot fail.
+        let _ = order.wait_for(|o| o.turn >= self.number).await;
+    }
+}
+
+impl Drop for AppendTicket {
+    fn drop(&mut self) {
+        let number = self.number;
+        self.partition.append_order.send_if_modified(|o| {
+            if o.turn != number {
+                o.finished_early.insert(number);
+                return false;
+            }
+            o.turn += 1;
+            while o.finished_early.remove(&o.turn) {
+                o.turn += 1;
+            }
+            true
+        });
+    }
 }
 
 impl Partition {
@@ -147,6 +201,16 @@ impl Partition {
             }),
             producers: Mutex::new(producers),
             progress: watch::channel(0).0,
+            tickets: AtomicU64::new(0),
+            append_order: watch::channel(AppendOrder::default()).0,
+        }
+    }
+
+    /// The next place in this partition's append order; taken as a produce request arrives.
+    pub fn append_ticket(self: &Arc<Self>) -> AppendTicket {
+        AppendTicket {
+            partition: Arc::clone(self),
+            number: self.tickets.fetch_add(1, Ordering::Relaxed),
         }
     }
 
