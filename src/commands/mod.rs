@@ -1,6 +1,8 @@
 //! The kcat-like commands (`kdeck topics|produce|consume|groups|elect`) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
-//! errors go to stderr with a non-zero exit, like kcat.
+//! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
+//! (DESIGN's list has none for it): it sits at the binary's edge, above `remote`, and borrows
+//! the group assignor of `client/` for `consume -g`.
 
 mod consume;
 mod elect;

@@ -1,7 +1,9 @@
 //! Attach to an external Kafka cluster over the Kafka protocol: a client (one pipelined
 //! connection per broker, TLS, SASL, metadata, reconnects), the operations the console and
 //! the CLI need, and [`source::RemoteSource`], the console's `ClusterSource` for a real
-//! cluster. Imports only `view.rs` and the protocol crate, never `engine/`.
+//! cluster. Imports `view.rs`, the protocol crate, the `[console]` settings and the murmur2
+//! partitioner (`client::partitioner`, pure arithmetic, so produce lands where a Java client
+//! would put it), never `engine/`.
 
 pub mod client;
 pub mod connection;
