@@ -70,13 +70,7 @@ fn run_console(args: &ClusterArgs) -> Result<()> {
     tui::keymap::Keymap::from_config(&config.keys)?;
     let data_dir = DataDir::prepare(args)?;
     let log_path = data_dir.path().join("kdeck.log");
-    let appender = tracing_appender::rolling::never(data_dir.path(), "kdeck.log");
-    let (writer, _flush_guard) = tracing_appender::non_blocking(appender);
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(writer)
-        .with_ansi(false)
-        .init();
+    let _flush_guard = log_to_file(data_dir.path());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,13 +133,7 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
             .map(|d| d.join("kdeck"))
             .filter(|d| std::fs::create_dir_all(d).is_ok())
             .unwrap_or_else(std::env::temp_dir);
-        let appender = tracing_appender::rolling::never(&log_dir, "kdeck.log");
-        let (writer, _flush_guard) = tracing_appender::non_blocking(appender);
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
-            .with_writer(writer)
-            .with_ansi(false)
-            .init();
+        let _flush_guard = log_to_file(&log_dir);
         tracing::info!(%bootstrap, read_only = cli.remote.read_only, "console attached to an external cluster");
         let options = remote::source::SourceOptions::from_console(&config.console, cli.remote.read_only);
         let source = Arc::new(remote::source::RemoteSource::start(client.clone(), options));
@@ -158,4 +146,16 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
         client.close();
         result
     })
+}
+
+/// The console logs to `kdeck.log` in `dir`, never to the screen; the guard flushes it on drop.
+fn log_to_file(dir: &std::path::Path) -> tracing_appender::non_blocking::WorkerGuard {
+    let appender = tracing_appender::rolling::never(dir, "kdeck.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(writer)
+        .with_ansi(false)
+        .init();
+    guard
 }
