@@ -47,7 +47,7 @@ fn run_consumer(cluster: &Cluster, config: ConsumerConfig, topics: &[&str]) -> R
                 let mut s = s.lock().expect("lock");
                 for r in recs {
                     s.push((
-                        TopicPartition::new(r.topic, r.partition),
+                        TopicPartition::new(&*r.topic, r.partition),
                         r.offset,
                         r.value.map(|v| v.to_vec()).unwrap_or_default(),
                     ));

@@ -68,7 +68,9 @@ impl Default for ConsumerConfig {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerRecord {
-    pub topic: String,
+    /// Shared by the records of a partition, as the hot path hands out hundreds of thousands a
+    /// second.
+    pub topic: Arc<str>,
     pub partition: i32,
     pub offset: i64,
     pub timestamp: i64,
@@ -173,7 +175,7 @@ impl Consumer {
         self.positions.insert(tp.clone(), offset);
         self.pending_resets.remove(tp);
         self.buffered
-            .retain(|r| !(r.topic == tp.topic && r.partition == tp.partition));
+            .retain(|r| !(*r.topic == *tp.topic && r.partition == tp.partition));
         Ok(())
     }
 
@@ -192,7 +194,7 @@ impl Consumer {
         self.positions.remove(tp);
         self.pending_resets.insert(tp.clone(), which);
         self.buffered
-            .retain(|r| !(r.topic == tp.topic && r.partition == tp.partition));
+            .retain(|r| !(*r.topic == *tp.topic && r.partition == tp.partition));
         Ok(())
     }
 
@@ -214,7 +216,7 @@ impl Consumer {
         self.buffered.retain(|r| {
             partitions
                 .iter()
-                .any(|tp| tp.topic == r.topic && tp.partition == r.partition)
+                .any(|tp| *tp.topic == *r.topic && tp.partition == r.partition)
         });
         self.assigned = partitions;
     }
@@ -285,15 +287,18 @@ impl Consumer {
             }
             match result {
                 Ok(data) => {
-                    let Ok(recs) = records::decode_shared(data.records) else {
-                        tracing::warn!(%tp, offset, "undecodable batch; skipping this fetch");
-                        continue;
-                    };
+                    let topic: Arc<str> = Arc::from(tp.topic.as_str());
                     let mut next = offset;
-                    for r in recs.into_iter().filter(|r| r.offset >= offset && !r.control) {
+                    let buffered = &mut self.buffered;
+                    // The records before a batch that does not decode are handed out and the
+                    // position stops at that batch, as in Kafka's consumer.
+                    let decoded = records::for_each_shared(data.records, |r| {
+                        if r.offset < offset || r.control {
+                            return;
+                        }
                         next = r.offset + 1;
-                        self.buffered.push_back(ConsumerRecord {
-                            topic: tp.topic.clone(),
+                        buffered.push_back(ConsumerRecord {
+                            topic: Arc::clone(&topic),
                             partition: tp.partition,
                             offset: r.offset,
                             timestamp: r.timestamp,
@@ -305,6 +310,9 @@ impl Consumer {
                                 .map(|(k, v)| (String::from_utf8_lossy(k.as_bytes()).into_owned(), v))
                                 .collect(),
                         });
+                    });
+                    if let Err(e) = decoded {
+                        tracing::warn!(%tp, offset = next, error = %e, "undecodable batch");
                     }
                     self.positions.insert(tp, next);
                     if !self.buffered.is_empty() {

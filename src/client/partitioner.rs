@@ -4,6 +4,7 @@
 //! KIP-794 (Kafka 3.3+), which fills one batch per partition before moving on.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// The partition a record goes to when the topic has no partition to choose from, as Kafka's
 /// `RecordMetadata.UNKNOWN_PARTITION`.
@@ -49,6 +50,32 @@ pub fn partition_for_key(key: &[u8], num_partitions: i32) -> i32 {
     (murmur2(key) as i32 & 0x7fff_ffff) % num_partitions
 }
 
+/// FNV-1a for the producer's per-topic maps, which are looked up for every record: topic names
+/// are short and chosen by the application, so a fast hash fits better than SipHash's flood
+/// resistance.
+pub(crate) struct Fnv1a(u64);
+
+/// The hasher of the producer's per-topic maps.
+pub(crate) type TopicHasher = BuildHasherDefault<Fnv1a>;
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Uniform sticky partitioning for records without a key (KIP-794): stay on one partition per
 /// topic until about `batch_size` bytes went to it, so batches fill up instead of every record
 /// opening a batch of its own, then jump to another partition chosen uniformly at random.
@@ -59,7 +86,7 @@ pub fn partition_for_key(key: &[u8], num_partitions: i32) -> i32 {
 pub struct StickyPartitioner {
     batch_size: usize,
     rng: XorShift64,
-    sticky: HashMap<String, StickyPartition>,
+    sticky: HashMap<String, StickyPartition, TopicHasher>,
 }
 
 #[derive(Debug)]
@@ -75,7 +102,7 @@ impl StickyPartitioner {
         StickyPartitioner {
             batch_size: batch_size.max(1),
             rng: XorShift64::new(seed),
-            sticky: HashMap::new(),
+            sticky: HashMap::default(),
         }
     }
 

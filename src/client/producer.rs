@@ -28,7 +28,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +43,7 @@ use tokio::sync::{Notify, Semaphore, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::partitioner::{StickyPartitioner, partition_for_key};
+use super::partitioner::{StickyPartitioner, TopicHasher, partition_for_key};
 use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition};
 use crate::storage::batch::RECORD_BATCH_OVERHEAD;
 use crate::storage::records::{self, Compression, Record};
@@ -405,7 +404,7 @@ struct Shared {
 
 struct Accumulator {
     closed: bool,
-    topics: HashMap<String, TopicEntry, BuildHasherDefault<Fnv1a>>,
+    topics: HashMap<String, TopicEntry, TopicHasher>,
     sticky: StickyPartitioner,
     senders: Vec<JoinHandle<()>>,
 }
@@ -566,28 +565,6 @@ impl Shared {
             // The sender half lives in the queue we hold, so this cannot fail.
             let _ = completed.wait_for(|done| *done >= target).await;
         }
-    }
-}
-
-/// FNV-1a for the topic map, which is looked up for every record: topic names are short and
-/// chosen by the application, so a fast hash fits better than SipHash's flood resistance.
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

@@ -339,12 +339,19 @@ impl Partition {
             s.leader_epoch
         };
         let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
-        for item in Batches::new(records) {
+        // The log checks every CRC as it appends; here the framing is enough to read the
+        // producers' sequences. An answer other than "append" is only given for bytes that pass
+        // the full check, as Kafka validates a batch before it looks at its sequence.
+        for item in Batches::checked_before(records) {
             let (_, header, _) = item.map_err(|_| ErrorCode::CorruptMessage)?;
+            let check = producers.check(&header);
+            if !matches!(check, Ok(SequenceCheck::Append)) && Batches::new(records).any(|b| b.is_err()) {
+                return Err(ErrorCode::CorruptMessage);
+            }
             if let SequenceCheck::Duplicate {
                 first_offset,
                 last_offset,
-            } = producers.check(&header)?
+            } = check?
             {
                 return Ok(Appended {
                     first_offset,
@@ -358,7 +365,7 @@ impl Partition {
             .log
             .append_as_leader(records, leader_epoch, now_ms)
             .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
-        for (_, header, _) in Batches::new(records).flatten() {
+        for (_, header, _) in Batches::checked_before(records).flatten() {
             producers.record(&header);
         }
         drop(producers);
@@ -585,7 +592,7 @@ impl Partition {
         if !data.records.is_empty() {
             let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
             self.log.append_as_follower(&data.records, now_ms)?;
-            for (_, header, _) in Batches::new(&data.records).flatten() {
+            for (_, header, _) in Batches::checked_before(&data.records).flatten() {
                 producers.record(&header);
             }
         }

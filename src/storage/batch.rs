@@ -124,6 +124,20 @@ impl BatchHeader {
 /// `records_count` may be below `last_offset_delta + 1` (compaction leaves gaps and even empty
 /// batches), but never above it.
 pub fn validate(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = check_framing(bytes)?;
+    let computed = crc32c::crc32c(&bytes[ATTRIBUTES..header.size()]);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
+    }
+    Ok(header)
+}
+
+/// Everything [`validate`] checks except the CRC: enough to walk batches whose bytes were
+/// checked when they were appended, as Kafka's read path does.
+pub fn check_framing(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
     let header = BatchHeader::parse(bytes)?;
     if header.magic != MAGIC_V2 {
         return Err(BatchError::UnsupportedMagic(header.magic));
@@ -136,13 +150,6 @@ pub fn validate(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
         return Err(BatchError::Truncated {
             needed: size,
             available: bytes.len(),
-        });
-    }
-    let computed = crc32c::crc32c(&bytes[ATTRIBUTES..size]);
-    if computed != header.crc {
-        return Err(BatchError::CrcMismatch {
-            stored: header.crc,
-            computed,
         });
     }
     if header.compression() > 4 {
@@ -184,14 +191,26 @@ pub struct Batches<'a> {
     bytes: &'a [u8],
     position: usize,
     failed: bool,
+    check: fn(&[u8]) -> Result<BatchHeader, BatchError>,
 }
 
 impl<'a> Batches<'a> {
+    /// Every batch fully validated, CRC included: for bytes from outside (a producer, a leader).
     pub fn new(bytes: &'a [u8]) -> Self {
         Batches {
             bytes,
             position: 0,
             failed: false,
+            check: validate,
+        }
+    }
+
+    /// Framing checked, CRC not ([`check_framing`]): for bytes already validated once, such as
+    /// a log's own contents or a buffer just appended.
+    pub fn checked_before(bytes: &'a [u8]) -> Self {
+        Batches {
+            check: check_framing,
+            ..Batches::new(bytes)
         }
     }
 }
@@ -205,7 +224,7 @@ impl<'a> Iterator for Batches<'a> {
             return None;
         }
         let rest = &self.bytes[self.position..];
-        match validate(rest) {
+        match (self.check)(rest) {
             Ok(header) => {
                 let at = self.position;
                 self.position += header.size();

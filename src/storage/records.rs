@@ -14,9 +14,21 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Record>, LogError> {
 }
 
 /// Like [`decode`] without copying: the records' keys and values share `buf`.
-pub fn decode_shared(mut buf: Bytes) -> Result<Vec<Record>, LogError> {
-    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| LogError::CorruptMessage(format!("{e:#}")))?;
-    Ok(sets.into_iter().flat_map(|set| set.records).collect())
+pub fn decode_shared(buf: Bytes) -> Result<Vec<Record>, LogError> {
+    let mut records = Vec::new();
+    for_each_shared(buf, |r| records.push(r))?;
+    Ok(records)
+}
+
+/// Hands each record of the concatenated batches in `buf` to `f`, one batch at a time, with
+/// no copy of keys and values (they share `buf`). On a batch that does not decode, `f` has had
+/// the records of the batches before it.
+pub fn for_each_shared(mut buf: Bytes, mut f: impl FnMut(Record)) -> Result<(), LogError> {
+    while !buf.is_empty() {
+        let set = RecordBatchDecoder::decode(&mut buf).map_err(|e| LogError::CorruptMessage(format!("{e:#}")))?;
+        set.records.into_iter().for_each(&mut f);
+    }
+    Ok(())
 }
 
 /// A plain (non-idempotent, non-transactional) record at `offset_delta` within its batch.
