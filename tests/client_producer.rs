@@ -731,3 +731,65 @@ fn bench_produce_prints_the_producer_performance_line() {
     }
     assert!(rest.ends_with(" ms 99.9th."), "{last:?}");
 }
+
+/// An idempotent batch of `count` records from producer `(id, epoch)` starting at `sequence`.
+fn idempotent_batch(id: i64, epoch: i16, sequence: i32, count: i64) -> Vec<u8> {
+    let recs: Vec<_> = (0..count)
+        .map(|i| {
+            let mut r = records::record(i, 1_000 + i, None, Some(Bytes::from(format!("value {i}"))));
+            r.producer_id = id;
+            r.producer_epoch = epoch;
+            r.sequence = sequence + i as i32;
+            r
+        })
+        .collect();
+    records::encode_batch(&recs, Compression::None)
+        .expect("encodable")
+        .to_vec()
+}
+
+/// The leader reads a batch's sequence from its framing alone and leaves the CRC to the log's
+/// append; a batch it would answer without appending (a duplicate, an out-of-order sequence)
+/// must still be refused as corrupt first, as Kafka validates before it checks sequences.
+#[tokio::test(start_paused = true)]
+async fn corrupt_batches_are_refused_as_corrupt_whatever_their_sequence_says() {
+    let dir = scratch_dir();
+    let cluster = cluster_with_topic(dir.path(), "crc", 1, 3).await;
+    let tp = TopicPartition::new("crc", 0);
+    let (id, epoch) = cluster.init_producer_id().await.expect("producer id");
+    let timeout = Duration::from_secs(10);
+    let first = idempotent_batch(id, epoch, 0, 5);
+    let offset = cluster
+        .produce(&tp, first.clone(), Acks::All, timeout)
+        .await
+        .expect("first append");
+    assert_eq!(offset, 0);
+    // The same batch again is a duplicate: answered with its offsets, written once.
+    assert_eq!(cluster.produce(&tp, first.clone(), Acks::All, timeout).await, Ok(0));
+
+    let flip = |mut bytes: Vec<u8>| {
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        bytes
+    };
+    // A damaged duplicate, a damaged out-of-order batch and a damaged next batch.
+    for bytes in [
+        flip(first),
+        flip(idempotent_batch(id, epoch, 20, 5)),
+        flip(idempotent_batch(id, epoch, 5, 5)),
+    ] {
+        assert_eq!(
+            cluster.produce(&tp, bytes, Acks::All, timeout).await,
+            Err(ErrorCode::CorruptMessage)
+        );
+    }
+    // Nothing damaged was written, and the producer's next batch still fits.
+    assert_eq!(
+        cluster
+            .produce(&tp, idempotent_batch(id, epoch, 5, 5), Acks::All, timeout)
+            .await,
+        Ok(5)
+    );
+    assert_eq!(read_committed(&cluster, &tp).await.len(), 10);
+    cluster.shutdown().await;
+}

@@ -288,6 +288,28 @@ mod tests {
     }
 
     #[test]
+    fn a_framing_check_skips_the_crc_but_nothing_else() {
+        let mut buf = raw_batch(0, 1);
+        buf[ATTRIBUTES + 1] ^= 0x10;
+        buf.extend(raw_batch(2, 3));
+        assert!(check_framing(&buf).is_ok());
+        assert_eq!(Batches::checked_before(&buf).filter(|b| b.is_ok()).count(), 2);
+        assert!(matches!(
+            Batches::new(&buf).next(),
+            Some(Err((0, BatchError::CrcMismatch { .. })))
+        ));
+        // Framing errors still stop the walk.
+        let mut torn = raw_batch(0, 1);
+        torn.extend(&raw_batch(0, 2)[..40]);
+        let walked: Vec<_> = Batches::checked_before(&torn).collect();
+        assert!(matches!(walked[..], [Ok(_), Err((_, BatchError::Truncated { .. }))]));
+        assert!(matches!(
+            check_framing(&raw_batch(0, 2)),
+            Err(BatchError::BadOffsetDelta { .. })
+        ));
+    }
+
+    #[test]
     fn more_records_than_offsets_is_rejected() {
         let b = raw_batch(0, 2);
         assert!(matches!(validate(&b), Err(BatchError::BadOffsetDelta { .. })));

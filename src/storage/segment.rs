@@ -5,6 +5,7 @@
 //! The indexes are kept in memory and written out when the segment is sealed, flushed or
 //! closed; after a crash they are rebuilt from the `.log`, which is the only source of truth.
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,18 @@ pub struct Segment {
     created_ms: i64,
     /// Leader epoch of the last batch: epochs never decrease along a log.
     last_epoch: i32,
+    /// Where the last batches appended since the segment was opened sit, oldest first:
+    /// followers and consumers mostly fetch from the tail, and this finds their batch without
+    /// reading the file.
+    recent: VecDeque<(u64, BatchHeader)>,
+    /// The batches below this position were not CRC-checked by this process (a segment opened
+    /// after a clean shutdown checks only its tail): reads check them. Everything above was
+    /// validated on its way in, so reads check its framing only, as Kafka's do.
+    unverified_below: u64,
 }
+
+/// How many of the last appended batches a segment remembers the place of.
+const RECENT_BATCHES: usize = 64;
 
 impl Segment {
     /// Creates an empty segment (replacing any leftover files with the same base offset).
@@ -106,6 +118,8 @@ impl Segment {
             rolling_timestamp: None,
             created_ms: now_ms,
             last_epoch: -1,
+            recent: VecDeque::new(),
+            unverified_below: size,
         })
     }
 
@@ -178,6 +192,8 @@ impl Segment {
                 .map_err(io("truncate", &segment.log_path))?;
             report.truncated = Some((cut, reason));
         }
+        // Every batch kept was checked above.
+        segment.unverified_below = 0;
         segment.write_index_files_from_scratch()?;
         Ok((segment, report))
     }
@@ -383,6 +399,10 @@ impl Segment {
         let mut position = self.size;
         for header in headers {
             self.track_batch(position, header, config);
+            if self.recent.len() == RECENT_BATCHES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((position, *header));
             position += header.size() as u64;
         }
         self.size = position;
@@ -424,6 +444,14 @@ impl Segment {
 
     /// File position and header of the first batch whose last offset is `>= target`.
     pub fn find_batch(&self, target: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        if self
+            .recent
+            .front()
+            .is_some_and(|(_, first)| first.base_offset <= target)
+        {
+            let slot = self.recent.partition_point(|(_, h)| h.last_offset() < target);
+            return Ok(self.recent.get(slot).copied());
+        }
         let slot = self
             .index
             .partition_point(|e| self.base_offset + i64::from(e.relative_offset) <= target);
@@ -476,7 +504,7 @@ impl Segment {
         Ok(None)
     }
 
-    /// Whole batches (their framing checked) starting with the one that holds `target`, at most
+    /// Whole, checked batches (see `unverified_below`) starting with the one that holds `target`, at most
     /// `max_bytes` of them (but always the first one whole), stopping before any batch whose
     /// base offset reaches `upper_bound`. Empty when nothing at or after `target` is here.
     pub fn read(&self, target: i64, max_bytes: usize, upper_bound: i64) -> Result<Vec<u8>, LogError> {
@@ -494,9 +522,12 @@ impl Segment {
             .map_err(io("read", &self.log_path))?;
         let mut keep = 0usize;
         let mut expected = first.base_offset;
-        // The batches were validated when appended (and after a crash, by recovery); reads
-        // check their framing only, as Kafka's do. Consumers and followers check CRCs.
-        for item in batch::Batches::checked_before(&buf) {
+        let batches = if position < self.unverified_below {
+            batch::Batches::new(&buf)
+        } else {
+            batch::Batches::checked_before(&buf)
+        };
+        for item in batches {
             let item = match item {
                 Ok((at, header, _)) if header.base_offset != expected => {
                     Err((at, BatchError::BadBaseOffset(header.base_offset)))
@@ -575,6 +606,8 @@ impl Segment {
         let removed = self.size - cut;
         self.file.set_len(cut).map_err(io("truncate", &self.log_path))?;
         self.size = cut;
+        self.recent.retain(|(position, _)| *position < cut);
+        self.unverified_below = self.unverified_below.min(cut);
         self.index.retain(|e| u64::from(e.position) < cut);
         // Rebuild the in-memory state from the last index entry on: it is exact and short.
         let resume_at = self.index.last().map_or(0, |e| u64::from(e.position));
