@@ -504,9 +504,10 @@ impl Segment {
         Ok(None)
     }
 
-    /// Whole, checked batches (see `unverified_below`) starting with the one that holds `target`, at most
-    /// `max_bytes` of them (but always the first one whole), stopping before any batch whose
-    /// base offset reaches `upper_bound`. Empty when nothing at or after `target` is here.
+    /// Whole batches starting with the one that holds `target`, at most `max_bytes` of them
+    /// (but always the first one whole), stopping before any batch whose base offset reaches
+    /// `upper_bound`. Empty when nothing at or after `target` is here. Batches this process
+    /// checked on their way in are checked for framing, the others fully (`unverified_below`).
     pub fn read(&self, target: i64, max_bytes: usize, upper_bound: i64) -> Result<Vec<u8>, LogError> {
         let Some((position, first)) = self.find_batch(target)? else {
             return Ok(Vec::new());
