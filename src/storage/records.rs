@@ -10,13 +10,8 @@ use super::LogError;
 
 /// Decodes every record of the concatenated batches in `bytes`.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Record>, LogError> {
-    decode_shared(Bytes::copy_from_slice(bytes))
-}
-
-/// Like [`decode`] without copying: the records' keys and values share `buf`.
-pub fn decode_shared(buf: Bytes) -> Result<Vec<Record>, LogError> {
     let mut records = Vec::new();
-    for_each_shared(buf, |r| records.push(r))?;
+    for_each_shared(Bytes::copy_from_slice(bytes), |r| records.push(r))?;
     Ok(records)
 }
 
