@@ -4,7 +4,8 @@
 //! controller, it also runs the controller's timers and forwards controller requests.
 //!
 //! Every task of a broker lives in one `JoinSet`: a kill aborts them all at once, so nothing
-//! of the broker's memory survives, only what it wrote to its files.
+//! of the broker's memory survives, only what it wrote to its files. A `JoinSet` keeps each
+//! finished task until it is joined, so spawning reaps the finished ones first.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -97,7 +98,15 @@ impl Broker {
     }
 
     fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) -> AbortHandle {
-        lock(&self.tasks).spawn(task)
+        let mut tasks = lock(&self.tasks);
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task)
+    }
+
+    /// Tasks spawned and not yet reaped: the long-lived ones plus requests in progress.
+    #[cfg(test)]
+    pub(crate) fn task_count(&self) -> usize {
+        lock(&self.tasks).len()
     }
 
     fn now_ms(&self) -> i64 {
@@ -928,4 +937,51 @@ async fn await_replication(
     tokio::time::timeout(timeout, wait)
         .await
         .unwrap_or(ErrorCode::RequestTimedOut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn finished_request_tasks_do_not_accumulate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = ClusterConfig {
+            data_dir: dir.path().to_path_buf(),
+            brokers: 1,
+            ..ClusterConfig::default()
+        };
+        let clock = Clock::new();
+        let events = EventBus::new(clock);
+        let controller = Arc::new(Controller::load(config.clone(), events.clone()).expect("controller"));
+        let network = Network::default();
+        network.set_controller(Some(0));
+        let broker = Broker::start(
+            0,
+            BrokerContext {
+                config,
+                network: network.clone(),
+                controller,
+                events,
+                clock,
+            },
+        );
+        let long_lived = broker.task_count();
+        for _ in 0..500 {
+            let request = Request::ListOffsets {
+                tp: TopicPartition::new("absent", 0),
+                timestamp: -1,
+            };
+            network
+                .call(NodeId::Client(0), NodeId::Broker(0), request, Duration::from_secs(1))
+                .await
+                .expect("answered");
+        }
+        assert!(
+            broker.task_count() <= long_lived + 2,
+            "{} tasks after 500 requests; {long_lived} before",
+            broker.task_count()
+        );
+        broker.kill();
+    }
 }
