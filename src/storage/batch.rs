@@ -6,7 +6,8 @@
 //!  producerId i64 | producerEpoch i16 | baseSequence i32 | recordsCount i32 | records...`
 //!
 //! The CRC covers bytes 21 (attributes) to the end of the batch, so the two fields a leader
-//! rewrites, base offset and partition leader epoch, can be patched without recomputing it.
+//! always rewrites, base offset and partition leader epoch, can be patched without recomputing
+//! it; a max timestamp the leader corrects (as Kafka's `LogValidator`) needs a new CRC.
 
 use thiserror::Error;
 
@@ -48,6 +49,8 @@ pub enum BatchError {
     BadOffsetDelta { last_offset_delta: i32, records_count: i32 },
     #[error("base offset {0} is out of range")]
     BadBaseOffset(i64),
+    #[error("record {index} of the batch: {reason}")]
+    CorruptRecord { index: i32, reason: &'static str },
 }
 
 /// The decoded 61-byte header of one batch.
@@ -116,6 +119,11 @@ impl BatchHeader {
     pub fn is_control(&self) -> bool {
         self.attributes & 0x20 != 0
     }
+
+    /// The records carry the broker's append time rather than the producer's create time.
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & 0x08 != 0
+    }
 }
 
 /// Checks one batch at the start of `bytes`: header present, magic 2, length within the
@@ -183,6 +191,66 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
 /// Overwrites the partition leader epoch of the batch starting at `batch[0]`.
 pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
     batch[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Overwrites the max timestamp of the batch that is exactly `batch` and recomputes its CRC.
+/// Returns the new CRC.
+pub fn set_max_timestamp(batch: &mut [u8], max_timestamp: i64) -> u32 {
+    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES..]);
+    batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    crc
+}
+
+/// The largest record timestamp of the uncompressed batch that is exactly `batch`, read from
+/// the records themselves (`None` when it holds none). Walks only the record framing: each
+/// record's length, and the timestamp delta after its attributes byte. Like Kafka's record
+/// iterator, it refuses a batch whose records do not fill it exactly.
+pub fn max_record_timestamp(batch: &[u8], header: &BatchHeader) -> Result<Option<i64>, BatchError> {
+    let end = header.size().min(batch.len());
+    let mut at = RECORD_BATCH_OVERHEAD;
+    let mut max = None;
+    for index in 0..header.records_count {
+        let corrupt = |reason| BatchError::CorruptRecord { index, reason };
+        let (length, read) = read_varint(&batch[at..end]).ok_or(corrupt("unreadable length"))?;
+        at += read;
+        let length = usize::try_from(length).map_err(|_| corrupt("negative length"))?;
+        let body_end = at
+            .checked_add(length)
+            .filter(|e| *e <= end)
+            .ok_or(corrupt("longer than the batch"))?;
+        let body = &batch[at..body_end];
+        let (delta, _) = body
+            .get(1..)
+            .and_then(read_varint)
+            .ok_or(corrupt("unreadable timestamp"))?;
+        let timestamp = header
+            .base_timestamp
+            .checked_add(delta)
+            .ok_or(corrupt("timestamp out of range"))?;
+        max = max.max(Some(timestamp));
+        at = body_end;
+    }
+    if at != end {
+        return Err(BatchError::CorruptRecord {
+            index: header.records_count,
+            reason: "bytes left after the last record",
+        });
+    }
+    Ok(max)
+}
+
+/// A zigzag varint or varlong (Kafka's record fields), and how many bytes it took.
+fn read_varint(bytes: &[u8]) -> Option<(i64, usize)> {
+    let mut raw: u64 = 0;
+    for (i, b) in bytes.iter().take(10).enumerate() {
+        raw |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            let value = (raw >> 1) as i64 ^ -((raw & 1) as i64);
+            return Some((value, i + 1));
+        }
+    }
+    None
 }
 
 /// Splits a buffer of concatenated batches, validating each one. Stops at the first invalid
@@ -306,6 +374,34 @@ mod tests {
         assert!(matches!(
             check_framing(&raw_batch(0, 2)),
             Err(BatchError::BadOffsetDelta { .. })
+        ));
+    }
+
+    #[test]
+    fn the_max_record_timestamp_comes_from_the_records_and_patching_it_keeps_the_batch_valid() {
+        use crate::storage::records;
+        let recs: Vec<_> = [1_000, 1_009, 1_004]
+            .iter()
+            .enumerate()
+            .map(|(i, ts)| records::record(i as i64, *ts, None, Some(bytes::Bytes::from_static(b"v"))))
+            .collect();
+        let mut b = records::encode_batch(&recs, records::Compression::None)
+            .expect("encodes")
+            .to_vec();
+        let header = validate(&b).expect("valid");
+        assert_eq!(max_record_timestamp(&b, &header), Ok(Some(1_009)));
+        set_max_timestamp(&mut b, -1);
+        let unset = validate(&b).expect("still valid with a new CRC");
+        assert_eq!(unset.max_timestamp, -1);
+        assert_eq!(max_record_timestamp(&b, &unset), Ok(Some(1_009)));
+        let mut short = b.clone();
+        short.truncate(b.len() - 1);
+        let len = (header.batch_length - 1).to_be_bytes();
+        short[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&len);
+        let cut = BatchHeader::parse(&short).expect("header");
+        assert!(matches!(
+            max_record_timestamp(&short, &cut),
+            Err(BatchError::CorruptRecord { index: 2, .. })
         ));
     }
 

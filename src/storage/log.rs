@@ -317,7 +317,8 @@ impl Log {
     }
 
     /// Appends batches a producer sent (`base offset` 0 in each): validates them, assigns
-    /// offsets from the log end and stamps `leader_epoch`, patching only those two fields.
+    /// offsets from the log end and stamps `leader_epoch`, patching those two fields, and the
+    /// max timestamp where the producer's header disagrees with its records.
     pub fn append_as_leader(
         &self,
         records: &mut [u8],
@@ -325,7 +326,16 @@ impl Log {
         now_ms: i64,
     ) -> Result<LogAppendInfo, LogError> {
         let mut headers = self.validate_batches(records)?;
-        for h in &headers {
+        let mut position = 0usize;
+        for h in headers.iter_mut() {
+            let bytes = &mut records[position..position + h.size()];
+            position += h.size();
+            if let Some(max) = create_time_max_timestamp(bytes, h)?
+                && max != h.max_timestamp
+            {
+                h.crc = batch::set_max_timestamp(bytes, max);
+                h.max_timestamp = max;
+            }
             if h.base_offset != 0 {
                 return Err(LogError::InvalidRecord(format!(
                     "a producer batch must have base offset 0, found {}",
@@ -893,6 +903,25 @@ impl Drop for Log {
         // Without `close` the next open recovers; still, do not leave a thread writing here.
         self.durability.join_background();
     }
+}
+
+/// What Kafka's `LogValidator` makes of a create-time batch's max timestamp: the largest of its
+/// records' timestamps, whatever the header says (sarama 1.22 always writes -1 there, and a
+/// segment whose first batch claims -1 would roll on every append). `None` when there is
+/// nothing to correct from. Uncompressed records are walked every time, which is cheap;
+/// compressed ones are only decompressed when the header is plainly unset, since every
+/// maintained client fills it in and decompressing each batch would double the append cost.
+fn create_time_max_timestamp(bytes: &[u8], header: &BatchHeader) -> Result<Option<i64>, LogError> {
+    if header.is_log_append_time() {
+        return Ok(None);
+    }
+    if header.compression() == 0 {
+        return batch::max_record_timestamp(bytes, header).map_err(|e| LogError::CorruptMessage(e.to_string()));
+    }
+    if header.max_timestamp >= 0 {
+        return Ok(None);
+    }
+    Ok(records::decode(bytes)?.iter().map(|r| r.timestamp).max())
 }
 
 fn read_or_warn<T>(result: Result<Option<T>, LogError>) -> Option<T> {

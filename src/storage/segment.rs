@@ -435,7 +435,9 @@ impl Segment {
             return false;
         }
         let full = self.size > config.segment_bytes.saturating_sub(incoming_bytes);
-        let age_from = self.rolling_timestamp.unwrap_or(self.created_ms);
+        // A first batch without a timestamp (-1) says nothing about age: Kafka then counts from
+        // the segment's creation, rather than taking the segment for as old as the Unix epoch.
+        let age_from = self.rolling_timestamp.filter(|t| *t >= 0).unwrap_or(self.created_ms);
         let old = now_ms.saturating_sub(age_from) > config.segment_ms;
         let index_full = self.index.len() >= config.max_index_entries();
         let offsets_overflow = incoming_last_offset - self.base_offset > i64::from(u32::MAX);
