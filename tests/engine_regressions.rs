@@ -8,13 +8,21 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::engine::{config, ready, wall_clock_ms};
+use common::engine::{Acked, config, ready, wall_clock_ms};
 use common::{producer_batch, scratch_dir};
-use kdeck::engine::{Acks, Cluster, TopicConfig, TopicPartition};
+use kdeck::engine::{Acks, Cluster, ErrorCode, TopicConfig, TopicPartition};
 use kdeck::storage::{Log, LogConfig};
 
 fn tp(topic: &str) -> TopicPartition {
     TopicPartition::new(topic, 0)
+}
+
+fn leader_of(cluster: &Cluster, tp: &TopicPartition) -> i32 {
+    cluster
+        .snapshot()
+        .partition(tp)
+        .and_then(|p| p.leader)
+        .expect("a leader")
 }
 
 /// One replica's log as it is on disk (the cluster must be shut down).
@@ -25,6 +33,46 @@ fn replica_log(data_dir: &Path, broker: i32, tp: &TopicPartition) -> Log {
         wall_clock_ms(),
     )
     .expect("the replica's log opens")
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_acks_all_write_whose_isr_shrinks_below_min_insync_is_told_not_enough_replicas_after_append() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("strict", TopicConfig::new(1, 3).with_min_insync_replicas(3))
+        .await
+        .expect("create");
+    ready(&cluster, "strict", 1).await;
+    let t = tp("strict");
+    let mut acked = Acked::default();
+    acked
+        .produce(&cluster, &t, 0, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("produce with the full ISR");
+    let leader = leader_of(&cluster, &t);
+    let follower = (0..3).find(|b| *b != leader).expect("a follower");
+    // Still in the ISR until its session expires: the write is appended, then waits.
+    cluster.kill(follower).expect("kill");
+    let outcome = cluster
+        .produce(
+            &t,
+            producer_batch(1, wall_clock_ms(), 1, 16),
+            Acks::All,
+            Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(outcome, Err(ErrorCode::NotEnoughReplicasAfterAppend));
+    let s = cluster.snapshot();
+    let p = s.partition(&t).expect("partition");
+    assert!(!p.isr.contains(&follower), "the dead follower left the ISR");
+    let leader_leo = p
+        .replicas
+        .iter()
+        .find(|r| r.broker == leader)
+        .and_then(|r| r.log_end_offset);
+    assert_eq!(leader_leo, Some(2), "the write is in the leader's log");
+    cluster.shutdown().await;
 }
 
 /// A one-record batch as sarama 1.22 sends it: max timestamp -1, CRC to match.

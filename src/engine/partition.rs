@@ -61,6 +61,11 @@ struct ReplicaState {
 }
 
 impl ReplicaState {
+    /// Kafka's `effectiveMinIsr`: min.insync.replicas, capped at the replication factor.
+    fn effective_min_isr(&self) -> usize {
+        self.min_isr.min(self.replicas.len().max(1))
+    }
+
     fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut all = self.isr.clone();
         if let Some(p) = &self.pending_isr {
@@ -382,25 +387,26 @@ impl Partition {
     }
 
     /// Where an acks=all produce stands: `Ok(true)` done, `Ok(false)` keep waiting.
+    ///
+    /// Kafka's `checkEnoughReplicasReachOffset` answers NOT_ENOUGH_REPLICAS_AFTER_APPEND only
+    /// once the HW passed the batch, but the HW is frozen while the ISR is below
+    /// min.insync.replicas, so that answer would never come: the producer would wait for its
+    /// timeout. The waiter is answered as soon as the smaller ISR takes effect instead; while
+    /// an ISR change is in flight the larger (maximal) ISR counts, as for the HW.
     pub fn check_acks_all(&self, required_offset: i64, leader_epoch: i32) -> Result<bool, ErrorCode> {
         let s = self.lock();
         if s.role != Role::Leader || s.leader_epoch != leader_epoch {
             return Err(ErrorCode::NotLeaderOrFollower);
         }
-        if s.high_watermark < required_offset {
-            return Ok(false);
+        if s.maximal_isr().len() < s.effective_min_isr() {
+            return Err(ErrorCode::NotEnoughReplicasAfterAppend);
         }
-        if s.maximal_isr().len() >= s.min_isr {
-            Ok(true)
-        } else {
-            Err(ErrorCode::NotEnoughReplicasAfterAppend)
-        }
+        Ok(s.high_watermark >= required_offset)
     }
 
     /// Kafka's `maybeIncrementLeaderHW`.
     fn maybe_increment_hw(&self, s: &mut ReplicaState, now_ms: i64) -> bool {
-        let effective_min_isr = s.min_isr.min(s.replicas.len().max(1));
-        if s.isr.len() < effective_min_isr {
+        if s.isr.len() < s.effective_min_isr() {
             return false;
         }
         let leo = self.log.log_end_offset();
