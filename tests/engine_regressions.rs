@@ -9,9 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::engine::{Acked, config, ready, wall_clock_ms};
-use common::{producer_batch, scratch_dir};
-use kdeck::engine::{Acks, Cluster, ErrorCode, TopicConfig, TopicPartition};
-use kdeck::storage::{Log, LogConfig};
+use common::{producer_batch, read_all, scratch_dir};
+use kdeck::engine::{Acks, Cluster, ClusterConfig, ErrorCode, TopicConfig, TopicPartition};
+use kdeck::storage::batch::BatchHeader;
+use kdeck::storage::{EpochEntry, Log, LogConfig};
 
 fn tp(topic: &str) -> TopicPartition {
     TopicPartition::new(topic, 0)
@@ -33,6 +34,168 @@ fn replica_log(data_dir: &Path, broker: i32, tp: &TopicPartition) -> Log {
         wall_clock_ms(),
     )
     .expect("the replica's log opens")
+}
+
+/// Every batch of a log, header and bytes.
+type Batches = Vec<(BatchHeader, Vec<u8>)>;
+
+fn batches(log: &Log) -> Batches {
+    let (batches, error) = read_all(log);
+    assert!(error.is_none(), "the log reads to its end: {error:?}");
+    batches
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_that_led_an_epoch_without_writing_follows_again_after_a_preferred_election() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(ClusterConfig {
+        auto_leader_rebalance: false,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster
+        .create_topic("quiet", TopicConfig::new(1, 3).with_min_insync_replicas(3))
+        .await
+        .expect("create");
+    ready(&cluster, "quiet", 1).await;
+    let t = tp("quiet");
+    let mut acked = Acked::default();
+    for n in 0..10 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
+    }
+    let preferred = leader_of(&cluster, &t);
+    cluster.kill(preferred).expect("kill");
+    // The next replica leads epoch 1 and assigns it at offset 10, but nothing is written in it.
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.leader.is_some_and(|l| l != preferred))
+        })
+        .await
+        .expect("another replica leads");
+    cluster.start_broker(preferred).expect("restart");
+    ready(&cluster, "quiet", 1).await;
+    cluster.elect_preferred_leaders(|_| true).await.expect("elect");
+    cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            s.partition(&t).is_some_and(|p| p.leader == Some(preferred))
+        })
+        .await
+        .expect("the preferred replica leads again");
+
+    // min.insync.replicas = 3: this is acknowledged only if every replica fetches again,
+    // including the one that led epoch 1 and must first forget it.
+    acked
+        .produce(&cluster, &t, 10, Acks::All, Duration::from_secs(30))
+        .await
+        .expect("every replica replicates the new record");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+
+    let replicas: Vec<(Vec<EpochEntry>, Batches)> = (0..3)
+        .map(|b| {
+            let log = replica_log(dir.path(), b, &t);
+            (log.epoch_entries(), batches(&log))
+        })
+        .collect();
+    for (broker, replica) in replicas.iter().enumerate() {
+        assert_eq!(
+            replica, &replicas[0],
+            "broker {broker}'s log and epochs equal broker 0's"
+        );
+    }
+    assert!(
+        replicas[0].0.iter().all(|e| e.epoch != 1),
+        "no replica keeps the epoch that wrote nothing: {:?}",
+        replicas[0].0
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn replicas_that_diverged_through_two_unclean_elections_end_up_with_the_leaders_batches() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("risky", TopicConfig::new(1, 2).with_unclean_leader_election(true))
+        .await
+        .expect("create");
+    ready(&cluster, "risky", 1).await;
+    let t = tp("risky");
+    let replicas = cluster.snapshot().partition(&t).expect("partition").replicas.clone();
+    let (a, b) = (replicas[0].broker, replicas[1].broker);
+    assert_eq!(leader_of(&cluster, &t), a);
+    let mut acked = Acked::default();
+    let produce = async |acked: &mut Acked, range: std::ops::Range<u64>| {
+        for n in range {
+            acked
+                .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+                .await
+                .expect("produce");
+        }
+    };
+    let leader_is = |want: Option<i32>| {
+        let t = t.clone();
+        move |s: &kdeck::engine::ClusterSnapshot| s.partition(&t).is_some_and(|p| p.leader == want)
+    };
+
+    // Offsets 0..5 on both replicas, 5..10 on `a` only.
+    produce(&mut acked, 0..5).await;
+    cluster.kill(b).expect("kill b");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t).is_some_and(|p| p.isr == vec![a])
+        })
+        .await
+        .expect("b leaves the ISR");
+    produce(&mut acked, 5..10).await;
+    cluster.kill(a).expect("kill a");
+    cluster
+        .wait_for(Duration::from_secs(30), leader_is(None))
+        .await
+        .expect("offline");
+    // `b` leads uncleanly and writes its own 5..12.
+    cluster.start_broker(b).expect("start b");
+    cluster
+        .wait_for(Duration::from_secs(30), leader_is(Some(b)))
+        .await
+        .expect("b leads");
+    let mut lost = Acked::default();
+    produce(&mut lost, 100..107).await;
+    cluster.kill(b).expect("kill b again");
+    cluster
+        .wait_for(Duration::from_secs(30), leader_is(None))
+        .await
+        .expect("offline again");
+    // `a` leads uncleanly with its own 5..10 under epoch 0, which `b` never had; `b`'s log
+    // differs from it from offset 5 on, under an epoch `a` never had.
+    cluster.start_broker(a).expect("start a");
+    cluster
+        .wait_for(Duration::from_secs(30), leader_is(Some(a)))
+        .await
+        .expect("a leads");
+    produce(&mut acked, 10..13).await;
+    cluster.start_broker(b).expect("start b again");
+    cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.isr.len() == 2 && p.replicas.iter().all(|r| r.log_end_offset == p.high_watermark))
+        })
+        .await
+        .expect("b truncates, catches up and rejoins the ISR");
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
+
+    let leader = batches(&replica_log(dir.path(), a, &t));
+    let follower = batches(&replica_log(dir.path(), b, &t));
+    assert_eq!(leader.len(), follower.len(), "as many batches on both replicas");
+    for ((lh, lb), (fh, fb)) in leader.iter().zip(&follower) {
+        assert_eq!(lh, fh, "batch at offset {} has the same header", lh.base_offset);
+        assert_eq!(lb, fb, "batch at offset {} has the same bytes", lh.base_offset);
+    }
 }
 
 #[tokio::test(start_paused = true)]

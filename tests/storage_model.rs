@@ -178,6 +178,10 @@ fn run(ops: Vec<Op>, cfg: LogConfig) -> Result<(), TestCaseError> {
             Op::Truncate { pick } => {
                 let to = model.pick(pick, (model.log_start - 3).max(0), model.log_end + 1);
                 l.truncate_to(to).expect("truncate");
+                // As Kafka's `truncateTo`: even a cut at or past the end drops an epoch that
+                // starts at the log end (one a leader assigned and appended nothing under).
+                let end = model.log_end;
+                model.epochs.retain(|&(_, s)| s < end);
                 if to < model.log_end {
                     if to < model.log_start {
                         model.reset_at(to);

@@ -834,12 +834,17 @@ impl Broker {
     async fn fetch_from_leader(self: Arc<Self>, partition: Arc<Partition>, leader: BrokerId, leader_epoch: i32) {
         let backoff = Duration::from_millis(self.ctx.config.replica_fetch_backoff_ms);
         let max_wait = self.ctx.config.replica_fetch_wait_max_ms;
+        // The leader holds a fetch that finds nothing new for `max_wait`; one answered sooner
+        // that changed nothing here (a divergence that cut nothing, a refused or empty fetch)
+        // would otherwise be sent again at once, forever.
+        let held = Duration::from_millis(max_wait.max(1));
         loop {
             self.unpaused().await;
             if partition.role() != (Role::Follower { leader }, leader_epoch) {
                 return;
             }
             let (fetch_offset, last_fetched_epoch) = partition.fetch_position();
+            let before = (fetch_offset, last_fetched_epoch, partition.high_watermark());
             let request = Request::Fetch(FetchRequest {
                 replica: Some((self.id, self.broker_epoch())),
                 tp: partition.tp.clone(),
@@ -849,6 +854,7 @@ impl Broker {
                 max_bytes: REPLICA_FETCH_MAX_BYTES,
                 max_wait_ms: max_wait,
             });
+            let sent = tokio::time::Instant::now();
             let response = self
                 .ctx
                 .network
@@ -859,13 +865,13 @@ impl Broker {
                     Duration::from_millis(max_wait) + REQUEST_SLACK,
                 )
                 .await;
-            let ok = match response {
+            let step = match response {
                 Ok(Response::Fetch {
                     error: ErrorCode::None,
                     diverging_epoch: Some(diverging),
                     ..
-                }) => match partition.truncate_diverging(diverging) {
-                    Ok((from, to)) => {
+                }) => Some(partition.truncate_diverging(leader_epoch, diverging).map(|cut| {
+                    cut.map(|(from, to)| {
                         if from != to {
                             self.ctx.events.publish(EventKind::FollowerTruncated {
                                 tp: partition.tp.clone(),
@@ -874,39 +880,38 @@ impl Broker {
                                 to,
                             });
                         }
-                        true
-                    }
-                    Err(e) => {
-                        tracing::error!(broker = self.id, tp = %partition.tp, error = %e, "truncation failed");
-                        false
-                    }
-                },
+                    })
+                })),
                 Ok(Response::Fetch {
                     error: ErrorCode::None,
                     data,
                     ..
-                }) => match partition.append_as_follower(&data, self.now_ms()) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::warn!(broker = self.id, tp = %partition.tp, error = %e, "follower append failed");
-                        false
-                    }
-                },
+                }) => Some(partition.append_as_follower(leader_epoch, &data, self.now_ms())),
                 Ok(Response::Fetch {
                     error: ErrorCode::OffsetOutOfRange,
                     data,
                     ..
-                }) => {
-                    let result = if fetch_offset < data.log_start_offset {
-                        partition.reset_to(data.log_start_offset)
-                    } else {
-                        partition.truncate_to(data.log_end_offset)
-                    };
-                    result.is_ok()
-                }
-                Ok(_) | Err(NetError::Refused) | Err(NetError::Timeout) => false,
+                }) => Some(if fetch_offset < data.log_start_offset {
+                    partition.reset_to(leader_epoch, data.log_start_offset)
+                } else {
+                    partition.truncate_to(leader_epoch, data.log_end_offset)
+                }),
+                // The leader refused the fetch or did not answer.
+                Ok(_) | Err(NetError::Refused) | Err(NetError::Timeout) => None,
             };
-            if !ok {
+            let failed = match step {
+                Some(Ok(Some(()))) => false,
+                // This replica no longer follows in this epoch; its new fetcher takes over.
+                Some(Ok(None)) => return,
+                Some(Err(e)) => {
+                    tracing::warn!(broker = self.id, tp = %partition.tp, error = %e, "applying a fetch failed");
+                    true
+                }
+                None => true,
+            };
+            let (leo, epoch) = partition.fetch_position();
+            let unchanged = (leo, epoch, partition.high_watermark()) == before;
+            if failed || (unchanged && sent.elapsed() < held) {
                 tokio::time::sleep(backoff).await;
             }
         }

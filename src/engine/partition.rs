@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 
@@ -117,6 +117,12 @@ pub struct Partition {
     pub log: Arc<Log>,
     /// `replica.lag.time.max.ms`.
     lag_time_ms: i64,
+    /// Kafka's `leaderIsrUpdateLock`: written while the role, leader epoch or committed ISR
+    /// change; read across every log change that depends on them (a leader's check and append,
+    /// a follower's append or truncation), so none of those can straddle a change. Lock order:
+    /// this, then `state` or `producers`, then the log's own locks; `state` and `producers`
+    /// are never held together.
+    leader_isr_update: RwLock<()>,
     state: Mutex<ReplicaState>,
     /// Held across check, append and record, so a retried batch can never slip in twice.
     producers: Mutex<ProducerState>,
@@ -191,6 +197,7 @@ impl Partition {
             broker,
             log,
             lag_time_ms,
+            leader_isr_update: RwLock::new(()),
             state: Mutex::new(ReplicaState {
                 role: Role::Leaderless,
                 leader_epoch: -1,
@@ -221,6 +228,14 @@ impl Partition {
 
     fn lock(&self) -> MutexGuard<'_, ReplicaState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stable_leadership(&self) -> RwLockReadGuard<'_, ()> {
+        self.leader_isr_update.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn change_leadership(&self) -> RwLockWriteGuard<'_, ()> {
+        self.leader_isr_update.write().unwrap_or_else(|p| p.into_inner())
     }
 
     fn notify(&self) {
@@ -268,6 +283,7 @@ impl Partition {
         is_live: impl Fn(BrokerId) -> bool,
         now_ms: i64,
     ) -> Result<bool, LogError> {
+        let _changing = self.change_leadership();
         let mut s = self.lock();
         s.eligible = reg.replicas.iter().copied().filter(|r| is_live(*r)).collect();
         if reg.leader_epoch < s.leader_epoch
@@ -331,14 +347,18 @@ impl Partition {
     }
 
     /// Leader append for a producer. Checks min.insync.replicas first for acks=all, then the
-    /// producer's sequence numbers: a batch already written is not written again.
+    /// producer's sequence numbers: a batch already written is not written again. The role,
+    /// epoch and ISR checked stay as they were until the batch is in the log (Kafka appends
+    /// under `leaderIsrUpdateLock`'s read lock), so a batch checked under one leader epoch can
+    /// never land after the next epoch's start.
     pub fn append_as_leader(&self, records: &mut [u8], acks_all: bool, now_ms: i64) -> Result<Appended, ErrorCode> {
+        let _stable = self.stable_leadership();
         let leader_epoch = {
             let s = self.lock();
             if s.role != Role::Leader {
                 return Err(ErrorCode::NotLeaderOrFollower);
             }
-            if acks_all && s.isr.len() < s.min_isr {
+            if acks_all && s.isr.len() < s.effective_min_isr() {
                 return Err(ErrorCode::NotEnoughReplicas);
             }
             s.leader_epoch
@@ -461,6 +481,10 @@ impl Partition {
             && let Some(last_epoch) = req.last_fetched_epoch
         {
             let end = self.log.end_offset_for_epoch(last_epoch);
+            if end == EpochEndOffset::UNDEFINED {
+                // Nothing here says where the follower's last epoch ends; Kafka answers so.
+                return (Err(ErrorCode::OffsetOutOfRange), None);
+            }
             if req.fetch_offset >= log_start && (end.epoch < last_epoch || end.end_offset < req.fetch_offset) {
                 let data = FetchedRecords {
                     high_watermark: s.high_watermark,
@@ -572,6 +596,7 @@ impl Partition {
 
     /// The controller answered an ISR proposal.
     pub fn isr_change_done(&self, committed: Option<&PartitionRegistration>, now_ms: i64) {
+        let _changing = self.change_leadership();
         let mut s = self.lock();
         s.pending_isr = None;
         if let Some(reg) = committed
@@ -593,42 +618,90 @@ impl Partition {
         (self.log.log_end_offset(), self.log.latest_epoch())
     }
 
-    /// Follower: appends fetched batches and learns the leader's HW.
-    pub fn append_as_follower(&self, data: &FetchedRecords, now_ms: i64) -> Result<(), LogError> {
-        if !data.records.is_empty() {
-            let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
-            self.log.append_as_follower(&data.records, now_ms)?;
-            for (_, header, _) in Batches::checked_before(&data.records).flatten() {
-                producers.record(&header);
-            }
+    /// Runs a follower's change to its log only while this replica still follows in
+    /// `leader_epoch`; `Ok(None)` when it does not, and nothing changed. A fetcher learns that
+    /// its epoch is over only at its next await, so without this an answer from the old
+    /// leader could land in the log of a replica that has just become leader.
+    fn while_following<T>(
+        &self,
+        leader_epoch: i32,
+        change: impl FnOnce() -> Result<T, LogError>,
+    ) -> Result<Option<T>, LogError> {
+        let _stable = self.stable_leadership();
+        let following = {
+            let s = self.lock();
+            matches!(s.role, Role::Follower { .. }) && s.leader_epoch == leader_epoch
+        };
+        if !following {
+            return Ok(None);
         }
-        let mut s = self.lock();
-        let leo = self.log.log_end_offset();
-        let hw = data.high_watermark.min(leo);
-        if hw > s.high_watermark {
-            s.high_watermark = hw;
-        }
-        drop(s);
-        self.notify();
-        Ok(())
+        change().map(Some)
     }
 
-    /// Follower: the leader says our log diverged; cut it where the leader's epoch ends.
-    pub fn truncate_diverging(&self, diverging: EpochEndOffset) -> Result<(i64, i64), LogError> {
-        let before = self.log.log_end_offset();
-        let target = diverging.end_offset.min(before);
-        self.log.truncate_to(target)?;
-        let after = self.log.log_end_offset();
-        self.producers.lock().unwrap_or_else(|p| p.into_inner()).truncate(after);
-        let mut s = self.lock();
-        s.high_watermark = s.high_watermark.min(after);
-        drop(s);
-        self.notify();
-        Ok((before, after))
+    /// Follower: appends fetched batches and learns the leader's HW.
+    pub fn append_as_follower(
+        &self,
+        leader_epoch: i32,
+        data: &FetchedRecords,
+        now_ms: i64,
+    ) -> Result<Option<()>, LogError> {
+        self.while_following(leader_epoch, || {
+            if !data.records.is_empty() {
+                let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+                self.log.append_as_follower(&data.records, now_ms)?;
+                for (_, header, _) in Batches::checked_before(&data.records).flatten() {
+                    producers.record(&header);
+                }
+            }
+            let mut s = self.lock();
+            let leo = self.log.log_end_offset();
+            let hw = data.high_watermark.min(leo);
+            if hw > s.high_watermark {
+                s.high_watermark = hw;
+            }
+            drop(s);
+            self.notify();
+            Ok(())
+        })
+    }
+
+    /// Follower: the leader says our log diverged from its own, and where its epoch `E_l` that
+    /// we share ends (`O_l`). As Kafka's `getOffsetTruncationState`: we look up where `E_l`
+    /// ends in our own log (`E_f`, `O_f`, for the largest epoch of ours not above `E_l`). If
+    /// we never had `E_l`, we cut to `O_f` and the next fetch, with our now older last epoch,
+    /// asks again; otherwise the logs agree up to `min(O_l, O_f)` and we cut there. A cut at
+    /// our log end still drops epochs we assigned there as a leader and never wrote under.
+    /// Returns the log end offsets before and after, or `None` when this replica no longer
+    /// follows in `leader_epoch`.
+    pub fn truncate_diverging(
+        &self,
+        leader_epoch: i32,
+        diverging: EpochEndOffset,
+    ) -> Result<Option<(i64, i64)>, LogError> {
+        self.while_following(leader_epoch, || {
+            let before = self.log.log_end_offset();
+            let target = if diverging.end_offset < 0 {
+                before
+            } else if diverging.epoch < 0 {
+                diverging.end_offset.min(before)
+            } else {
+                match self.log.end_offset_for_epoch(diverging.epoch) {
+                    EpochEndOffset::UNDEFINED => diverging.end_offset.min(before),
+                    own if own.epoch != diverging.epoch => own.end_offset.min(before),
+                    own => own.end_offset.min(diverging.end_offset).min(before),
+                }
+            };
+            self.cut_to(target)?;
+            Ok((before, self.log.log_end_offset()))
+        })
     }
 
     /// Follower: our log is ahead of the leader's end (cut it back there).
-    pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
+    pub fn truncate_to(&self, leader_epoch: i32, offset: i64) -> Result<Option<()>, LogError> {
+        self.while_following(leader_epoch, || self.cut_to(offset))
+    }
+
+    fn cut_to(&self, offset: i64) -> Result<(), LogError> {
         self.log.truncate_to(offset)?;
         let after = self.log.log_end_offset();
         self.producers.lock().unwrap_or_else(|p| p.into_inner()).truncate(after);
@@ -640,13 +713,15 @@ impl Partition {
     }
 
     /// Follower: our fetch offset is below the leader's log start; restart the log there.
-    pub fn reset_to(&self, offset: i64) -> Result<(), LogError> {
-        self.log.truncate_fully_and_start_at(offset)?;
-        self.producers.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        let mut s = self.lock();
-        s.high_watermark = offset;
-        drop(s);
-        self.notify();
-        Ok(())
+    pub fn reset_to(&self, leader_epoch: i32, offset: i64) -> Result<Option<()>, LogError> {
+        self.while_following(leader_epoch, || {
+            self.log.truncate_fully_and_start_at(offset)?;
+            self.producers.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            let mut s = self.lock();
+            s.high_watermark = offset;
+            drop(s);
+            self.notify();
+            Ok(())
+        })
     }
 }

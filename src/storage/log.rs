@@ -688,7 +688,14 @@ impl Log {
     /// `offset` goes whole, so the log may end below it. Returns whether anything was removed.
     pub fn truncate_to(&self, offset: i64) -> Result<bool, LogError> {
         let mut state = self.write_state();
-        if offset >= state.log_end_offset() {
+        let leo = state.log_end_offset();
+        if offset >= leo {
+            // No batch goes, but an epoch entry at the log end can: a leader that assigned an
+            // epoch and appended nothing under it must forget that epoch as a follower, or it
+            // keeps presenting it and its fetches keep diverging (Kafka's `truncateTo`).
+            if state.epochs.truncate_from_end(leo) {
+                self.write_epochs(&state)?;
+            }
             return Ok(false);
         }
         if offset < state.log_start_offset {
