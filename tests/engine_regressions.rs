@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -196,6 +197,118 @@ async fn replicas_that_diverged_through_two_unclean_elections_end_up_with_the_le
         assert_eq!(lh, fh, "batch at offset {} has the same header", lh.base_offset);
         assert_eq!(lb, fb, "batch at offset {} has the same bytes", lh.base_offset);
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn restarting_with_fewer_brokers_moves_leadership_to_the_ones_that_came_back() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(ClusterConfig {
+        auto_leader_rebalance: false,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster
+        .create_topic("spread", TopicConfig::new(6, 2))
+        .await
+        .expect("create");
+    ready(&cluster, "spread", 6).await;
+    let mut acked: BTreeMap<i32, Acked> = BTreeMap::new();
+    for i in 0..6 {
+        acked
+            .entry(i)
+            .or_default()
+            .produce(
+                &cluster,
+                &TopicPartition::new("spread", i),
+                0,
+                Acks::All,
+                Duration::from_secs(30),
+            )
+            .await
+            .expect("produce");
+    }
+    let before = cluster.snapshot();
+    assert!(
+        before.partitions.iter().any(|p| p.leader == Some(2)),
+        "broker 2 leads some partitions"
+    );
+    cluster.shutdown().await;
+
+    let cluster = Cluster::start(ClusterConfig {
+        brokers: 2,
+        auto_leader_rebalance: false,
+        ..config(dir.path())
+    })
+    .await
+    .expect("a restart with fewer brokers starts");
+    let live = [0, 1];
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            before.partitions.iter().all(|old| {
+                let has_live_isr = old.isr.iter().any(|r| live.contains(r));
+                !has_live_isr
+                    || s.partition(&old.tp).is_some_and(|p| {
+                        p.leader.is_some_and(|l| live.contains(&l)) && p.leader_epoch > old.leader_epoch
+                    })
+            })
+        })
+        .await
+        .expect("every partition with a live in-sync replica is led by a live broker in a new epoch");
+    for i in 0..6 {
+        let t = TopicPartition::new("spread", i);
+        let acked = acked.entry(i).or_default();
+        acked
+            .produce(&cluster, &t, 1, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce after the restart");
+        acked.verify(&cluster, &t).await;
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_restart_bumps_every_leader_epoch_and_brings_every_partition_back_online() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("again", TopicConfig::new(3, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "again", 3).await;
+    let t = tp("again");
+    let mut acked = Acked::default();
+    for n in 0..5 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce");
+    }
+    let before = cluster.snapshot();
+    cluster.shutdown().await;
+
+    let cluster = Cluster::start(config(dir.path())).await.expect("restart");
+    cluster
+        .wait_for(Duration::from_secs(60), |s| {
+            before.partitions.iter().all(|old| {
+                s.partition(&old.tp).is_some_and(|p| {
+                    p.leader.is_some()
+                        && p.leader_epoch > old.leader_epoch
+                        && p.isr.len() == p.replicas.len()
+                        && p.high_watermark.is_some()
+                })
+            })
+        })
+        .await
+        .expect("every partition has a leader in a new epoch and its full ISR");
+    for n in 5..10 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(30))
+            .await
+            .expect("produce after the restart");
+    }
+    acked.verify(&cluster, &t).await;
+    cluster.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]

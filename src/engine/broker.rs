@@ -25,6 +25,7 @@ use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::Log;
+use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::records;
 
 /// Replica fetches ask for up to this much per partition.
@@ -51,6 +52,9 @@ pub(crate) struct Broker {
     fetchers: Mutex<HashMap<TopicPartition, AbortHandle>>,
     tasks: Mutex<JoinSet<()>>,
     broker_epoch: AtomicI64,
+    /// The epoch this broker had when it last shut down cleanly (-1 after a crash), from the
+    /// marker it left in its directory.
+    previous_broker_epoch: i64,
     metadata_version: AtomicU64,
     paused: watch::Sender<bool>,
     pub bytes_in: AtomicU64,
@@ -66,6 +70,7 @@ impl Broker {
     /// Starts the broker: it listens, registers with the controller and begins heartbeats.
     pub fn start(id: BrokerId, ctx: BrokerContext) -> Arc<Broker> {
         let dir = ctx.config.data_dir.join(format!("broker-{id}"));
+        let previous_broker_epoch = take_clean_shutdown_marker(&dir);
         let groups = GroupCoordinator::new(
             id,
             ctx.config.offsets_topic_partitions,
@@ -81,6 +86,7 @@ impl Broker {
             fetchers: Mutex::new(HashMap::new()),
             tasks: Mutex::new(JoinSet::new()),
             broker_epoch: AtomicI64::new(-1),
+            previous_broker_epoch,
             metadata_version: AtomicU64::new(0),
             paused: watch::channel(false).0,
             bytes_in: AtomicU64::new(0),
@@ -150,16 +156,31 @@ impl Broker {
         lock(&self.partitions).clear();
     }
 
-    /// Clean stop after a controlled shutdown: logs are flushed and closed.
+    /// Clean stop: logs are flushed and closed, then the broker leaves its epoch in a
+    /// clean-shutdown marker, so that when it registers again the controller knows its logs
+    /// hold everything it had acknowledged.
     pub fn shutdown(&self) {
         self.ctx.network.detach(self.id);
         lock(&self.tasks).abort_all();
         for (_, f) in lock(&self.fetchers).drain() {
             f.abort();
         }
+        let mut clean = true;
         for (tp, p) in lock(&self.partitions).drain() {
             if let Err(e) = p.log.close() {
                 tracing::warn!(broker = self.id, %tp, error = %e, "closing log");
+                clean = false;
+            }
+        }
+        let epoch = self.broker_epoch();
+        if clean && epoch >= 0 {
+            let marker = self.dir.join(CLEAN_SHUTDOWN_MARKER);
+            let contents = format!("{{\"version\":0,\"brokerEpoch\":{epoch}}}");
+            let written = std::fs::create_dir_all(&self.dir)
+                .map_err(|e| e.to_string())
+                .and_then(|()| checkpoint::write_atomically(&marker, contents.as_bytes()).map_err(|e| e.to_string()));
+            if let Err(e) = written {
+                tracing::warn!(broker = self.id, error = %e, "cannot leave a clean-shutdown marker");
             }
         }
     }
@@ -505,7 +526,10 @@ impl Broker {
         let controller = &self.ctx.controller;
         let not_controller = !self.is_controller();
         match request {
-            Request::RegisterBroker { broker } => {
+            Request::RegisterBroker {
+                broker,
+                previous_broker_epoch,
+            } => {
                 if not_controller {
                     return Response::RegisterBroker {
                         error: ErrorCode::NotController,
@@ -513,7 +537,7 @@ impl Broker {
                         image: Arc::default(),
                     };
                 }
-                match controller.register_broker(broker) {
+                match controller.register_broker(broker, previous_broker_epoch) {
                     Ok((broker_epoch, image)) => {
                         self.publish(Arc::clone(&image));
                         Response::RegisterBroker {
@@ -648,7 +672,10 @@ impl Broker {
             self.unpaused().await;
             let epoch = self.broker_epoch();
             let request = if epoch < 0 {
-                Request::RegisterBroker { broker: self.id }
+                Request::RegisterBroker {
+                    broker: self.id,
+                    previous_broker_epoch: self.previous_broker_epoch,
+                }
             } else {
                 Request::BrokerHeartbeat {
                     broker: self.id,
@@ -914,6 +941,32 @@ impl Broker {
             if failed || (unchanged && sent.elapsed() < held) {
                 tokio::time::sleep(backoff).await;
             }
+        }
+    }
+}
+
+/// Reads and removes the clean-shutdown marker a broker left in its directory (Kafka's
+/// `CleanShutdownFileHandler`): the broker epoch it stopped with, or -1 when there is none,
+/// as after a crash. Removing it first means a crash from here on counts as unclean.
+fn take_clean_shutdown_marker(dir: &std::path::Path) -> i64 {
+    #[derive(serde::Deserialize)]
+    struct Marker {
+        #[serde(rename = "brokerEpoch")]
+        broker_epoch: i64,
+    }
+    let path = dir.join(CLEAN_SHUTDOWN_MARKER);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return -1;
+    };
+    if let Err(e) = std::fs::remove_file(&path) {
+        tracing::warn!(marker = %path.display(), error = %e, "cannot remove the clean-shutdown marker");
+        return -1;
+    }
+    match serde_json::from_slice::<Marker>(&bytes) {
+        Ok(marker) => marker.broker_epoch,
+        Err(e) => {
+            tracing::warn!(marker = %path.display(), error = %e, "ignoring an unreadable clean-shutdown marker");
+            -1
         }
     }
 }

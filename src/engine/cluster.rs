@@ -167,7 +167,8 @@ impl ClusterSnapshot {
 
 impl Cluster {
     /// Starts `config.brokers` brokers on `config.data_dir`, recovering whatever is there,
-    /// and returns once every broker has registered.
+    /// and returns once every broker has registered. Brokers the metadata knows beyond those
+    /// are fenced when their session expires.
     pub async fn start(config: ClusterConfig) -> Result<Cluster> {
         if config.brokers < 1 {
             bail!("a cluster needs at least one broker, not {}", config.brokers);
@@ -205,8 +206,12 @@ impl Cluster {
         }
         let supervisor = tokio::spawn(cluster.clone().supervise());
         *lock(&cluster.inner.supervisor) = Some(supervisor);
+        // The metadata may still show brokers unfenced from before the restart: only a broker
+        // epoch from this run says a broker registered.
         cluster
-            .wait_for(Duration::from_secs(30), |s| s.brokers.iter().all(|b| !b.fenced))
+            .wait_for(Duration::from_secs(30), |s| {
+                s.brokers.iter().all(|b| !b.fenced && b.broker_epoch >= 0)
+            })
             .await
             .context("brokers did not register with the controller")?;
         if !cluster.metadata().topics.contains_key(OFFSETS_TOPIC) {

@@ -136,6 +136,13 @@ struct ControllerState {
     last_heartbeat: HashMap<BrokerId, Instant>,
 }
 
+/// Whether a fenced broker leaves the ISRs it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isr {
+    Leave,
+    Keep,
+}
+
 pub(crate) struct Controller {
     config: ClusterConfig,
     path: PathBuf,
@@ -144,8 +151,12 @@ pub(crate) struct Controller {
 }
 
 impl Controller {
-    /// Loads persisted metadata, or starts empty. Every broker starts fenced until it
-    /// registers again.
+    /// Loads persisted metadata, or starts empty. Brokers keep their registrations, as
+    /// KRaft's replayed metadata log does: one that registers again is a new incarnation and
+    /// is fenced first (its leaderships move, their epochs bump), one that never comes back is
+    /// fenced when its session expires ([`Controller::reset_heartbeats`] starts the clock).
+    /// Fencing them all here instead would skip that: the leaders would stay where they were,
+    /// on brokers that may be gone for good.
     pub fn load(config: ClusterConfig, events: EventBus) -> Result<Controller, ControllerError> {
         let dir = config.data_dir.join("metadata");
         std::fs::create_dir_all(&dir).map_err(|e| ControllerError::Persist(format!("{}: {e}", dir.display())))?;
@@ -157,8 +168,8 @@ impl Controller {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => MetadataImage::default(),
             Err(e) => return Err(ControllerError::Persist(format!("{}: {e}", path.display()))),
         };
+        // A controlled shutdown in progress ended with the process; the broker stays fenced.
         for b in image.brokers.values_mut() {
-            b.fenced = true;
             b.shutting_down = false;
         }
         Ok(Controller {
@@ -226,11 +237,42 @@ impl Controller {
         Ok((id, 0))
     }
 
-    pub fn register_broker(&self, broker: BrokerId) -> Result<(i64, Arc<MetadataImage>), ControllerError> {
+    /// A broker (re)starts. `previous_broker_epoch` is the epoch it had when it last shut down
+    /// cleanly, -1 after a crash.
+    pub fn register_broker(
+        &self,
+        broker: BrokerId,
+        previous_broker_epoch: i64,
+    ) -> Result<(i64, Arc<MetadataImage>), ControllerError> {
         let (epoch, _) = self.mutate(|image, events, state| {
-            // A new incarnation replaces the old one, whose memory (HW, fetch state) is gone:
-            // it leaves every ISR and rejoins through the leaders, like any follower.
-            self.fence(image, events, broker, "registered again with a new incarnation");
+            // A new incarnation replaces the old one, whose in-memory leader state is gone: its
+            // leaderships move (new epochs). After a crash its log may have lost what it had
+            // acknowledged, so it also leaves every ISR and rejoins through the leaders. After
+            // a clean shutdown (it presents the epoch it stopped with, KIP-966's detection)
+            // its log holds everything it had, and it stays in sync: otherwise restarting
+            // every broker would push each out of the ISRs in turn, down to whichever broker
+            // registers last, or to one that never comes back.
+            let clean = image
+                .brokers
+                .get(&broker)
+                .is_some_and(|b| b.epoch == previous_broker_epoch);
+            if clean {
+                self.fence(
+                    image,
+                    events,
+                    broker,
+                    "registered again after a clean shutdown",
+                    Isr::Keep,
+                );
+            } else {
+                self.fence(
+                    image,
+                    events,
+                    broker,
+                    "registered again with a new incarnation",
+                    Isr::Leave,
+                );
+            }
             let epoch = image.next_broker_epoch;
             image.next_broker_epoch += 1;
             image.brokers.insert(
@@ -299,7 +341,13 @@ impl Controller {
                 .map(|(id, _)| *id)
                 .collect();
             for broker in expired {
-                self.fence(image, events, broker, "missed heartbeats for the session timeout");
+                self.fence(
+                    image,
+                    events,
+                    broker,
+                    "missed heartbeats for the session timeout",
+                    Isr::Leave,
+                );
             }
             Ok(())
         })?;
@@ -310,7 +358,7 @@ impl Controller {
     pub fn controlled_shutdown(&self, broker: BrokerId) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
         let (_, changed) = self.mutate(|image, events, _| {
             if image.brokers.contains_key(&broker) {
-                self.fence(image, events, broker, "controlled shutdown");
+                self.fence(image, events, broker, "controlled shutdown", Isr::Leave);
                 if let Some(reg) = image.brokers.get_mut(&broker) {
                     reg.shutting_down = true;
                 }
@@ -320,9 +368,12 @@ impl Controller {
         Ok(changed)
     }
 
-    /// Removes `broker` from every ISR and moves its leaderships (Kafka's
-    /// `handleBrokerFenced`). An ISR never becomes empty: its last member stays, leaderless.
-    fn fence(&self, image: &mut MetadataImage, events: &mut Vec<EventKind>, broker: BrokerId, reason: &str) {
+    /// Moves the leaderships of `broker` and, with [`Isr::Leave`], removes it from every ISR
+    /// (Kafka's `handleBrokerFenced`). An ISR never becomes empty: its last member stays,
+    /// leaderless. A broker that stays in sync leaves no partition to an unclean election: it
+    /// leads again once unfenced.
+    fn fence(&self, image: &mut MetadataImage, events: &mut Vec<EventKind>, broker: BrokerId, reason: &str, isr: Isr) {
+        let leave = isr == Isr::Leave;
         let Some(reg) = image.brokers.get_mut(&broker) else {
             return;
         };
@@ -354,7 +405,9 @@ impl Controller {
                 if let Some(new) = self.choose(&snapshot, &candidates) {
                     p.leader = new;
                     p.leader_epoch += 1;
-                    p.isr.retain(|r| *r != broker);
+                    if leave {
+                        p.isr.retain(|r| *r != broker);
+                    }
                     events.push(EventKind::LeaderElected {
                         tp: tp.clone(),
                         old,
@@ -362,7 +415,7 @@ impl Controller {
                         leader_epoch: p.leader_epoch,
                         reason: ElectionReason::LeaderUnavailable,
                     });
-                } else if let Some(new) = unclean
+                } else if let Some(new) = (unclean && leave)
                     .then(|| {
                         p.replicas
                             .iter()
@@ -385,7 +438,7 @@ impl Controller {
                 } else {
                     p.leader = NO_LEADER;
                     p.leader_epoch += 1;
-                    if p.isr.len() > 1 {
+                    if leave && p.isr.len() > 1 {
                         p.isr.retain(|r| *r != broker);
                     }
                     events.push(EventKind::PartitionOffline {
@@ -394,7 +447,7 @@ impl Controller {
                     });
                 }
                 p.partition_epoch += 1;
-            } else if p.isr.len() > 1 {
+            } else if leave && p.isr.len() > 1 {
                 p.isr.retain(|r| *r != broker);
                 p.partition_epoch += 1;
                 events.push(EventKind::IsrShrunk {

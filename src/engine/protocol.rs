@@ -142,6 +142,8 @@ pub enum Request {
     /// Broker -> controller on start.
     RegisterBroker {
         broker: BrokerId,
+        /// The epoch the broker had when it last shut down cleanly, -1 after a crash.
+        previous_broker_epoch: i64,
     },
     /// Broker -> controller every heartbeat interval.
     BrokerHeartbeat {
