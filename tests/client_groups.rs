@@ -269,7 +269,10 @@ async fn killing_the_coordinator_keeps_offsets_and_membership_and_the_group_cont
     let loaded = admin::group_lag(&cluster, "durable").await.expect("lag after failover");
     let committed_loaded: BTreeMap<TopicPartition, i64> =
         loaded.partitions.iter().map(|p| (p.tp.clone(), p.committed)).collect();
-    assert_eq!(committed_loaded, committed_before, "the committed offsets are loaded exactly");
+    assert_eq!(
+        committed_loaded, committed_before,
+        "the committed offsets are loaded exactly"
+    );
 
     produce(&cluster, "stream", 3, 30).await;
     for _ in 0..600 {

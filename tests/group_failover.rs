@@ -38,7 +38,11 @@ impl Running {
             loop {
                 if let Ok(records) = consumer.poll(Duration::from_millis(200)).await {
                     let mut s = s.lock().expect("lock");
-                    s.extend(records.iter().map(|r| (TopicPartition::new(&*r.topic, r.partition), r.offset)));
+                    s.extend(
+                        records
+                            .iter()
+                            .map(|r| (TopicPartition::new(&*r.topic, r.partition), r.offset)),
+                    );
                 }
                 *a.lock().expect("lock") = consumer.assignment().to_vec();
                 *g.lock().expect("lock") = consumer.generation();
@@ -245,7 +249,11 @@ async fn a_member_joining_a_loaded_group_rebalances_once_with_the_old_members() 
         "the old members are in it: {after:?}"
     );
     for _ in 0..100 {
-        if old.iter().chain([&newcomer]).all(|m| m.generation() == Some(after.generation_id)) {
+        if old
+            .iter()
+            .chain([&newcomer])
+            .all(|m| m.generation() == Some(after.generation_id))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -256,7 +264,11 @@ async fn a_member_joining_a_loaded_group_rebalances_once_with_the_old_members() 
         owned.extend(m.assignment.lock().expect("lock").clone());
     }
     let distinct: BTreeSet<&TopicPartition> = owned.iter().collect();
-    assert_eq!((owned.len(), distinct.len()), (4, 4), "the three share the 4 partitions: {owned:?}");
+    assert_eq!(
+        (owned.len(), distinct.len()),
+        (4, 4),
+        "the three share the 4 partitions: {owned:?}"
+    );
     assert_eq!(
         group_events(&mut events),
         vec![EventKind::GroupRebalanced {

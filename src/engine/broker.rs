@@ -901,5 +901,11 @@ async fn await_replication(
 /// Waits until a coordinator record is replicated to the ISR.
 async fn await_coordinator_write(write: &group::PendingWrite) -> ErrorCode {
     let mut progress = write.partition.subscribe();
-    await_replication(&write.partition, &write.appended, &mut progress, group::OFFSETS_COMMIT_TIMEOUT).await
+    await_replication(
+        &write.partition,
+        &write.appended,
+        &mut progress,
+        group::OFFSETS_COMMIT_TIMEOUT,
+    )
+    .await
 }

@@ -26,8 +26,8 @@ use super::protocol::ErrorCode;
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::records;
 
-pub(crate) use load::{Replay, replay};
 use load::ReplayedGroup;
+pub(crate) use load::{Replay, replay};
 pub use record::{CoordinatorKey, GroupMetadataValue, MemberMetadata, RecordError};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -107,7 +107,6 @@ pub struct CommittedOffset {
     pub offset: i64,
     pub commit_timestamp: i64,
 }
-
 
 /// A committed offset and the position of the record that carried it: of two commits the
 /// later record wins, whichever finished replicating first (Kafka's
@@ -781,7 +780,11 @@ impl GroupCoordinator {
         }
         let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
         for ((tp, offset), appended_offset) in offsets.iter().zip(first_offset..) {
-            if group.offsets.get(tp).is_some_and(|c| c.appended_offset > appended_offset) {
+            if group
+                .offsets
+                .get(tp)
+                .is_some_and(|c| c.appended_offset > appended_offset)
+            {
                 continue;
             }
             group.offsets.insert(

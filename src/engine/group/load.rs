@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::record::{self, CoordinatorKey, GroupMetadataValue};
 use super::CommitRecordMetadataAndOffset;
+use super::record::{self, CoordinatorKey, GroupMetadataValue};
 use crate::engine::TopicPartition;
 use crate::storage::batch::Batches;
 use crate::storage::{Log, LogError, records};

@@ -118,7 +118,11 @@ async fn a_load_brings_the_group_back_stable_and_skips_what_does_not_decode() {
     }
     let coordinator = coordinator();
     let (_partition, unreadable) = load(&coordinator, log).await;
-    assert_eq!(unreadable, vec![(2, 3), (3, 4)], "the bad batch and the bad key are named");
+    assert_eq!(
+        unreadable,
+        vec![(2, 3), (3, 4)],
+        "the bad batch and the bad key are named"
+    );
     let described = coordinator
         .describe("analytics")
         .expect("served")
@@ -164,7 +168,10 @@ async fn a_group_tombstone_leaves_only_the_offsets() {
     }
     let coordinator = coordinator();
     let _partition = load(&coordinator, log).await;
-    let described = coordinator.describe("analytics").expect("served").expect("offsets keep it");
+    let described = coordinator
+        .describe("analytics")
+        .expect("served")
+        .expect("offsets keep it");
     assert_eq!(described.state, GroupState::Empty);
     assert!(described.members.is_empty());
     assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(tp, 3)]));
