@@ -222,7 +222,7 @@ async fn a_restarted_consumer_resumes_at_the_committed_offset() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn killing_the_coordinator_keeps_offsets_and_the_group_continues() {
+async fn killing_the_coordinator_keeps_offsets_and_membership_and_the_group_continues() {
     let dir = scratch_dir();
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
     cluster
@@ -244,10 +244,36 @@ async fn killing_the_coordinator_keeps_offsets_and_the_group_continues() {
     let before = admin::group_lag(&cluster, "durable").await.expect("lag");
     let committed_before: BTreeMap<TopicPartition, i64> =
         before.partitions.iter().map(|p| (p.tp.clone(), p.committed)).collect();
-    assert!(committed_before.values().all(|o| *o > 0), "{committed_before:?}");
+    assert_eq!(committed_before.values().sum::<i64>(), 30, "{committed_before:?}");
+    let group_before = admin::describe_group(&cluster, "durable")
+        .await
+        .expect("describe")
+        .expect("group");
 
     let coordinator = cluster.find_coordinator("durable").expect("coordinator");
     cluster.kill(coordinator).expect("kill");
+    let mut group_after = None;
+    for _ in 0..300 {
+        if let Ok(Some(d)) = admin::describe_group(&cluster, "durable").await {
+            group_after = Some(d);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_ne!(cluster.find_coordinator("durable").ok(), Some(coordinator));
+    assert_eq!(
+        group_after,
+        Some(group_before),
+        "the new coordinator knows the member, its generation and assignment"
+    );
+    let loaded = admin::group_lag(&cluster, "durable").await.expect("lag after failover");
+    let committed_loaded: BTreeMap<TopicPartition, i64> =
+        loaded.partitions.iter().map(|p| (p.tp.clone(), p.committed)).collect();
+    assert_eq!(
+        committed_loaded, committed_before,
+        "the committed offsets are loaded exactly"
+    );
+
     produce(&cluster, "stream", 3, 30).await;
     for _ in 0..600 {
         if member.seen.lock().expect("lock").len() >= 60 {
@@ -258,18 +284,14 @@ async fn killing_the_coordinator_keeps_offsets_and_the_group_continues() {
     let seen = member.seen.lock().expect("lock").clone();
     let distinct: BTreeSet<(TopicPartition, i64)> = seen.iter().map(|(tp, o, _)| (tp.clone(), *o)).collect();
     assert_eq!(
-        distinct.len(),
-        60,
-        "the group kept consuming after the coordinator moved"
+        (seen.len(), distinct.len()),
+        (60, 60),
+        "the group kept consuming after the coordinator moved, nothing twice"
     );
-    assert_ne!(cluster.find_coordinator("durable").ok(), Some(coordinator));
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = admin::group_lag(&cluster, "durable").await.expect("lag after failover");
+    let after = admin::group_lag(&cluster, "durable").await.expect("lag at the end");
     for p in &after.partitions {
-        assert!(
-            p.committed >= committed_before.get(&p.tp).copied().unwrap_or(0),
-            "committed offsets only grow"
-        );
+        assert_eq!(p.committed, p.end, "{} is committed up to its end", p.tp);
     }
     cluster.shutdown().await;
 }

@@ -26,7 +26,6 @@ use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupReques
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::Log;
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
-use crate::storage::records;
 
 /// Replica fetches ask for up to this much per partition.
 const REPLICA_FETCH_MAX_BYTES: usize = 1 << 20;
@@ -76,6 +75,7 @@ impl Broker {
             ctx.config.offsets_topic_partitions,
             ctx.config.group_initial_rebalance_delay_ms,
             ctx.events.clone(),
+            ctx.clock,
         );
         let broker = Arc::new_cyclic(|me| Broker {
             id,
@@ -295,7 +295,10 @@ impl Broker {
                 member_id,
                 assignments,
             } => {
-                let rx = g.sync(&group_id, generation, &member_id, assignments);
+                let (rx, stored) = g.sync(&group_id, generation, &member_id, assignments);
+                if let Some(write) = stored {
+                    g.group_stored(&group_id, generation, await_coordinator_write(&write).await);
+                }
                 GroupResponse::Sync(rx.await.unwrap_or_else(|_| group::SyncGroupResponse {
                     error: Some(ErrorCode::NotCoordinator),
                     ..Default::default()
@@ -330,14 +333,6 @@ impl Broker {
         member_id: &str,
         offsets: Vec<(TopicPartition, i64)>,
     ) -> ErrorCode {
-        let error = self.groups.validate_commit(group_id, generation, member_id);
-        if error != ErrorCode::None {
-            return error;
-        }
-        let tp = TopicPartition::new(OFFSETS_TOPIC, self.groups.offsets_partition(group_id));
-        let Some(partition) = self.partition(&tp) else {
-            return ErrorCode::NotCoordinator;
-        };
         let now = self.now_ms();
         let committed: Vec<(TopicPartition, CommittedOffset)> = offsets
             .into_iter()
@@ -351,24 +346,16 @@ impl Broker {
                 )
             })
             .collect();
-        if committed.is_empty() {
-            return ErrorCode::None;
-        }
-        let mut batch = group::offset_commit_batch(group_id, &committed);
-        let mut progress = partition.subscribe();
-        let appended = match partition.append_as_leader(&mut batch, true, now) {
-            Ok(a) => a,
-            Err(ErrorCode::NotLeaderOrFollower) => return ErrorCode::NotCoordinator,
-            Err(e) => return e,
+        let write = match self.groups.commit_offsets(group_id, generation, member_id, &committed) {
+            Ok(Some(write)) => write,
+            Ok(None) => return ErrorCode::None,
+            Err(error) => return group::commit_error(error),
         };
-        let error = await_replication(&partition, &appended, &mut progress, Duration::from_secs(5)).await;
+        let error = await_coordinator_write(&write).await;
         if error == ErrorCode::None {
-            self.groups.committed(group_id, &committed);
+            self.groups.committed(group_id, &committed, write.appended.first_offset);
         }
-        match error {
-            ErrorCode::NotLeaderOrFollower => ErrorCode::NotCoordinator,
-            other => other,
-        }
+        group::commit_error(error)
     }
 
     pub fn group_snapshot(&self) -> Vec<(group::GroupDescription, Vec<(TopicPartition, i64)>)> {
@@ -385,41 +372,22 @@ impl Broker {
     }
 
     /// Leading an offsets partition makes this broker the coordinator of its groups, once
-    /// their committed offsets are replayed from the log.
+    /// their records (offsets and group metadata) are replayed from the log.
     fn offsets_leadership_changed(&self, partition: &Arc<Partition>) {
         let index = partition.tp.partition;
-        if partition.role().0 != Role::Leader {
+        let (role, leader_epoch) = partition.role();
+        if role != Role::Leader {
             self.groups.unload(index);
             return;
         }
-        self.groups.begin_loading(index);
+        if !self.groups.begin_loading(partition, leader_epoch) {
+            return;
+        }
         let Some(me) = self.me.upgrade() else { return };
         let partition = Arc::clone(partition);
         self.spawn(async move {
-            let mut offsets = Vec::new();
-            let log = &partition.log;
-            let mut at = log.log_start_offset();
-            let end = log.log_end_offset();
-            while at < end {
-                let Ok(data) = log.read(at, 1 << 20, None) else { break };
-                let Ok(recs) = records::decode(&data.records) else {
-                    break;
-                };
-                let Some(last) = recs.last().map(|r| r.offset) else {
-                    break;
-                };
-                for r in recs.iter().filter(|r| r.offset >= at) {
-                    if let Some(parsed) = r
-                        .key
-                        .as_ref()
-                        .and_then(|k| group::parse_offset_record(k, r.value.as_deref()))
-                    {
-                        offsets.push(parsed);
-                    }
-                }
-                at = last + 1;
-            }
-            me.groups.finish_loading(index, offsets);
+            let replay = group::replay(&partition.tp, &partition.log).await;
+            me.groups.finish_loading(index, leader_epoch, replay);
         });
     }
 
@@ -995,6 +963,18 @@ async fn await_replication(
     tokio::time::timeout(timeout, wait)
         .await
         .unwrap_or(ErrorCode::RequestTimedOut)
+}
+
+/// Waits until a coordinator record is replicated to the ISR.
+async fn await_coordinator_write(write: &group::PendingWrite) -> ErrorCode {
+    let mut progress = write.partition.subscribe();
+    await_replication(
+        &write.partition,
+        &write.appended,
+        &mut progress,
+        group::OFFSETS_COMMIT_TIMEOUT,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -3,25 +3,37 @@
 //! session and rebalance timeouts, the initial rebalance delay; and committed offsets.
 //!
 //! The coordinator of a group is the leader of partition `abs(javaHash(group)) % N` of
-//! `__consumer_offsets`. Offsets are records in that partition (Kafka's OffsetCommit key and
-//! value formats), replicated like any topic; a broker that becomes its leader replays the
-//! partition to rebuild the committed offsets. Group membership is not persisted: after a
-//! coordinator moves, members get UNKNOWN_MEMBER_ID on their next heartbeat and rejoin.
+//! `__consumer_offsets`. Everything it must not forget is a record there, replicated like
+//! any topic (Kafka's `GroupMetadataManager`): each offset commit, and the group itself
+//! (generation, leader, members and assignments) whenever a SyncGroup completes or the group
+//! empties. A broker that becomes the partition's leader replays it, so its groups come back
+//! as they were: members keep their ids and generation and carry on without a rebalance.
+
+mod load;
+mod record;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::events::{EventBus, EventKind};
+use super::partition::{Appended, Partition};
 use super::protocol::ErrorCode;
-use super::{BrokerId, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::records;
 
+use load::ReplayedGroup;
+pub(crate) use load::{Replay, replay};
+pub use record::{CoordinatorKey, GroupMetadataValue, MemberMetadata, RecordError};
+
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// `offsets.commit.timeout.ms`: how long a coordinator write may wait for the ISR.
+pub const OFFSETS_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Java's `String.hashCode` over UTF-16 code units.
 pub fn java_string_hash(s: &str) -> i32 {
@@ -36,7 +48,6 @@ pub fn partition_for_group(group: &str, partitions: i32) -> i32 {
     let abs = if h == i32::MIN { 0 } else { h.abs() };
     abs % partitions.max(1)
 }
-
 #[derive(Debug, Clone)]
 pub struct JoinGroupRequest {
     pub group_id: String,
@@ -97,6 +108,22 @@ pub struct CommittedOffset {
     pub commit_timestamp: i64,
 }
 
+/// A committed offset and the position of the record that carried it: of two commits the
+/// later record wins, whichever finished replicating first (Kafka's
+/// `CommitRecordMetadataAndOffset`).
+#[derive(Debug, Clone, Copy)]
+struct CommitRecordMetadataAndOffset {
+    appended_offset: i64,
+    offset: CommittedOffset,
+}
+
+/// A coordinator record appended to the group's offsets partition as leader, not yet
+/// replicated: the broker waits for the ISR, then tells the coordinator how it went.
+pub(crate) struct PendingWrite {
+    pub partition: Arc<Partition>,
+    pub appended: Appended,
+}
+
 #[derive(Debug)]
 struct Member {
     session_timeout: Duration,
@@ -110,6 +137,16 @@ struct Member {
     sync_waiter: Option<oneshot::Sender<SyncGroupResponse>>,
 }
 
+impl Member {
+    /// What the member subscribed with under the group's protocol.
+    fn subscription(&self, protocol: Option<&str>) -> Bytes {
+        protocol
+            .and_then(|p| self.protocols.iter().find(|(n, _)| n == p))
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug)]
 struct Group {
     state: GroupState,
@@ -118,10 +155,13 @@ struct Group {
     protocol: Option<String>,
     leader: Option<String>,
     members: BTreeMap<String, Member>,
-    offsets: BTreeMap<TopicPartition, CommittedOffset>,
+    offsets: BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>,
     rebalance_deadline: Option<Instant>,
     /// While the first members of an empty group arrive (group.initial.rebalance.delay.ms).
     initial_delay_until: Option<Instant>,
+    /// The leader's assignment, in the log but not yet replicated: members learn it only
+    /// once the group record is safe.
+    pending_assignment: Option<BTreeMap<String, Bytes>>,
 }
 
 impl Group {
@@ -136,6 +176,7 @@ impl Group {
             offsets: BTreeMap::new(),
             rebalance_deadline: None,
             initial_delay_until: None,
+            pending_assignment: None,
         }
     }
 
@@ -149,6 +190,7 @@ impl Group {
                 });
             }
         }
+        self.pending_assignment = None;
         let timeout = self
             .members
             .values()
@@ -160,16 +202,131 @@ impl Group {
         }
         self.state = GroupState::PreparingRebalance;
     }
+
+    /// The group as Kafka stores it: members with their subscription under the chosen
+    /// protocol and `assignment` (the one being stored, or none for an empty group).
+    fn metadata(&self, assignment: &BTreeMap<String, Bytes>, now_ms: i64) -> GroupMetadataValue {
+        GroupMetadataValue {
+            protocol_type: self.protocol_type.clone(),
+            generation: self.generation,
+            protocol: self.protocol.clone(),
+            leader: self.leader.clone(),
+            current_state_timestamp: now_ms,
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| MemberMetadata {
+                    member_id: id.clone(),
+                    group_instance_id: None,
+                    // Members of the in-process network have neither; the wire layer does
+                    // not pass them on.
+                    client_id: String::new(),
+                    client_host: String::new(),
+                    rebalance_timeout_ms: millis_i32(m.rebalance_timeout),
+                    session_timeout_ms: millis_i32(m.session_timeout),
+                    subscription: m.subscription(self.protocol.as_deref()),
+                    assignment: assignment.get(id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A group rebuilt from its records: Stable with its members when the last record had
+    /// any, each with a fresh session from `now`; Empty otherwise.
+    fn loaded(replayed: ReplayedGroup, now: Instant, next_member: &mut u64) -> Group {
+        let mut group = Group::new();
+        group.offsets = replayed.offsets;
+        let Some(metadata) = replayed.metadata else {
+            return group;
+        };
+        group.protocol_type = metadata.protocol_type;
+        group.generation = metadata.generation;
+        group.protocol = metadata.protocol;
+        group.leader = metadata.leader;
+        for m in metadata.members {
+            *next_member += 1;
+            let protocols = group
+                .protocol
+                .clone()
+                .map(|p| vec![(p, m.subscription)])
+                .unwrap_or_default();
+            group.members.insert(
+                m.member_id,
+                Member {
+                    session_timeout: millis(m.session_timeout_ms),
+                    rebalance_timeout: millis(m.rebalance_timeout_ms),
+                    protocols,
+                    assignment: m.assignment,
+                    last_heartbeat: now,
+                    joined_seq: *next_member,
+                    join_waiter: None,
+                    sync_waiter: None,
+                },
+            );
+        }
+        if group.leader.as_ref().is_some_and(|l| !group.members.contains_key(l)) {
+            group.leader = None;
+        }
+        group.state = if group.members.is_empty() {
+            GroupState::Empty
+        } else {
+            GroupState::Stable
+        };
+        group
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+fn millis(ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+fn millis_i32(d: Duration) -> i32 {
+    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+}
+
+/// How Kafka answers a SyncGroup whose group record could not be written (`storeGroup`).
+fn store_group_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::UnknownTopicOrPartition | ErrorCode::NotEnoughReplicas | ErrorCode::NotEnoughReplicasAfterAppend => {
+            ErrorCode::CoordinatorNotAvailable
+        }
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        ErrorCode::RequestTimedOut => ErrorCode::RebalanceInProgress,
+        ErrorCode::MessageTooLarge => ErrorCode::UnknownServerError,
+        other => other,
+    }
+}
+
+/// How Kafka answers an OffsetCommit whose records could not be written (`storeOffsets`).
+pub fn commit_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::UnknownTopicOrPartition | ErrorCode::NotEnoughReplicas | ErrorCode::NotEnoughReplicasAfterAppend => {
+            ErrorCode::CoordinatorNotAvailable
+        }
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        ErrorCode::MessageTooLarge => ErrorCode::InvalidCommitOffsetSize,
+        other => other,
+    }
+}
+
 enum Load {
-    Loading,
-    Loaded,
+    /// Replaying the partition as its leader in `leader_epoch`; nothing is served meanwhile.
+    Loading { log: Arc<Partition>, leader_epoch: i32 },
+    /// Served; the coordinator's records go to `log`.
+    Loaded { log: Arc<Partition> },
+}
+
+impl Load {
+    fn log(&self) -> &Arc<Partition> {
+        match self {
+            Load::Loading { log, .. } | Load::Loaded { log } => log,
+        }
+    }
 }
 
 pub struct GroupCoordinator {
     events: EventBus,
+    clock: Clock,
     offsets_partitions: i32,
     initial_rebalance_delay: Duration,
     state: Mutex<CoordinatorState>,
@@ -188,9 +345,11 @@ impl GroupCoordinator {
         offsets_partitions: i32,
         initial_rebalance_delay_ms: u64,
         events: EventBus,
+        clock: Clock,
     ) -> Self {
         GroupCoordinator {
             events,
+            clock,
             offsets_partitions,
             initial_rebalance_delay: Duration::from_millis(initial_rebalance_delay_ms),
             state: Mutex::new(CoordinatorState {
@@ -211,61 +370,99 @@ impl GroupCoordinator {
     /// Why this broker cannot serve `group` now, if it cannot.
     fn check(&self, state: &CoordinatorState, group: &str) -> Option<ErrorCode> {
         match state.partitions.get(&self.offsets_partition(group)) {
-            Some(Load::Loaded) => None,
-            Some(Load::Loading) => Some(ErrorCode::CoordinatorLoadInProgress),
+            Some(Load::Loaded { .. }) => None,
+            Some(Load::Loading { .. }) => Some(ErrorCode::CoordinatorLoadInProgress),
             None => Some(ErrorCode::NotCoordinator),
         }
     }
 
-    /// This broker leads an offsets partition now: its groups are being loaded.
-    pub fn begin_loading(&self, partition: i32) {
-        self.lock().partitions.insert(partition, Load::Loading);
+    /// This broker leads an offsets partition in `leader_epoch`. Returns whether its groups
+    /// must be loaded now: not when this replica already led it (a new epoch of the same
+    /// leader keeps what it has, as Kafka's coordinator runtime does).
+    pub(crate) fn begin_loading(&self, log: &Arc<Partition>, leader_epoch: i32) -> bool {
+        let mut state = self.lock();
+        let index = log.tp.partition;
+        if state.partitions.get(&index).is_some_and(|l| Arc::ptr_eq(l.log(), log)) {
+            return false;
+        }
+        unload_locked(&mut state, index, |g| self.offsets_partition(g));
+        state.partitions.insert(
+            index,
+            Load::Loading {
+                log: Arc::clone(log),
+                leader_epoch,
+            },
+        );
+        true
     }
 
-    /// Replayed offsets of a newly led partition; the groups are served from now on.
-    pub fn finish_loading(&self, partition: i32, offsets: Vec<(String, TopicPartition, Option<CommittedOffset>)>) {
+    /// The replayed groups of a newly led partition; they are served from now on. A replay
+    /// for a leadership this broker lost or renewed since is dropped.
+    pub(crate) fn finish_loading(&self, partition: i32, leader_epoch: i32, replay: Replay) {
         let mut state = self.lock();
-        if state.partitions.get(&partition) != Some(&Load::Loading) {
-            return;
+        let log = match state.partitions.get(&partition) {
+            Some(Load::Loading { log, leader_epoch: e }) if *e == leader_epoch => Arc::clone(log),
+            _ => return,
+        };
+        if !replay.unreadable.is_empty() {
+            tracing::error!(
+                tp = %replay.tp,
+                ranges = ?replay.unreadable,
+                "offsets partition loaded without records it could not read: groups with records there may have older offsets or membership than they committed"
+            );
         }
-        for (group, tp, value) in offsets {
-            let g = state.groups.entry(group).or_insert_with(Group::new);
-            match value {
-                Some(v) => g.offsets.insert(tp, v),
-                None => g.offsets.remove(&tp),
-            };
+        let now = Instant::now();
+        let CoordinatorState {
+            groups, next_member, ..
+        } = &mut *state;
+        for (id, replayed) in replay.groups {
+            if !replayed.unreadable.is_empty() {
+                tracing::error!(
+                    tp = %replay.tp,
+                    group = %id,
+                    offsets = ?replayed.unreadable,
+                    "group loaded without records that did not decode: its offsets or membership may be older than committed"
+                );
+            }
+            if replayed.metadata.is_none() && replayed.offsets.is_empty() {
+                continue;
+            }
+            groups.insert(id, Group::loaded(replayed, now, next_member));
         }
-        state.partitions.insert(partition, Load::Loaded);
+        state.partitions.insert(partition, Load::Loaded { log });
     }
 
     /// This broker no longer leads an offsets partition: drop its groups; waiting members
     /// learn NOT_COORDINATOR and look for the new one.
     pub fn unload(&self, partition: i32) {
         let mut state = self.lock();
-        state.partitions.remove(&partition);
-        let gone: Vec<String> = state
-            .groups
-            .keys()
-            .filter(|g| self.offsets_partition(g) == partition)
-            .cloned()
-            .collect();
-        for id in gone {
-            if let Some(group) = state.groups.remove(&id) {
-                for (_, m) in group.members {
-                    if let Some(w) = m.join_waiter {
-                        let _ = w.send(JoinGroupResponse {
-                            error: Some(ErrorCode::NotCoordinator),
-                            ..JoinGroupResponse::default()
-                        });
-                    }
-                    if let Some(w) = m.sync_waiter {
-                        let _ = w.send(SyncGroupResponse {
-                            error: Some(ErrorCode::NotCoordinator),
-                            assignment: Bytes::new(),
-                        });
-                    }
-                }
-            }
+        unload_locked(&mut state, partition, |g| self.offsets_partition(g));
+    }
+
+    /// Appends `batch` to the offsets partition of `group_id` (acks=all, as Kafka's
+    /// coordinator writes).
+    fn append(
+        &self,
+        partitions: &HashMap<i32, Load>,
+        group_id: &str,
+        mut batch: Vec<u8>,
+    ) -> Result<PendingWrite, ErrorCode> {
+        let Some(Load::Loaded { log }) = partitions.get(&self.offsets_partition(group_id)) else {
+            return Err(ErrorCode::NotCoordinator);
+        };
+        let appended = log.append_as_leader(&mut batch, true, self.clock.now_ms())?;
+        Ok(PendingWrite {
+            partition: Arc::clone(log),
+            appended,
+        })
+    }
+
+    /// Writes the group record of a group that just emptied, so a new coordinator loads it
+    /// empty at its generation. Nobody waits for it; a failure is only logged, as in Kafka.
+    fn store_empty_group(&self, partitions: &HashMap<i32, Load>, group_id: &str, group: &Group) {
+        let batch = group_metadata_batch(group_id, &group.metadata(&BTreeMap::new(), self.clock.now_ms()));
+        if let Err(error) = self.append(partitions, group_id, batch) {
+            tracing::warn!(group = group_id, ?error, "could not write the empty group's record");
         }
     }
 
@@ -364,6 +561,8 @@ impl GroupCoordinator {
                     let cap = group.rebalance_deadline.unwrap_or(now + rebalance_timeout);
                     group.initial_delay_until = Some((now + self.initial_rebalance_delay).min(cap).max(until));
                 }
+                // A Stable group (a loaded one too) waits for its known members to rejoin,
+                // up to the rebalance timeout.
                 group.prepare_rebalance(now);
             }
         }
@@ -372,14 +571,16 @@ impl GroupCoordinator {
         rx
     }
 
-    /// SyncGroup. The leader's call carries every member's assignment.
-    pub fn sync(
+    /// SyncGroup. The leader's call carries every member's assignment; it is written to the
+    /// log as the group's record, and nobody learns it before the broker has seen that
+    /// record replicated ([`PendingWrite`], then [`GroupCoordinator::group_stored`]).
+    pub(crate) fn sync(
         &self,
         group_id: &str,
         generation: i32,
         member_id: &str,
         assignments: Vec<(String, Bytes)>,
-    ) -> oneshot::Receiver<SyncGroupResponse> {
+    ) -> (oneshot::Receiver<SyncGroupResponse>, Option<PendingWrite>) {
         let (tx, rx) = oneshot::channel();
         let mut state = self.lock();
         let fail = |tx: oneshot::Sender<SyncGroupResponse>, e| {
@@ -390,19 +591,20 @@ impl GroupCoordinator {
         };
         if let Some(error) = self.check(&state, group_id) {
             fail(tx, error);
-            return rx;
+            return (rx, None);
         }
-        let Some(group) = state.groups.get_mut(group_id) else {
+        let CoordinatorState { partitions, groups, .. } = &mut *state;
+        let Some(group) = groups.get_mut(group_id) else {
             fail(tx, ErrorCode::UnknownMemberId);
-            return rx;
+            return (rx, None);
         };
         if !group.members.contains_key(member_id) {
             fail(tx, ErrorCode::UnknownMemberId);
-            return rx;
+            return (rx, None);
         }
         if generation != group.generation {
             fail(tx, ErrorCode::IllegalGeneration);
-            return rx;
+            return (rx, None);
         }
         match group.state {
             GroupState::Empty => fail(tx, ErrorCode::UnknownMemberId),
@@ -422,22 +624,55 @@ impl GroupCoordinator {
                 if let Some(m) = group.members.get_mut(member_id) {
                     m.sync_waiter = Some(tx);
                 }
-                if group.leader.as_deref() == Some(member_id) {
+                if group.leader.as_deref() == Some(member_id) && group.pending_assignment.is_none() {
                     let mut given: HashMap<String, Bytes> = assignments.into_iter().collect();
-                    for (id, m) in group.members.iter_mut() {
-                        m.assignment = given.remove(id).unwrap_or_default();
-                        if let Some(w) = m.sync_waiter.take() {
-                            let _ = w.send(SyncGroupResponse {
-                                error: None,
-                                assignment: m.assignment.clone(),
-                            });
+                    let assignment: BTreeMap<String, Bytes> = group
+                        .members
+                        .keys()
+                        .map(|id| (id.clone(), given.remove(id).unwrap_or_default()))
+                        .collect();
+                    let batch = group_metadata_batch(group_id, &group.metadata(&assignment, self.clock.now_ms()));
+                    match self.append(partitions, group_id, batch) {
+                        Ok(write) => {
+                            group.pending_assignment = Some(assignment);
+                            return (rx, Some(write));
                         }
+                        Err(error) => fail_assignment(group, store_group_error(error)),
                     }
-                    group.state = GroupState::Stable;
                 }
             }
         }
-        rx
+        (rx, None)
+    }
+
+    /// The group record a SyncGroup wrote is replicated (`error` None) or failed: members
+    /// get their assignment and the group is Stable, or they get the error and the group
+    /// rebalances. Nothing happens when the group moved on meanwhile.
+    pub(crate) fn group_stored(&self, group_id: &str, generation: i32, error: ErrorCode) {
+        let mut state = self.lock();
+        let Some(group) = state.groups.get_mut(group_id) else {
+            return;
+        };
+        if group.state != GroupState::CompletingRebalance || group.generation != generation {
+            return;
+        }
+        let Some(mut assignment) = group.pending_assignment.take() else {
+            return;
+        };
+        if error != ErrorCode::None {
+            fail_assignment(group, store_group_error(error));
+            return;
+        }
+        for (id, m) in group.members.iter_mut() {
+            m.assignment = assignment.remove(id).unwrap_or_default();
+            if let Some(w) = m.sync_waiter.take() {
+                let _ = w.send(SyncGroupResponse {
+                    error: None,
+                    assignment: m.assignment.clone(),
+                });
+            }
+        }
+        group.state = GroupState::Stable;
     }
 
     pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
@@ -468,26 +703,27 @@ impl GroupCoordinator {
         if let Some(error) = self.check(&state, group_id) {
             return error;
         }
-        let Some(group) = state.groups.get_mut(group_id) else {
+        let CoordinatorState { partitions, groups, .. } = &mut *state;
+        let Some(group) = groups.get_mut(group_id) else {
             return ErrorCode::UnknownMemberId;
         };
-        if remove_member(group, member_id, Instant::now()) {
-            self.events.publish(EventKind::GroupMemberRemoved {
-                group: group_id.to_string(),
-                member: member_id.to_string(),
-                reason: "left the group".into(),
-            });
-            ErrorCode::None
-        } else {
-            ErrorCode::UnknownMemberId
+        let before = group.state;
+        if !remove_member(group, member_id, Instant::now()) {
+            return ErrorCode::UnknownMemberId;
         }
+        if before != GroupState::Empty && group.state == GroupState::Empty {
+            self.store_empty_group(partitions, group_id, group);
+        }
+        self.events.publish(EventKind::GroupMemberRemoved {
+            group: group_id.to_string(),
+            member: member_id.to_string(),
+            reason: "left the group".into(),
+        });
+        ErrorCode::None
     }
 
-    /// Validates an OffsetCommit; the broker then writes the records and calls
-    /// [`GroupCoordinator::committed`].
-    pub fn validate_commit(&self, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
-        let state = self.lock();
-        if let Some(error) = self.check(&state, group_id) {
+    fn validate_commit(&self, state: &CoordinatorState, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
+        if let Some(error) = self.check(state, group_id) {
             return error;
         }
         let group = state.groups.get(group_id);
@@ -513,12 +749,51 @@ impl GroupCoordinator {
         ErrorCode::None
     }
 
-    /// The commit records are in the log (committed): expose the offsets.
-    pub fn committed(&self, group_id: &str, offsets: &[(TopicPartition, CommittedOffset)]) {
+    /// OffsetCommit: validates it and appends its records; `None` when there is nothing to
+    /// write. Once the broker saw them replicated it calls [`GroupCoordinator::committed`].
+    pub(crate) fn commit_offsets(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        offsets: &[(TopicPartition, CommittedOffset)],
+    ) -> Result<Option<PendingWrite>, ErrorCode> {
+        let state = self.lock();
+        let error = self.validate_commit(&state, group_id, generation, member_id);
+        if error != ErrorCode::None {
+            return Err(error);
+        }
+        if offsets.is_empty() {
+            return Ok(None);
+        }
+        self.append(&state.partitions, group_id, offset_commit_batch(group_id, offsets))
+            .map(Some)
+    }
+
+    /// The commit records from `first_offset` on are replicated: expose the offsets, unless
+    /// a later record of the same partition got there first.
+    pub(crate) fn committed(&self, group_id: &str, offsets: &[(TopicPartition, CommittedOffset)], first_offset: i64) {
         let mut state = self.lock();
+        if self.check(&state, group_id).is_some() {
+            // Not served here any more; whoever loads the partition replays the records.
+            return;
+        }
         let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
-        for (tp, o) in offsets {
-            group.offsets.insert(tp.clone(), *o);
+        for ((tp, offset), appended_offset) in offsets.iter().zip(first_offset..) {
+            if group
+                .offsets
+                .get(tp)
+                .is_some_and(|c| c.appended_offset > appended_offset)
+            {
+                continue;
+            }
+            group.offsets.insert(
+                tp.clone(),
+                CommitRecordMetadataAndOffset {
+                    appended_offset,
+                    offset: *offset,
+                },
+            );
         }
     }
 
@@ -536,14 +811,16 @@ impl GroupCoordinator {
         Ok(match partitions {
             Some(tps) => tps
                 .iter()
-                .map(|tp| (tp.clone(), offsets.and_then(|o| o.get(tp)).map_or(-1, |c| c.offset)))
+                .map(|tp| {
+                    let committed = offsets.and_then(|o| o.get(tp));
+                    (tp.clone(), committed.map_or(-1, |c| c.offset.offset))
+                })
                 .collect(),
             None => offsets
-                .map(|o| o.iter().map(|(tp, c)| (tp.clone(), c.offset)).collect())
+                .map(|o| o.iter().map(|(tp, c)| (tp.clone(), c.offset.offset)).collect())
                 .unwrap_or_default(),
         })
     }
-
     /// Groups this broker coordinates, with their state.
     pub fn list_groups(&self) -> Vec<(String, GroupState)> {
         let state = self.lock();
@@ -613,7 +890,7 @@ impl GroupCoordinator {
                         })
                         .collect(),
                 };
-                let offsets = g.offsets.iter().map(|(tp, c)| (tp.clone(), c.offset)).collect();
+                let offsets = g.offsets.iter().map(|(tp, c)| (tp.clone(), c.offset.offset)).collect();
                 Some((description, offsets))
             })
             .collect()
@@ -625,7 +902,9 @@ impl GroupCoordinator {
         let now = Instant::now();
         let mut state = self.lock();
         let mut events = Vec::new();
-        for (id, group) in state.groups.iter_mut() {
+        let CoordinatorState { partitions, groups, .. } = &mut *state;
+        for (id, group) in groups.iter_mut() {
+            let before = group.state;
             let expired: Vec<String> = group
                 .members
                 .iter()
@@ -654,12 +933,61 @@ impl GroupCoordinator {
                     });
                 }
             }
+            if before != GroupState::Empty && group.state == GroupState::Empty {
+                self.store_empty_group(partitions, id, group);
+            }
         }
         drop(state);
         for e in events {
             self.events.publish(e);
         }
     }
+}
+
+/// Drops the groups of an offsets partition; members waiting for an answer learn
+/// NOT_COORDINATOR and look for the new coordinator.
+fn unload_locked(state: &mut CoordinatorState, partition: i32, partition_of: impl Fn(&str) -> i32) {
+    state.partitions.remove(&partition);
+    let gone: Vec<String> = state
+        .groups
+        .keys()
+        .filter(|g| partition_of(g.as_str()) == partition)
+        .cloned()
+        .collect();
+    for id in gone {
+        let Some(group) = state.groups.remove(&id) else {
+            continue;
+        };
+        for (_, m) in group.members {
+            if let Some(w) = m.join_waiter {
+                let _ = w.send(JoinGroupResponse {
+                    error: Some(ErrorCode::NotCoordinator),
+                    ..JoinGroupResponse::default()
+                });
+            }
+            if let Some(w) = m.sync_waiter {
+                let _ = w.send(SyncGroupResponse {
+                    error: Some(ErrorCode::NotCoordinator),
+                    assignment: Bytes::new(),
+                });
+            }
+        }
+    }
+}
+
+/// The leader's assignment could not be stored: every member waiting for it gets `error`
+/// and the group rebalances (Kafka's `resetAndPropagateAssignmentError`).
+fn fail_assignment(group: &mut Group, error: ErrorCode) {
+    for m in group.members.values_mut() {
+        m.assignment = Bytes::new();
+        if let Some(w) = m.sync_waiter.take() {
+            let _ = w.send(SyncGroupResponse {
+                error: Some(error),
+                assignment: Bytes::new(),
+            });
+        }
+    }
+    group.prepare_rebalance(Instant::now());
 }
 
 /// Removes a member; the group rebalances (or empties).
@@ -786,95 +1114,8 @@ fn complete_join(group: &mut Group) {
     }
 }
 
-/// Kafka's OffsetCommit record key (version 1): group, topic, partition.
-pub fn offset_key(group: &str, tp: &TopicPartition) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i16(1);
-    put_string(&mut b, group);
-    put_string(&mut b, &tp.topic);
-    b.put_i32(tp.partition);
-    b.freeze()
-}
-
-/// Kafka's OffsetCommit record value (version 3): offset, leader epoch, metadata, time.
-pub fn offset_value(offset: i64, commit_timestamp: i64) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i16(3);
-    b.put_i64(offset);
-    b.put_i32(-1);
-    put_string(&mut b, "");
-    b.put_i64(commit_timestamp);
-    b.freeze()
-}
-
-fn put_string(b: &mut BytesMut, s: &str) {
-    b.put_i16(s.len().min(i16::MAX as usize) as i16);
-    b.put_slice(&s.as_bytes()[..s.len().min(i16::MAX as usize)]);
-}
-
-fn get_string(b: &mut &[u8]) -> Option<String> {
-    if b.remaining() < 2 {
-        return None;
-    }
-    let len = b.get_i16();
-    let len = usize::try_from(len).ok()?;
-    if b.remaining() < len {
-        return None;
-    }
-    let s = String::from_utf8(b[..len].to_vec()).ok()?;
-    b.advance(len);
-    Some(s)
-}
-
-/// Reads an offsets-topic record; `None` for other record kinds (group metadata) or
-/// garbage. A null value is a tombstone.
-pub fn parse_offset_record(
-    key: &[u8],
-    value: Option<&[u8]>,
-) -> Option<(String, TopicPartition, Option<CommittedOffset>)> {
-    let mut k = key;
-    if k.remaining() < 2 {
-        return None;
-    }
-    let version = k.get_i16();
-    if !(0..=1).contains(&version) {
-        return None;
-    }
-    let group = get_string(&mut k)?;
-    let topic = get_string(&mut k)?;
-    if k.remaining() < 4 {
-        return None;
-    }
-    let partition = k.get_i32();
-    let tp = TopicPartition::new(topic, partition);
-    let Some(mut v) = value else {
-        return Some((group, tp, None));
-    };
-    if v.remaining() < 10 {
-        return None;
-    }
-    let value_version = v.get_i16();
-    let offset = v.get_i64();
-    if value_version >= 3 {
-        if v.remaining() < 4 {
-            return None;
-        }
-        v.get_i32();
-    }
-    get_string(&mut v)?;
-    let commit_timestamp = if v.remaining() >= 8 { v.get_i64() } else { -1 };
-    Some((
-        group,
-        tp,
-        Some(CommittedOffset {
-            offset,
-            commit_timestamp,
-        }),
-    ))
-}
-
-/// A batch of OffsetCommit records, as the coordinator appends it.
-pub fn offset_commit_batch(group: &str, offsets: &[(TopicPartition, CommittedOffset)]) -> Vec<u8> {
+/// A batch of OffsetCommit records, one per partition in the order given.
+fn offset_commit_batch(group: &str, offsets: &[(TopicPartition, CommittedOffset)]) -> Vec<u8> {
     let recs: Vec<records::Record> = offsets
         .iter()
         .enumerate()
@@ -882,61 +1123,30 @@ pub fn offset_commit_batch(group: &str, offsets: &[(TopicPartition, CommittedOff
             records::record(
                 i as i64,
                 o.commit_timestamp,
-                Some(offset_key(group, tp)),
-                Some(offset_value(o.offset, o.commit_timestamp)),
+                Some(record::offset_commit_key(group, tp)),
+                Some(record::offset_commit_value(o)),
             )
         })
         .collect();
-    records::encode_batch(&recs, records::Compression::None)
+    encode(&recs)
+}
+
+/// A batch of one GroupMetadata record.
+fn group_metadata_batch(group: &str, value: &GroupMetadataValue) -> Vec<u8> {
+    let rec = records::record(
+        0,
+        value.current_state_timestamp,
+        Some(record::group_metadata_key(group)),
+        Some(record::group_metadata_value(value)),
+    );
+    encode(&[rec])
+}
+
+fn encode(recs: &[records::Record]) -> Vec<u8> {
+    records::encode_batch(recs, records::Compression::None)
         .map(|b| b.to_vec())
         .unwrap_or_default()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn coordinator_partition_uses_javas_string_hash() {
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("a"), 97);
-        assert_eq!(
-            java_string_hash("analytics"),
-            "analytics"
-                .chars()
-                .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-        );
-        // "polygenelubricants" hashes to i32::MIN in Java; Kafka's abs maps it to 0.
-        assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
-        assert_eq!(partition_for_group("polygenelubricants", 50), 0);
-    }
-
-    #[test]
-    fn offset_records_round_trip_and_garbage_is_ignored() {
-        let tp = TopicPartition::new("page-views", 3);
-        let key = offset_key("analytics", &tp);
-        let value = offset_value(42, 1000);
-        let parsed = parse_offset_record(&key, Some(&value));
-        assert_eq!(
-            parsed,
-            Some((
-                "analytics".to_string(),
-                tp.clone(),
-                Some(CommittedOffset {
-                    offset: 42,
-                    commit_timestamp: 1000
-                })
-            ))
-        );
-        assert_eq!(
-            parse_offset_record(&key, None),
-            Some(("analytics".to_string(), tp, None))
-        );
-        assert_eq!(parse_offset_record(&[0, 1, 0], Some(&value)), None);
-        assert_eq!(
-            parse_offset_record(&[0, 2, 0, 0], None),
-            None,
-            "group metadata records are skipped"
-        );
-    }
-}
+mod tests;

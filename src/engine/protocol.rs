@@ -33,6 +33,7 @@ pub enum ErrorCode {
     InconsistentGroupProtocol = 23,
     UnknownMemberId = 25,
     RebalanceInProgress = 27,
+    InvalidCommitOffsetSize = 28,
     TopicAlreadyExists = 36,
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,

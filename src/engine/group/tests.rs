@@ -1,0 +1,209 @@
+//! Unit tests of the coordinator: what it rebuilds from its partition, and how the answers
+//! it gives follow its records.
+
+use std::path::Path;
+
+use super::record::{group_metadata_key, group_metadata_value};
+use super::*;
+use crate::storage::Log;
+use crate::storage::LogConfig;
+
+fn coordinator() -> GroupCoordinator {
+    // One offsets partition: every group lives in partition 0.
+    GroupCoordinator::new(1, 1, 0, EventBus::new(Clock::new()), Clock::new())
+}
+
+fn offsets_log(dir: &Path) -> Log {
+    Log::open(dir.join("__consumer_offsets-0"), LogConfig::default(), 0).expect("open the log")
+}
+
+/// Makes `coordinator` load partition 0 from `log`; returns what the replay found unreadable.
+async fn load(coordinator: &GroupCoordinator, log: Log) -> (Arc<Partition>, Vec<(i64, i64)>) {
+    let partition = Arc::new(Partition::new(TopicPartition::new(OFFSETS_TOPIC, 0), 1, log, 10_000));
+    assert!(coordinator.begin_loading(&partition, 0));
+    let replayed = replay(&partition.tp, &partition.log).await;
+    let unreadable = replayed.unreadable.clone();
+    coordinator.finish_loading(0, 0, replayed);
+    (partition, unreadable)
+}
+
+fn commit(offset: i64) -> CommittedOffset {
+    CommittedOffset {
+        offset,
+        commit_timestamp: 0,
+    }
+}
+
+fn member(id: &str, assignment: &'static [u8]) -> MemberMetadata {
+    MemberMetadata {
+        member_id: id.into(),
+        group_instance_id: None,
+        client_id: String::new(),
+        client_host: String::new(),
+        rebalance_timeout_ms: 30_000,
+        session_timeout_ms: 10_000,
+        subscription: Bytes::from_static(b"subscription"),
+        assignment: Bytes::from_static(assignment),
+    }
+}
+
+/// A batch whose CRC is right but whose record does not decode.
+fn undecodable_batch() -> Vec<u8> {
+    let mut batch = offset_commit_batch("analytics", &[(TopicPartition::new("views", 0), commit(7))]);
+    // The first record's length (a zigzag varint right after the 61-byte header) now claims
+    // far more bytes than the batch has.
+    batch[61] = 0x7e;
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+fn single_record_batch(key: &'static [u8]) -> Vec<u8> {
+    encode(&[records::record(0, 0, Some(Bytes::from_static(key)), None)])
+}
+
+#[test]
+fn coordinator_partition_uses_javas_string_hash() {
+    assert_eq!(java_string_hash(""), 0);
+    assert_eq!(java_string_hash("a"), 97);
+    assert_eq!(
+        java_string_hash("analytics"),
+        "analytics"
+            .chars()
+            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+    );
+    // "polygenelubricants" hashes to i32::MIN in Java; Kafka's abs maps it to 0.
+    assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
+    assert_eq!(partition_for_group("polygenelubricants", 50), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_older_commit_completing_last_does_not_move_the_offset_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load(&coordinator, offsets_log(dir.path())).await;
+    let tp = TopicPartition::new("orders", 0);
+    // Two commits whose records sit at offsets 100 and 101 finish replicating in reverse.
+    coordinator.committed("billing", &[(tp.clone(), commit(20))], 101);
+    coordinator.committed("billing", &[(tp.clone(), commit(10))], 100);
+    assert_eq!(
+        coordinator.fetch_offsets("billing", Some(std::slice::from_ref(&tp))),
+        Ok(vec![(tp, 20)])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_load_brings_the_group_back_stable_and_skips_what_does_not_decode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = offsets_log(dir.path());
+    let views = TopicPartition::new("views", 0);
+    let clicks = TopicPartition::new("clicks", 0);
+    let group = GroupMetadataValue {
+        protocol_type: "consumer".into(),
+        generation: 4,
+        protocol: Some("range".into()),
+        leader: Some("m-1".into()),
+        current_state_timestamp: 0,
+        members: vec![member("m-1", b"views"), member("m-2", b"clicks")],
+    };
+    let batches = [
+        group_metadata_batch("analytics", &group),
+        offset_commit_batch("analytics", &[(views.clone(), commit(5))]),
+        undecodable_batch(),
+        single_record_batch(&[0, 1, 0]),
+        offset_commit_batch("analytics", &[(clicks.clone(), commit(9))]),
+    ];
+    for mut batch in batches {
+        log.append_as_leader(&mut batch, 0, 0).expect("append");
+    }
+    let coordinator = coordinator();
+    let (_partition, unreadable) = load(&coordinator, log).await;
+    assert_eq!(
+        unreadable,
+        vec![(2, 3), (3, 4)],
+        "the bad batch and the bad key are named"
+    );
+    let described = coordinator
+        .describe("analytics")
+        .expect("served")
+        .expect("the group is back");
+    assert_eq!(described.state, GroupState::Stable);
+    assert_eq!(described.generation_id, 4);
+    let members: Vec<(&str, &[u8])> = described
+        .members
+        .iter()
+        .map(|m| (m.member_id.as_str(), &m.assignment[..]))
+        .collect();
+    assert_eq!(members, vec![("m-1", &b"views"[..]), ("m-2", &b"clicks"[..])]);
+    assert_eq!(coordinator.heartbeat("analytics", 4, "m-2"), ErrorCode::None);
+    assert_eq!(
+        coordinator.fetch_offsets("analytics", None),
+        Ok(vec![(clicks, 9), (views, 5)]),
+        "the commit after the bad batch is loaded; the one inside it is not"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_tombstone_leaves_only_the_offsets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = offsets_log(dir.path());
+    let tp = TopicPartition::new("views", 0);
+    let group = GroupMetadataValue {
+        protocol_type: "consumer".into(),
+        generation: 2,
+        protocol: Some("range".into()),
+        leader: Some("m-1".into()),
+        current_state_timestamp: 0,
+        members: vec![member("m-1", b"views")],
+    };
+    let tombstone = encode(&[records::record(0, 0, Some(group_metadata_key("analytics")), None)]);
+    let value = group_metadata_value(&group);
+    assert!(!value.is_empty());
+    for mut batch in [
+        group_metadata_batch("analytics", &group),
+        offset_commit_batch("analytics", &[(tp.clone(), commit(3))]),
+        tombstone,
+    ] {
+        log.append_as_leader(&mut batch, 0, 0).expect("append");
+    }
+    let coordinator = coordinator();
+    let _partition = load(&coordinator, log).await;
+    let described = coordinator
+        .describe("analytics")
+        .expect("served")
+        .expect("offsets keep it");
+    assert_eq!(described.state, GroupState::Empty);
+    assert!(described.members.is_empty());
+    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(tp, 3)]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sync_whose_group_record_cannot_be_written_answers_not_coordinator_and_rebalances() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    // The replica is not its partition's leader, so no append succeeds.
+    let _partition = load(&coordinator, offsets_log(dir.path())).await;
+    let join = |member_id: &str| {
+        coordinator.join(JoinGroupRequest {
+            group_id: "analytics".into(),
+            member_id: member_id.into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
+        })
+    };
+    let member_id = join("").await.expect("answered").member_id;
+    let joined = join(&member_id).await.expect("answered");
+    assert_eq!((joined.error, joined.leader.as_str()), (None, member_id.as_str()));
+    let (synced, write) = coordinator.sync(
+        "analytics",
+        joined.generation_id,
+        &member_id,
+        vec![(member_id.clone(), Bytes::from_static(b"views"))],
+    );
+    assert!(write.is_none());
+    assert_eq!(synced.await.expect("answered").error, Some(ErrorCode::NotCoordinator));
+    let described = coordinator.describe("analytics").expect("served").expect("group");
+    assert_eq!(described.state, GroupState::PreparingRebalance);
+}
