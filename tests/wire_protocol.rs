@@ -379,6 +379,114 @@ async fn acks_zero_gets_no_answer_and_answers_keep_request_order() {
     s.stop().await;
 }
 
+/// An idempotent batch of `count` records: producer `id`, epoch 0, sequences from `base`.
+fn idempotent_batch(id: i64, base: i32, count: usize) -> Bytes {
+    // Today's timestamps: records from 1970 would be past retention and roll the segment on
+    // every append.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64;
+    let recs: Vec<_> = (0..count)
+        .map(|i| {
+            let mut r = records::record(i as i64, now, None, Some(Bytes::from(format!("{}", base as usize + i))));
+            r.producer_id = id;
+            r.producer_epoch = 0;
+            r.sequence = base + i as i32;
+            r
+        })
+        .collect();
+    records::encode_batch(&recs, Compression::None)
+        .expect("batch encodes")
+        .freeze()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_idempotent_batches_of_one_connection_are_appended_in_the_order_sent() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("sequenced", 6).await;
+    let snapshot = s
+        .cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            (0..6).all(|p| {
+                s.partition(&TopicPartition::new("sequenced", p))
+                    .is_some_and(|v| v.leader.is_some() && v.high_watermark.is_some())
+            })
+        })
+        .await
+        .expect("every partition has a leader");
+    let partitions: Vec<i32> = (0..6)
+        .filter(|p| {
+            snapshot
+                .partition(&TopicPartition::new("sequenced", *p))
+                .is_some_and(|v| v.leader == Some(leader))
+        })
+        .collect();
+    let mut stream = connect(s.addr(leader)).await;
+    let producer: InitProducerIdResponse = call(
+        &mut stream,
+        ApiKey::InitProducerId,
+        4,
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id((-1).into())
+            .with_producer_epoch(-1),
+    )
+    .await;
+    assert_eq!(producer.error_code, 0);
+    let id = producer.producer_id.0;
+
+    // librdkafka keeps up to 5 requests in flight per connection; more, and several
+    // partitions per request, give the server every chance to reorder them.
+    const REQUESTS: i32 = 400;
+    const RECORDS: usize = 3;
+    let mut pipelined = BytesMut::new();
+    for n in 0..REQUESTS {
+        let base = n * RECORDS as i32;
+        let request = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_static_str("sequenced")))
+                    .with_partition_data(
+                        partitions
+                            .iter()
+                            .map(|p| {
+                                PartitionProduceData::default()
+                                    .with_index(*p)
+                                    .with_records(Some(idempotent_batch(id, base, RECORDS)))
+                            })
+                            .collect(),
+                    ),
+            ]);
+        pipelined.extend_from_slice(&frame(ApiKey::Produce, 9, n, &request));
+    }
+    // Written from a task of its own: the server stops reading while answers wait.
+    let (mut reader, mut writer) = stream.into_split();
+    let sending = tokio::spawn(async move { writer.write_all(&pipelined).await.expect("sent") });
+    for n in 0..REQUESTS {
+        let length = reader.read_i32().await.expect("an answer");
+        let mut payload = vec![0u8; length as usize];
+        reader.read_exact(&mut payload).await.expect("an answer");
+        let mut payload = Bytes::from(payload);
+        let header = ResponseHeader::decode(&mut payload, ProduceResponse::header_version(9)).expect("header");
+        assert_eq!(header.correlation_id, n);
+        let response = ProduceResponse::decode(&mut payload, 9).expect("response decodes");
+        for p in &response.responses[0].partition_responses {
+            assert_eq!(
+                (p.error_code, p.base_offset),
+                (0, i64::from(n) * RECORDS as i64),
+                "request {n}, partition {}: appended in the order sent, no OUT_OF_ORDER_SEQUENCE_NUMBER (45)",
+                p.index
+            );
+        }
+    }
+    sending.await.expect("the writer");
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_close_only_their_connection() {
     let s = setup(WireConfig {
@@ -453,6 +561,94 @@ async fn a_killed_broker_stops_listening_and_comes_back_on_the_same_port() {
     let mut again = connect(addr).await;
     let response: ApiVersionsResponse = call(&mut again, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
     assert_eq!(response.error_code, 0);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_dies_with_requests_in_hand_closes_their_connections_without_network_exception() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("doomed", 1).await;
+    let tp = TopicPartition::new("doomed", 0);
+    let followers: Vec<i32> = (0..3).filter(|b| *b != leader).collect();
+    // With its followers frozen, an acks=all produce waits in the leader for replication.
+    for f in &followers {
+        s.cluster.pause(*f).expect("pause");
+    }
+    let mut producing = connect(s.addr(leader)).await;
+    producing
+        .write_all(&frame(
+            ApiKey::Produce,
+            9,
+            1,
+            &produce_request("doomed", 0, -1, batch(&["in flight"])),
+        ))
+        .await
+        .expect("sent");
+    s.cluster
+        .wait_for(Duration::from_secs(10), |snapshot| {
+            snapshot.partition(&tp).is_some_and(|p| {
+                p.replicas
+                    .iter()
+                    .any(|r| r.broker == leader && r.log_end_offset == Some(1))
+            })
+        })
+        .await
+        .expect("the leader appended the batch");
+    let mut fetching = connect(s.addr(leader)).await;
+    let mut listing = connect(s.addr(leader)).await;
+    let mut heartbeating = connect(s.addr(leader)).await;
+
+    // The port stays open until the listeners catch up with the kill: requests sent meanwhile
+    // reach a broker that is gone.
+    s.cluster.kill(leader).expect("kill");
+    fetching
+        .write_all(&frame(ApiKey::Fetch, 12, 2, &fetch_request("doomed", 0, 0, 0)))
+        .await
+        .expect("sent");
+    let list = ListOffsetsRequest::default()
+        .with_replica_id((-1).into())
+        .with_topics(vec![
+            list_offsets_request::ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("doomed")))
+                .with_partitions(vec![
+                    list_offsets_request::ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_timestamp(-1),
+                ]),
+        ]);
+    listing
+        .write_all(&frame(ApiKey::ListOffsets, 6, 3, &list))
+        .await
+        .expect("sent");
+    let heartbeat = HeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("doomed-group")))
+        .with_generation_id(1)
+        .with_member_id(StrBytes::from_static_str("member"));
+    heartbeating
+        .write_all(&frame(ApiKey::Heartbeat, 4, 4, &heartbeat))
+        .await
+        .expect("sent");
+
+    // NETWORK_EXCEPTION (13) is what a client makes of a broken connection; librdkafka
+    // takes it from a broker as a permanent failure of the records.
+    let mut answered = Vec::new();
+    for (api, stream) in [
+        ("Produce", &mut producing),
+        ("Fetch", &mut fetching),
+        ("ListOffsets", &mut listing),
+        ("Heartbeat", &mut heartbeating),
+    ] {
+        if !closed(stream).await {
+            answered.push(api);
+        }
+    }
+    assert!(
+        answered.is_empty(),
+        "a crashed broker's connections close without an answer; these were answered: {answered:?}"
+    );
+    for f in &followers {
+        s.cluster.resume(*f).expect("resume");
+    }
     s.stop().await;
 }
 

@@ -1,6 +1,8 @@
 //! One client connection: frames are read and handled concurrently, answers are written
 //! strictly in request order, and at most `max_inflight_per_connection` requests wait for
-//! their answer (the reader stops reading until the oldest is written).
+//! their answer (the reader stops reading until the oldest is written). A produce request's
+//! batches reach their broker before the next frame is read, so one connection's batches are
+//! appended in the order sent, as by Kafka's one-request-at-a-time broker.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,8 +12,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::codec::{self, CodecError};
-use super::handlers::{self, Context};
+use super::codec::{self, RequestBody};
+use super::handlers::{self, Answer, Context, Unanswered};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -55,7 +57,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: u32) -> Resul
 
 /// An answer on its way: a frame, nothing (acks=0 produce), or a failure that closes the
 /// connection.
-type Pending = oneshot::Receiver<Result<Option<Bytes>, CodecError>>;
+type Pending = oneshot::Receiver<Answer>;
 
 pub async fn serve(
     stream: TcpStream,
@@ -67,7 +69,7 @@ pub async fn serve(
     let broker = ctx.broker;
     let (mut reader, mut writer) = stream.into_split();
     let (queue, mut answers) = mpsc::channel::<Pending>(ctx.config.max_inflight_per_connection.max(1));
-    let write_loop = tokio::spawn(async move {
+    let mut write_loop = tokio::spawn(async move {
         while let Some(pending) = answers.recv().await {
             match pending.await {
                 Ok(Ok(Some(frame))) => {
@@ -76,6 +78,10 @@ pub async fn serve(
                     }
                 }
                 Ok(Ok(None)) => {}
+                Ok(Err(Unanswered::BrokerDown)) => {
+                    tracing::debug!(broker, %peer, "closing the connection: the broker went down");
+                    return;
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(broker, %peer, "closing the connection: {e}");
                     return;
@@ -108,11 +114,17 @@ pub async fn serve(
                     return;
                 }
             }
+            let in_order = matches!(request.body, RequestBody::Produce(_));
+            let (queued, wait_queued) = oneshot::channel();
             let (tx, rx) = oneshot::channel();
             let ctx = Arc::clone(&ctx);
             tokio::spawn(async move {
-                let _ = tx.send(handlers::handle(&ctx, request).await);
+                let _ = tx.send(handlers::handle(&ctx, request, queued).await);
             });
+            if in_order {
+                // Only the drop of `queued` is awaited: it carries no value.
+                let _ = wait_queued.await;
+            }
             if queue.send(rx).await.is_err() {
                 return;
             }
@@ -120,6 +132,8 @@ pub async fn serve(
     };
     tokio::select! {
         _ = read_loop => {}
+        // An answer that closes the connection: reading on would be for nothing.
+        _ = &mut write_loop => return,
         _ = closed.changed() => {
             write_loop.abort();
             return;

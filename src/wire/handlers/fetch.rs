@@ -14,7 +14,7 @@ use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeader
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{Context, codes, topic_name};
+use super::{BrokerDown, Context, codes, reached, topic_name};
 use crate::engine::{ErrorCode, FetchedRecords, TopicPartition};
 
 /// One partition of a fetch request.
@@ -33,7 +33,7 @@ fn has_records(outcome: &Outcome) -> bool {
 }
 
 /// Reads every partition once, without waiting.
-async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Vec<Outcome> {
+async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Result<Vec<Outcome>, BrokerDown> {
     let mut tasks = Vec::with_capacity(wanted.len());
     for w in wanted {
         let cluster = ctx.cluster.clone();
@@ -47,9 +47,9 @@ async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Vec<Outcome> {
     }
     let mut out = Vec::with_capacity(tasks.len());
     for t in tasks {
-        out.push(t.await.unwrap_or(Err(ErrorCode::UnknownServerError)));
+        out.push(reached(t.await.unwrap_or(Err(ErrorCode::UnknownServerError)))?);
     }
-    out
+    Ok(out)
 }
 
 /// Waits until one partition has records (or an error) or the deadline passes.
@@ -86,10 +86,10 @@ async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
     waiting.abort_all();
 }
 
-pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> FetchResponse {
+pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Result<FetchResponse, BrokerDown> {
     if version >= 7 && request.session_id != 0 {
         // Fetch sessions are not kept: a client that believes in one starts over.
-        return FetchResponse::default().with_error_code(codes::FETCH_SESSION_ID_NOT_FOUND);
+        return Ok(FetchResponse::default().with_error_code(codes::FETCH_SESSION_ID_NOT_FOUND));
     }
     let wanted: Vec<Wanted> = request
         .topics
@@ -106,7 +106,7 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Fetch
         .collect();
     let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let mut outcomes = read_all(ctx, &wanted).await;
+    let mut outcomes = read_all(ctx, &wanted).await?;
     let enough = |outcomes: &[Outcome]| {
         outcomes.iter().any(|o| o.is_err())
             || outcomes
@@ -118,7 +118,7 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Fetch
     };
     if !enough(&outcomes) && Instant::now() < deadline && !wanted.is_empty() {
         wait_for_data(ctx, &wanted, deadline).await;
-        outcomes = read_all(ctx, &wanted).await;
+        outcomes = read_all(ctx, &wanted).await?;
     }
     // The response-wide limit: whole partitions past it come back empty (the first
     // non-empty one is always kept, so a large batch cannot block a consumer).
@@ -162,10 +162,14 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Fetch
             ),
         }
     }
-    FetchResponse::default().with_responses(topics)
+    Ok(FetchResponse::default().with_responses(topics))
 }
 
-pub async fn list_offsets(ctx: &Context, request: &ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+pub async fn list_offsets(
+    ctx: &Context,
+    request: &ListOffsetsRequest,
+    version: i16,
+) -> Result<ListOffsetsResponse, BrokerDown> {
     let image = ctx.cluster.metadata();
     let mut topics = Vec::with_capacity(request.topics.len());
     for t in &request.topics {
@@ -183,7 +187,7 @@ pub async fn list_offsets(ctx: &Context, request: &ListOffsetsRequest, version: 
             };
             let outcome = match fenced {
                 Some(e) => Err(e),
-                None => ctx.cluster.list_offset_on(ctx.broker, &tp, p.timestamp).await,
+                None => reached(ctx.cluster.list_offset_on(ctx.broker, &tp, p.timestamp).await)?,
             };
             partitions.push(match outcome {
                 Ok((offset, timestamp)) => ListOffsetsPartitionResponse::default()
@@ -204,7 +208,7 @@ pub async fn list_offsets(ctx: &Context, request: &ListOffsetsRequest, version: 
                 .with_partitions(partitions),
         );
     }
-    ListOffsetsResponse::default().with_topics(topics)
+    Ok(ListOffsetsResponse::default().with_topics(topics))
 }
 
 pub fn offset_for_leader_epoch(ctx: &Context, request: &OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {

@@ -21,15 +21,19 @@ use kafka_protocol::messages::{
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, SyncGroupResponse,
 };
 
-use super::{Context, OPERATIONS_NOT_REQUESTED, codes, str_bytes, topic_name};
+use super::{BrokerDown, Context, OPERATIONS_NOT_REQUESTED, codes, reached, str_bytes, topic_name};
 use crate::engine::group::{GroupState, JoinGroupRequest as EngineJoin};
 use crate::engine::{ErrorCode, GroupRequest, GroupResponse, TopicPartition};
 
 /// How long a group request may take besides a join's rebalance timeout.
 const GROUP_CALL: Duration = Duration::from_secs(30);
 
-async fn call(ctx: &Context, request: GroupRequest, timeout: Duration) -> Result<GroupResponse, ErrorCode> {
-    ctx.cluster.group_request_on(ctx.broker, request, timeout).await
+async fn call(
+    ctx: &Context,
+    request: GroupRequest,
+    timeout: Duration,
+) -> Result<Result<GroupResponse, ErrorCode>, BrokerDown> {
+    reached(ctx.cluster.group_request_on(ctx.broker, request, timeout).await)
 }
 
 fn state_name(state: GroupState) -> &'static str {
@@ -47,9 +51,9 @@ fn join_error(code: i16) -> JoinGroupResponse {
         .with_generation_id(-1)
 }
 
-pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> JoinGroupResponse {
+pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> Result<JoinGroupResponse, BrokerDown> {
     if request.group_id.0.is_empty() {
-        return join_error(codes::INVALID_GROUP_ID);
+        return Ok(join_error(codes::INVALID_GROUP_ID));
     }
     let rebalance_timeout_ms = if version >= 1 {
         request.rebalance_timeout_ms
@@ -69,21 +73,21 @@ pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> Jo
             .collect(),
     };
     let timeout = Duration::from_millis(engine_request.rebalance_timeout_ms) + GROUP_CALL;
-    let mut answer = match call(ctx, GroupRequest::Join(engine_request.clone()), timeout).await {
+    let mut answer = match call(ctx, GroupRequest::Join(engine_request.clone()), timeout).await? {
         Ok(GroupResponse::Join(r)) => r,
-        Ok(_) => return join_error(ErrorCode::UnknownServerError.code()),
-        Err(e) => return join_error(e.code()),
+        Ok(_) => return Ok(join_error(ErrorCode::UnknownServerError.code())),
+        Err(e) => return Ok(join_error(e.code())),
     };
     // Before v4 a client cannot be told MEMBER_ID_REQUIRED: it joins with the id at once.
     if version < 4 && answer.error == Some(ErrorCode::MemberIdRequired) {
         engine_request.member_id = answer.member_id.clone();
-        answer = match call(ctx, GroupRequest::Join(engine_request), timeout).await {
+        answer = match call(ctx, GroupRequest::Join(engine_request), timeout).await? {
             Ok(GroupResponse::Join(r)) => r,
-            Ok(_) => return join_error(ErrorCode::UnknownServerError.code()),
-            Err(e) => return join_error(e.code()),
+            Ok(_) => return Ok(join_error(ErrorCode::UnknownServerError.code())),
+            Err(e) => return Ok(join_error(e.code())),
         };
     }
-    JoinGroupResponse::default()
+    Ok(JoinGroupResponse::default()
         .with_error_code(answer.error.map_or(0, |e| e.code()))
         .with_generation_id(answer.generation_id)
         .with_protocol_type(Some(request.protocol_type.clone()))
@@ -100,10 +104,10 @@ pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> Jo
                         .with_metadata(metadata)
                 })
                 .collect(),
-        )
+        ))
 }
 
-pub async fn sync(ctx: &Context, request: &SyncGroupRequest) -> SyncGroupResponse {
+pub async fn sync(ctx: &Context, request: &SyncGroupRequest) -> Result<SyncGroupResponse, BrokerDown> {
     let engine_request = GroupRequest::Sync {
         group_id: request.group_id.0.to_string(),
         generation: request.generation_id,
@@ -114,54 +118,54 @@ pub async fn sync(ctx: &Context, request: &SyncGroupRequest) -> SyncGroupRespons
             .map(|a| (a.member_id.to_string(), a.assignment.clone()))
             .collect(),
     };
-    let answer = match call(ctx, engine_request, GROUP_CALL).await {
+    let answer = match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::Sync(r)) => r,
-        Ok(_) => return SyncGroupResponse::default().with_error_code(ErrorCode::UnknownServerError.code()),
-        Err(e) => return SyncGroupResponse::default().with_error_code(e.code()),
+        Ok(_) => return Ok(SyncGroupResponse::default().with_error_code(ErrorCode::UnknownServerError.code())),
+        Err(e) => return Ok(SyncGroupResponse::default().with_error_code(e.code())),
     };
-    SyncGroupResponse::default()
+    Ok(SyncGroupResponse::default()
         .with_error_code(answer.error.map_or(0, |e| e.code()))
         .with_protocol_type(request.protocol_type.clone())
         .with_protocol_name(request.protocol_name.clone())
-        .with_assignment(answer.assignment)
+        .with_assignment(answer.assignment))
 }
 
-pub async fn heartbeat(ctx: &Context, request: &HeartbeatRequest) -> HeartbeatResponse {
+pub async fn heartbeat(ctx: &Context, request: &HeartbeatRequest) -> Result<HeartbeatResponse, BrokerDown> {
     let engine_request = GroupRequest::Heartbeat {
         group_id: request.group_id.0.to_string(),
         generation: request.generation_id,
         member_id: request.member_id.to_string(),
     };
-    let code = match call(ctx, engine_request, GROUP_CALL).await {
+    let code = match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::Heartbeat(e)) => e.code(),
         Ok(_) => ErrorCode::UnknownServerError.code(),
         Err(e) => e.code(),
     };
-    HeartbeatResponse::default().with_error_code(code)
+    Ok(HeartbeatResponse::default().with_error_code(code))
 }
 
-async fn leave_one(ctx: &Context, group_id: &str, member_id: &str) -> i16 {
+async fn leave_one(ctx: &Context, group_id: &str, member_id: &str) -> Result<i16, BrokerDown> {
     let engine_request = GroupRequest::Leave {
         group_id: group_id.to_string(),
         member_id: member_id.to_string(),
     };
-    match call(ctx, engine_request, GROUP_CALL).await {
+    Ok(match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::Leave(e)) => e.code(),
         Ok(_) => ErrorCode::UnknownServerError.code(),
         Err(e) => e.code(),
-    }
+    })
 }
 
-pub async fn leave(ctx: &Context, request: &LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
+pub async fn leave(ctx: &Context, request: &LeaveGroupRequest, version: i16) -> Result<LeaveGroupResponse, BrokerDown> {
     let group_id = request.group_id.0.as_str();
     if version < 3 {
-        let code = leave_one(ctx, group_id, &request.member_id).await;
-        return LeaveGroupResponse::default().with_error_code(code);
+        let code = leave_one(ctx, group_id, &request.member_id).await?;
+        return Ok(LeaveGroupResponse::default().with_error_code(code));
     }
     let mut members = Vec::with_capacity(request.members.len());
     let mut group_error = 0;
     for m in &request.members {
-        let code = leave_one(ctx, group_id, &m.member_id).await;
+        let code = leave_one(ctx, group_id, &m.member_id).await?;
         // Errors about the group itself are the response's, as in Kafka.
         if code == ErrorCode::NotCoordinator.code() || code == ErrorCode::CoordinatorLoadInProgress.code() {
             group_error = code;
@@ -176,12 +180,12 @@ pub async fn leave(ctx: &Context, request: &LeaveGroupRequest, version: i16) -> 
     if group_error != 0 {
         members.clear();
     }
-    LeaveGroupResponse::default()
+    Ok(LeaveGroupResponse::default()
         .with_error_code(group_error)
-        .with_members(members)
+        .with_members(members))
 }
 
-pub async fn offset_commit(ctx: &Context, request: &OffsetCommitRequest) -> OffsetCommitResponse {
+pub async fn offset_commit(ctx: &Context, request: &OffsetCommitRequest) -> Result<OffsetCommitResponse, BrokerDown> {
     let offsets: Vec<(TopicPartition, i64)> = request
         .topics
         .iter()
@@ -201,7 +205,7 @@ pub async fn offset_commit(ctx: &Context, request: &OffsetCommitRequest) -> Offs
             member_id: request.member_id.to_string(),
             offsets,
         };
-        match call(ctx, engine_request, GROUP_CALL).await {
+        match call(ctx, engine_request, GROUP_CALL).await? {
             Ok(GroupResponse::OffsetCommit(e)) => e.code(),
             Ok(_) => ErrorCode::UnknownServerError.code(),
             Err(e) => e.code(),
@@ -225,7 +229,7 @@ pub async fn offset_commit(ctx: &Context, request: &OffsetCommitRequest) -> Offs
                 )
         })
         .collect();
-    OffsetCommitResponse::default().with_topics(topics)
+    Ok(OffsetCommitResponse::default().with_topics(topics))
 }
 
 /// Committed offsets of one topic: `(partition, offset, error)`.
@@ -234,7 +238,11 @@ type TopicOffsets = (String, Vec<(i32, i64, i16)>);
 /// Committed offsets of one group, or the group's error.
 type GroupOffsets = Result<Vec<TopicOffsets>, i16>;
 
-async fn fetch_group_offsets(ctx: &Context, group_id: &str, topics: Option<Vec<(String, Vec<i32>)>>) -> GroupOffsets {
+async fn fetch_group_offsets(
+    ctx: &Context,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> Result<GroupOffsets, BrokerDown> {
     let partitions = topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|(name, ps)| ps.iter().map(|p| TopicPartition::new(name.clone(), *p)))
@@ -244,11 +252,11 @@ async fn fetch_group_offsets(ctx: &Context, group_id: &str, topics: Option<Vec<(
         group_id: group_id.to_string(),
         partitions,
     };
-    let found = match call(ctx, engine_request, GROUP_CALL).await {
+    let found = match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::OffsetFetch(Ok(found))) => found,
-        Ok(GroupResponse::OffsetFetch(Err(e))) => return Err(e.code()),
-        Ok(_) => return Err(ErrorCode::UnknownServerError.code()),
-        Err(e) => return Err(e.code()),
+        Ok(GroupResponse::OffsetFetch(Err(e))) => return Ok(Err(e.code())),
+        Ok(_) => return Ok(Err(ErrorCode::UnknownServerError.code())),
+        Err(e) => return Ok(Err(e.code())),
     };
     let mut out: Vec<TopicOffsets> = Vec::new();
     for (tp, offset) in found {
@@ -257,10 +265,14 @@ async fn fetch_group_offsets(ctx: &Context, group_id: &str, topics: Option<Vec<(
             None => out.push((tp.topic, vec![(tp.partition, offset, 0)])),
         }
     }
-    Ok(out)
+    Ok(Ok(out))
 }
 
-pub async fn offset_fetch(ctx: &Context, request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+pub async fn offset_fetch(
+    ctx: &Context,
+    request: &OffsetFetchRequest,
+    version: i16,
+) -> Result<OffsetFetchResponse, BrokerDown> {
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for g in &request.groups {
@@ -269,7 +281,7 @@ pub async fn offset_fetch(ctx: &Context, request: &OffsetFetchRequest, version: 
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let group = match fetch_group_offsets(ctx, &g.group_id.0, topics).await {
+            let group = match fetch_group_offsets(ctx, &g.group_id.0, topics).await? {
                 Ok(found) => OffsetFetchResponseGroup::default()
                     .with_group_id(g.group_id.clone())
                     .with_topics(
@@ -298,14 +310,14 @@ pub async fn offset_fetch(ctx: &Context, request: &OffsetFetchRequest, version: 
             };
             groups.push(group);
         }
-        return OffsetFetchResponse::default().with_groups(groups);
+        return Ok(OffsetFetchResponse::default().with_groups(groups));
     }
     let topics = request.topics.as_ref().map(|ts| {
         ts.iter()
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect::<Vec<_>>()
     });
-    let found = match fetch_group_offsets(ctx, &request.group_id.0, topics.clone()).await {
+    let found = match fetch_group_offsets(ctx, &request.group_id.0, topics.clone()).await? {
         Ok(found) => found,
         // v1 has no response-wide error: every partition asked carries it.
         Err(code) if version < 2 => topics
@@ -313,9 +325,9 @@ pub async fn offset_fetch(ctx: &Context, request: &OffsetFetchRequest, version: 
             .into_iter()
             .map(|(name, ps)| (name, ps.into_iter().map(|p| (p, -1, code)).collect()))
             .collect(),
-        Err(code) => return OffsetFetchResponse::default().with_error_code(code),
+        Err(code) => return Ok(OffsetFetchResponse::default().with_error_code(code)),
     };
-    OffsetFetchResponse::default().with_topics(
+    Ok(OffsetFetchResponse::default().with_topics(
         found
             .into_iter()
             .map(|(name, ps)| {
@@ -334,14 +346,14 @@ pub async fn offset_fetch(ctx: &Context, request: &OffsetFetchRequest, version: 
                     )
             })
             .collect(),
-    )
+    ))
 }
 
-pub async fn list_groups(ctx: &Context, request: &ListGroupsRequest) -> ListGroupsResponse {
-    let groups = match call(ctx, GroupRequest::ListGroups, GROUP_CALL).await {
+pub async fn list_groups(ctx: &Context, request: &ListGroupsRequest) -> Result<ListGroupsResponse, BrokerDown> {
+    let groups = match call(ctx, GroupRequest::ListGroups, GROUP_CALL).await? {
         Ok(GroupResponse::ListGroups(groups)) => groups,
-        Ok(_) => return ListGroupsResponse::default().with_error_code(ErrorCode::UnknownServerError.code()),
-        Err(e) => return ListGroupsResponse::default().with_error_code(e.code()),
+        Ok(_) => return Ok(ListGroupsResponse::default().with_error_code(ErrorCode::UnknownServerError.code())),
+        Err(e) => return Ok(ListGroupsResponse::default().with_error_code(e.code())),
     };
     let wanted = |state: GroupState| {
         request.states_filter.is_empty()
@@ -350,7 +362,7 @@ pub async fn list_groups(ctx: &Context, request: &ListGroupsRequest) -> ListGrou
                 .iter()
                 .any(|s| s.eq_ignore_ascii_case(state_name(state)))
     };
-    ListGroupsResponse::default().with_groups(
+    Ok(ListGroupsResponse::default().with_groups(
         groups
             .into_iter()
             .filter(|(_, state)| wanted(*state))
@@ -362,16 +374,19 @@ pub async fn list_groups(ctx: &Context, request: &ListGroupsRequest) -> ListGrou
                     .with_group_type(str_bytes("classic"))
             })
             .collect(),
-    )
+    ))
 }
 
-pub async fn describe_groups(ctx: &Context, request: &DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub async fn describe_groups(
+    ctx: &Context,
+    request: &DescribeGroupsRequest,
+) -> Result<DescribeGroupsResponse, BrokerDown> {
     let mut groups = Vec::with_capacity(request.groups.len());
     for group_id in &request.groups {
         let engine_request = GroupRequest::Describe {
             group_id: group_id.0.to_string(),
         };
-        let described = match call(ctx, engine_request, GROUP_CALL).await {
+        let described = match call(ctx, engine_request, GROUP_CALL).await? {
             Ok(GroupResponse::Describe(d)) => d.map_err(|e| e.code()),
             Ok(_) => Err(ErrorCode::UnknownServerError.code()),
             Err(e) => Err(e.code()),
@@ -403,5 +418,5 @@ pub async fn describe_groups(ctx: &Context, request: &DescribeGroupsRequest) -> 
         };
         groups.push(group.with_authorized_operations(OPERATIONS_NOT_REQUESTED));
     }
-    DescribeGroupsResponse::default().with_groups(groups)
+    Ok(DescribeGroupsResponse::default().with_groups(groups))
 }

@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
+use tokio::sync::oneshot;
 
 use super::WireConfig;
 use super::codec::{self, CodecError, DecodedRequest, RequestBody};
 use super::versions;
-use crate::engine::{BrokerId, Cluster};
+use crate::engine::{BrokerId, Cluster, ErrorCode};
 
 /// What a handler knows about where it runs.
 pub struct Context {
@@ -76,41 +77,83 @@ pub fn topic_name(s: impl Into<String>) -> TopicName {
     TopicName(str_bytes(s))
 }
 
-fn frame<R: Encodable>(request: &DecodedRequest, response: &R) -> Result<Option<Bytes>, CodecError> {
-    codec::encode_response(request.api_key, request.api_version, request.correlation_id, response).map(Some)
+/// Why a request gets no answer and its connection is closed.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error("the broker went down with the request in hand")]
+    BrokerDown,
+}
+
+/// The broker this listener serves went down with the request in hand (the engine calls it
+/// NETWORK_EXCEPTION). A crashed Kafka broker answers nothing: its connections break, and
+/// the client retries elsewhere. NETWORK_EXCEPTION itself is the client's name for a broken
+/// connection, never sent by a broker; librdkafka takes it from one as a permanent failure
+/// of the records.
+#[derive(Debug)]
+pub struct BrokerDown;
+
+impl From<BrokerDown> for Unanswered {
+    fn from(_: BrokerDown) -> Self {
+        Unanswered::BrokerDown
+    }
+}
+
+/// Tells "the broker went down" apart from the errors a client is to be told. Every engine
+/// call of a handler goes to the listener's own broker, so its NETWORK_EXCEPTION means that.
+pub fn reached<T>(outcome: Result<T, ErrorCode>) -> Result<Result<T, ErrorCode>, BrokerDown> {
+    match outcome {
+        Err(ErrorCode::NetworkException) => Err(BrokerDown),
+        other => Ok(other),
+    }
+}
+
+/// A response frame, nothing (acks=0 produce), or why the connection closes instead.
+pub type Answer = Result<Option<Bytes>, Unanswered>;
+
+fn frame<R: Encodable>(request: &DecodedRequest, response: &R) -> Answer {
+    Ok(Some(codec::encode_response(
+        request.api_key,
+        request.api_version,
+        request.correlation_id,
+        response,
+    )?))
 }
 
 /// Answers one request: the response frame, or `None` when Kafka sends none (acks=0).
-pub async fn handle(ctx: &Context, request: DecodedRequest) -> Result<Option<Bytes>, CodecError> {
+///
+/// `queued` is dropped once the request's batches wait in their broker's queue (at once for
+/// any other request): see [`produce::produce`].
+pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sender<()>) -> Answer {
     let v = request.api_version;
     match &request.body {
         RequestBody::ApiVersions(_) => frame(&request, &versions::api_versions_response(0)),
-        RequestBody::ApiVersionsUnsupported => codec::encode_response(
+        RequestBody::ApiVersionsUnsupported => Ok(Some(codec::encode_response(
             ApiKey::ApiVersions,
             0,
             request.correlation_id,
             &versions::api_versions_response(codes::UNSUPPORTED_VERSION),
-        )
-        .map(Some),
+        )?)),
         RequestBody::Metadata(r) => frame(&request, &metadata::metadata(ctx, r, v).await),
         RequestBody::DescribeCluster(_) => frame(&request, &metadata::describe_cluster(ctx)),
         RequestBody::FindCoordinator(r) => frame(&request, &metadata::find_coordinator(ctx, r, v)),
-        RequestBody::Produce(r) => match produce::produce(ctx, r).await {
+        RequestBody::Produce(r) => match produce::produce(ctx, r, queued).await? {
             Some(response) => frame(&request, &response),
             None => Ok(None),
         },
         RequestBody::InitProducerId(r) => frame(&request, &produce::init_producer_id(ctx, r).await),
-        RequestBody::Fetch(r) => frame(&request, &fetch::fetch(ctx, r, v).await),
-        RequestBody::ListOffsets(r) => frame(&request, &fetch::list_offsets(ctx, r, v).await),
+        RequestBody::Fetch(r) => frame(&request, &fetch::fetch(ctx, r, v).await?),
+        RequestBody::ListOffsets(r) => frame(&request, &fetch::list_offsets(ctx, r, v).await?),
         RequestBody::OffsetForLeaderEpoch(r) => frame(&request, &fetch::offset_for_leader_epoch(ctx, r)),
-        RequestBody::JoinGroup(r) => frame(&request, &groups::join(ctx, r, v).await),
-        RequestBody::SyncGroup(r) => frame(&request, &groups::sync(ctx, r).await),
-        RequestBody::Heartbeat(r) => frame(&request, &groups::heartbeat(ctx, r).await),
-        RequestBody::LeaveGroup(r) => frame(&request, &groups::leave(ctx, r, v).await),
-        RequestBody::OffsetCommit(r) => frame(&request, &groups::offset_commit(ctx, r).await),
-        RequestBody::OffsetFetch(r) => frame(&request, &groups::offset_fetch(ctx, r, v).await),
-        RequestBody::ListGroups(r) => frame(&request, &groups::list_groups(ctx, r).await),
-        RequestBody::DescribeGroups(r) => frame(&request, &groups::describe_groups(ctx, r).await),
+        RequestBody::JoinGroup(r) => frame(&request, &groups::join(ctx, r, v).await?),
+        RequestBody::SyncGroup(r) => frame(&request, &groups::sync(ctx, r).await?),
+        RequestBody::Heartbeat(r) => frame(&request, &groups::heartbeat(ctx, r).await?),
+        RequestBody::LeaveGroup(r) => frame(&request, &groups::leave(ctx, r, v).await?),
+        RequestBody::OffsetCommit(r) => frame(&request, &groups::offset_commit(ctx, r).await?),
+        RequestBody::OffsetFetch(r) => frame(&request, &groups::offset_fetch(ctx, r, v).await?),
+        RequestBody::ListGroups(r) => frame(&request, &groups::list_groups(ctx, r).await?),
+        RequestBody::DescribeGroups(r) => frame(&request, &groups::describe_groups(ctx, r).await?),
         RequestBody::CreateTopics(r) => frame(&request, &admin::create_topics(ctx, r).await),
         RequestBody::DeleteTopics(r) => frame(&request, &admin::delete_topics(ctx, r, v).await),
         RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),

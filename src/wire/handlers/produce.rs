@@ -1,16 +1,41 @@
 //! Produce and InitProducerId. Record batches are appended as the client sent them; the
 //! engine checks them and the idempotent producer's sequence numbers.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProduceRequest};
+use tokio::sync::oneshot;
 
-use super::{Context, codes};
+use super::{BrokerDown, Context, codes, reached};
 use crate::engine::{Acks, ErrorCode, TopicPartition};
 
+/// One partition's append: its base offset or the error code for the client.
+type Outcome = Result<Result<i64, i16>, BrokerDown>;
+
+/// A partition's produce call after its first step.
+enum Started<F> {
+    Done(Outcome),
+    Waiting(Pin<Box<F>>),
+}
+
 /// The response, or `None` for acks=0 (Kafka sends nothing back).
-pub async fn produce(ctx: &Context, request: &ProduceRequest) -> Option<ProduceResponse> {
+///
+/// Kafka's broker handles one connection's requests one at a time, and an idempotent
+/// producer with several requests in flight relies on that: its batches must be appended in
+/// the order sent, or a batch that overtakes its predecessor is refused as out of order. The
+/// engine fixes a partition's append order as requests reach its broker's queue, which a
+/// call does on its first poll; so each partition's call takes that step here, in request
+/// order, before `queued` is dropped and the connection reads its next request. The waits for
+/// acknowledgements then overlap with later requests.
+pub async fn produce(
+    ctx: &Context,
+    request: &ProduceRequest,
+    queued: oneshot::Sender<()>,
+) -> Result<Option<ProduceResponse>, BrokerDown> {
     let acks = match request.acks {
         0 => Some(Acks::None),
         1 => Some(Acks::Leader),
@@ -27,28 +52,35 @@ pub async fn produce(ctx: &Context, request: &ProduceRequest) -> Option<ProduceR
             let records = p.records.clone();
             let cluster = ctx.cluster.clone();
             let broker = ctx.broker;
-            let task = tokio::spawn(async move {
+            let mut call = Box::pin(async move {
                 let Some(acks) = acks else {
-                    return Err(codes::INVALID_REQUIRED_ACKS);
+                    return Ok(Err(codes::INVALID_REQUIRED_ACKS));
                 };
                 if transactional {
                     // Transactions are not implemented (and not advertised).
-                    return Err(codes::INVALID_REQUEST);
+                    return Ok(Err(codes::INVALID_REQUEST));
                 }
                 let Some(records) = records.filter(|r| !r.is_empty()) else {
-                    return Err(codes::CORRUPT_MESSAGE);
+                    return Ok(Err(codes::CORRUPT_MESSAGE));
                 };
-                cluster
-                    .produce_to(broker, &tp, records.to_vec(), acks, timeout)
-                    .await
-                    .map_err(|e| e.code())
+                let outcome = cluster.produce_to(broker, &tp, records.to_vec(), acks, timeout).await;
+                reached(outcome).map(|appended| appended.map_err(ErrorCode::code))
             });
-            pending.push((name.clone(), p.index, task));
+            let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+            let started = match first {
+                Poll::Ready(done) => Started::Done(done),
+                Poll::Pending => Started::Waiting(call),
+            };
+            pending.push((name.clone(), p.index, started));
         }
     }
+    drop(queued);
     let mut responses: Vec<TopicProduceResponse> = Vec::new();
-    for (topic, index, task) in pending {
-        let outcome = task.await.unwrap_or(Err(ErrorCode::UnknownServerError.code()));
+    for (topic, index, started) in pending {
+        let outcome = match started {
+            Started::Done(done) => done?,
+            Started::Waiting(call) => call.await?,
+        };
         let partition = match outcome {
             Ok(base_offset) => PartitionProduceResponse::default()
                 .with_index(index)
@@ -67,7 +99,7 @@ pub async fn produce(ctx: &Context, request: &ProduceRequest) -> Option<ProduceR
             ),
         }
     }
-    (request.acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+    Ok((request.acks != 0).then(|| ProduceResponse::default().with_responses(responses)))
 }
 
 pub async fn init_producer_id(ctx: &Context, request: &InitProducerIdRequest) -> InitProducerIdResponse {
