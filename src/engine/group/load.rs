@@ -121,7 +121,7 @@ pub(crate) async fn replay(tp: &TopicPartition, log: &Log) -> Replay {
                 at = log_start_offset;
                 continue;
             }
-            Err(error) => {
+            Err(error @ (LogError::CorruptBatch { .. } | LogError::CorruptMessage(_))) => {
                 if unreadable_from.is_none() {
                     tracing::error!(%tp, offset = at, %error, "cannot read the offsets partition here; looking for the next readable batch");
                     unreadable_from = Some(at);
@@ -129,7 +129,13 @@ pub(crate) async fn replay(tp: &TopicPartition, log: &Log) -> Replay {
                 // The read fails for the whole batch holding `at`; the next batch starts at
                 // an offset we do not know, so try each.
                 at += 1;
+                tokio::task::yield_now().await;
                 continue;
+            }
+            Err(error) => {
+                // Nothing further can be read (the log went offline, say).
+                tracing::error!(%tp, offset = at, %error, "cannot read the offsets partition any further");
+                break;
             }
         };
         if data.records.is_empty() {
@@ -148,7 +154,7 @@ pub(crate) async fn replay(tp: &TopicPartition, log: &Log) -> Replay {
                 continue;
             }
             if let Some(from) = unreadable_from.take() {
-                replay.skipped(from, header.base_offset.max(from));
+                replay.skipped(from, at);
             }
             if !header.is_control() {
                 let from = at;
@@ -171,8 +177,8 @@ pub(crate) async fn replay(tp: &TopicPartition, log: &Log) -> Replay {
         }
         tokio::task::yield_now().await;
     }
-    if let Some(from) = unreadable_from {
-        replay.skipped(from, end);
+    if at < end || unreadable_from.is_some() {
+        replay.skipped(unreadable_from.unwrap_or(at), end);
     }
     replay
 }
