@@ -113,8 +113,10 @@ async fn a_load_brings_the_group_back_stable_and_skips_what_does_not_decode() {
         single_record_batch(&[0, 1, 0]),
         offset_commit_batch("analytics", &[(clicks.clone(), commit(9))]),
     ];
+    // Written as a follower copies them: a leader's append would refuse the bad batch.
     for mut batch in batches {
-        log.append_as_leader(&mut batch, 0, 0).expect("append");
+        batch[..8].copy_from_slice(&log.log_end_offset().to_be_bytes());
+        log.append_as_follower(&batch, 0).expect("append");
     }
     let coordinator = coordinator();
     let (_partition, unreadable) = load(&coordinator, log).await;
