@@ -2,7 +2,8 @@
 `kdeck serve --ephemeral --brokers 3 --no-demo` on free ports.
 
 Usage: interop.py KDECK_BINARY [SCENARIO...]. Each scenario starts its own server, so one
-failure does not cascade. Exit status 0 only if every scenario passed.
+failure does not cascade. Exit status 0 only if every scenario passed. Scenarios listed in
+PENDING are skipped unless named.
 """
 
 import os
@@ -307,6 +308,235 @@ def scenario_kafka_python(server):
     assert sorted(second) == list(range(1000, 1500)), f"resumed with {len(second)} records, not the 500 new ones"
 
 
+def read_all(server, topic, partitions):
+    """Every record of `topic` up to its end offsets now: {(partition, offset): int value}."""
+    c = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": "audit-" + uuid.uuid4().hex,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": True,
+    })
+    c.subscribe([topic])
+    read = {}
+    eof = set()
+    deadline = time.time() + 120
+    ends = end_offsets(server, topic, partitions)
+    while time.time() < deadline:
+        for m in c.consume(1000, timeout=1):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= ends[m.partition()]:
+                    eof.add(m.partition())
+                continue
+            read[(m.partition(), m.offset())] = int(m.value())
+        if len(eof) == partitions:
+            break
+    c.close()
+    return read
+
+
+def check_read_back(server, topic, partitions, acked, keys):
+    """Each acknowledged record is read back once, where it was acknowledged, nothing is
+    written twice, and the records of one key (value % keys) keep their order."""
+    read = read_all(server, topic, partitions)
+    values = list(read.values())
+    assert len(values) == len(set(values)), "a record was written twice"
+    for key, value in acked.items():
+        assert read.get(key) == value, f"acknowledged record {value} at {key} is missing"
+    for p in range(partitions):
+        last = {}
+        for (part, off) in sorted(k for k in read if k[0] == p):
+            v = read[(part, off)]
+            k = v % keys
+            assert last.get(k, -1) < v, f"partition {p}: {v} after {last.get(k)}"
+            last[k] = v
+
+
+class PacedProducer:
+    """An idempotent acks=all librdkafka producer sending `rate` records/s from a thread of
+    its own (values are sequence numbers, keys value % keys), noting every delivery and every
+    fatal error."""
+
+    def __init__(self, server, topic, rate, keys, config=None):
+        self.topic, self.rate, self.keys = topic, rate, keys
+        self.acked, self.failed, self.fatal = {}, [], []
+        self.sent = 0
+        self.producer = Producer({
+            "bootstrap.servers": server.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "error_cb": self._error,
+            **(config or {}),
+        })
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _error(self, err):
+        if err.fatal():
+            self.fatal.append(err)
+
+    def _delivered(self, err, msg):
+        if err is None:
+            self.acked[(msg.partition(), msg.offset())] = int(msg.value())
+        else:
+            self.failed.append(err)
+
+    def _run(self):
+        start = time.time()
+        while not self.done.is_set() and not self.fatal:
+            # Whatever is due now goes at once: waits shorter than a millisecond round up.
+            due = int((time.time() - start) * self.rate)
+            while self.sent < due:
+                try:
+                    self.producer.produce(self.topic, key=f"k{self.sent % self.keys}", value=str(self.sent),
+                                          on_delivery=self._delivered)
+                    self.sent += 1
+                except BufferError:
+                    break
+            self.producer.poll(0.005)
+
+    def finish(self, timeout=120):
+        """Stops sending, waits for every delivery report, and checks that none failed (a
+        retriable error is retried; NETWORK_EXCEPTION from a broker fails the records)."""
+        self.done.set()
+        self.thread.join(30)
+        left = self.producer.flush(timeout)
+        assert not self.fatal, f"fatal producer errors: {self.fatal}"
+        assert left == 0, f"{left} records never got a delivery report"
+        assert not self.failed, f"{len(self.failed)} failed deliveries: {self.failed[:3]}"
+
+
+def scenario_idempotent_steady(server):
+    """librdkafka's idempotent producer at 2,000 records/s for 60 s: nothing fatal, nothing
+    lost (issue 13: batches sent in order were refused as out of order)."""
+    topic, partitions = "steady", 6
+    create_topic(server, topic, partitions, 3)
+    producer = PacedProducer(server, topic, rate=2000, keys=97)
+    time.sleep(60)
+    producer.finish()
+    assert len(producer.acked) == producer.sent, f"{len(producer.acked)} of {producer.sent} delivered"
+    assert sum(end_offsets(server, topic, partitions).values()) == producer.sent
+    print(f"  idempotent-steady: {producer.sent} records delivered")
+
+
+def status(server):
+    """`status` as a dict: controller, brokers {id: state}, offline, under_replicated."""
+    reply = server.command("status")
+    head, rest = reply.split(" brokers=[", 1)
+    listed, tail = rest.split("] ", 1)
+    fields = dict(w.split("=", 1) for w in (head + " " + tail).split()[1:])
+    brokers = {}
+    for entry in listed.split(", "):
+        ident, state = entry.split(" ", 1)[0].split("=", 1)
+        brokers[int(ident.split("@", 1)[0])] = state
+    return {
+        "controller": fields.get("controller"),
+        "brokers": brokers,
+        "offline": int(fields["offline"]),
+        "under_replicated": int(fields["under_replicated"]),
+    }
+
+
+def wait_healthy(server, timeout=60):
+    """Until every broker runs unfenced and every partition is fully replicated."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s = status(server)
+        if all(v == "running" for v in s["brokers"].values()) and s["offline"] == 0 and s["under_replicated"] == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the cluster did not heal: {status(server)}")
+
+
+def leader_of(server, topic, partition):
+    for _ in range(10):
+        md = admin(server).list_topics(topic, timeout=10).topics.get(topic)
+        if md and partition in md.partitions and md.partitions[partition].leader >= 0:
+            return md.partitions[partition].leader
+        time.sleep(0.5)
+    raise AssertionError(f"{topic}/{partition} has no leader")
+
+
+def scenario_idempotent_chaos(server):
+    """An idempotent acks=all producer through kills, controlled stops and pauses of partition
+    leaders and of the controller's broker: nothing fatal, and every acknowledged record is
+    read back once, in order."""
+    topic, partitions = "chaos", 6
+    create_topic(server, topic, partitions, 3, {"min.insync.replicas": "2"})
+    producer = PacedProducer(server, topic, rate=2000, keys=101, config={"message.timeout.ms": 120_000})
+    faults = [("kill", "start"), ("stop", "start"), ("pause", "resume")]
+    steps = []
+    for step in range(6):
+        fault, undo = faults[step % len(faults)]
+        if step % 2 == 1:
+            target, whose = int(status(server)["controller"]), "controller"
+        else:
+            target, whose = leader_of(server, topic, step % partitions), f"leader of {topic}/{step % partitions}"
+        time.sleep(1.5)
+        server.command(f"{fault} {target}")
+        time.sleep(3)
+        server.command(f"{undo} {target}")
+        wait_healthy(server)
+        steps.append(f"{fault} {target} ({whose})")
+        assert not producer.fatal, f"fatal producer errors after {steps}: {producer.fatal}"
+    time.sleep(1.5)
+    producer.finish()
+    assert producer.acked, "nothing was acknowledged"
+    check_read_back(server, topic, partitions, producer.acked, keys=101)
+    print(f"  idempotent-chaos: {len(producer.acked)} records acknowledged through {'; '.join(steps)}")
+
+
+def scenario_group_failover(server):
+    """A confluent-kafka group member keeps its member id through its coordinator's failover:
+    no revocation, no new assignment after the kill."""
+    topic, group = "members", "steadfast"
+    create_topic(server, topic, 3, 3)
+    events = []
+    consumer = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 30_000,
+        "heartbeat.interval.ms": 500,
+    })
+    consumer.subscribe(
+        [topic],
+        on_assign=lambda c, ps: events.append(("assign", time.time())),
+        on_revoke=lambda c, ps: events.append(("revoke", time.time())),
+    )
+    producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all"})
+    received = []
+
+    def run(seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            producer.produce(topic, value=str(len(received)))
+            producer.poll(0)
+            for m in consumer.consume(100, timeout=0.1):
+                if not m.error():
+                    received.append(m.value())
+
+    run(5)
+    assert events and events[-1][0] == "assign", f"the member joined: {events}"
+    member = consumer.memberid()
+    described = admin(server).describe_consumer_groups([group])[group].result(timeout=30)
+    coordinator = described.coordinator.id
+    assert [m.member_id for m in described.members] == [member], described.members
+    killed_at = time.time()
+    server.command(f"kill {coordinator}")
+    run(15)
+    before = len(received)
+    run(3)
+    after = [e for e, at in events if at >= killed_at]
+    assert not after, f"a rebalance after the coordinator's failover: {after}"
+    assert consumer.memberid() == member, f"member id {member} became {consumer.memberid()}"
+    assert len(received) > before, "the member still receives records"
+    server.command(f"start {coordinator}")
+    consumer.close()
+    producer.flush(30)
+
+
 def scenario_failover(server):
     topic, partitions = "payments", 3
     create_topic(server, topic, partitions, 3, {"min.insync.replicas": "2"})
@@ -344,40 +574,7 @@ def scenario_failover(server):
             producer.poll(0.05)
     assert producer.flush(120) == 0, "records left unsent"
     assert len(acked) > 0
-    # Read everything back with a fresh consumer.
-    c = Consumer({
-        "bootstrap.servers": server.bootstrap,
-        "group.id": "audit-" + uuid.uuid4().hex,
-        "auto.offset.reset": "earliest",
-        "enable.partition.eof": True,
-    })
-    c.subscribe([topic])
-    read = {}
-    eof = set()
-    deadline = time.time() + 120
-    ends = end_offsets(server, topic, partitions)
-    while time.time() < deadline:
-        for m in c.consume(1000, timeout=1):
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= ends[m.partition()]:
-                    eof.add(m.partition())
-                continue
-            read[(m.partition(), m.offset())] = int(m.value())
-        if len(eof) == partitions:
-            break
-    c.close()
-    values = list(read.values())
-    assert len(values) == len(set(values)), "a record was written twice"
-    for key, value in acked.items():
-        assert read.get(key) == value, f"acknowledged record {value} at {key} is missing"
-    # In order per partition: values of one key only grow with the offset.
-    for p in range(partitions):
-        last = {}
-        for (part, off) in sorted(k for k in read if k[0] == p):
-            v = read[(part, off)]
-            k = v % 97
-            assert last.get(k, -1) < v, f"partition {p}: {v} after {last.get(k)}"
-            last[k] = v
+    check_read_back(server, topic, partitions, acked, keys=97)
     print(f"  failover: {len(acked)} acknowledged, {len(errors)} failed deliveries, broker {leader} killed and restarted")
 
 
@@ -491,13 +688,26 @@ SCENARIOS = {
     "failover": scenario_failover,
     "garbage": scenario_garbage,
     "kdeck-cli": scenario_kdeck_cli,
+    "idempotent-steady": scenario_idempotent_steady,
+    "idempotent-chaos": scenario_idempotent_chaos,
+    "group-failover": scenario_group_failover,
+}
+
+# Scenarios that wait for kdeck to catch up, with the reason: run only when named on the
+# command line. Remove an entry once its scenario passes.
+PENDING = {
+    "group-failover": "group membership does not survive a coordinator failover yet (members rejoin)",
 }
 
 
 def main():
     global KDECK
     KDECK = os.path.abspath(sys.argv[1])
-    names = sys.argv[2:] or list(SCENARIOS)
+    names = sys.argv[2:]
+    if not names:
+        names = [n for n in SCENARIOS if n not in PENDING]
+        for name, reason in PENDING.items():
+            print(f"skip {name}: {reason}")
     failed = []
     for name in names:
         started = time.time()

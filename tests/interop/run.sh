@@ -14,7 +14,8 @@ if ! command -v kcat >/dev/null 2>&1; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
 fi
 
-venv=target/interop-venv
+target=${CARGO_TARGET_DIR:-target}
+venv=$target/interop-venv
 if [ ! -x "$venv/bin/python" ]; then
   echo "creating $venv"
   if ! python3 -m venv "$venv" >/dev/null 2>&1; then
@@ -27,4 +28,4 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.16.1 kafka-python==3.0.12
 
 cargo build --locked -q --bin kdeck
-"$venv/bin/python" tests/interop/interop.py target/debug/kdeck "$@"
+"$venv/bin/python" tests/interop/interop.py "$target/debug/kdeck" "$@"
