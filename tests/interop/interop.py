@@ -695,9 +695,7 @@ SCENARIOS = {
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the
 # command line. Remove an entry once its scenario passes.
-PENDING = {
-    "group-failover": "group membership does not survive a coordinator failover yet (members rejoin)",
-}
+PENDING: dict[str, str] = {}
 
 
 def main():
