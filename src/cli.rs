@@ -327,6 +327,40 @@ pub enum BenchCommand {
     Produce(ProduceBenchArgs),
     /// Console rendering: one frame of a large cluster view, and the idle console's CPU use.
     Render(RenderBenchArgs),
+    /// Deterministic simulation: seeded schedules of faults and clients, invariants checked
+    /// after every step.
+    Sim(SimBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SimBenchArgs {
+    /// Seeds to run, from --seed on (default 100, or 1 when --seed is given).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: Option<u64>,
+    /// The first (or only) seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Steps of each schedule before the heal phase; fewer cut a schedule short.
+    #[arg(long, default_value_t = crate::sim::DEFAULT_STEPS)]
+    pub steps: usize,
+    /// Steps to leave out, by index (comma-separated), to minimise a failing schedule.
+    #[arg(long, value_delimiter = ',')]
+    pub skip: Vec<usize>,
+    /// Prints each schedule, each step's outcome and every cluster event.
+    #[arg(long)]
+    pub trace: bool,
+    /// Searches for a shorter schedule that breaks the same invariant, for each failing seed.
+    #[arg(long)]
+    pub shrink: bool,
+    /// Runs every seed twice and compares verdicts and final states.
+    #[arg(long)]
+    pub check_determinism: bool,
+    /// Seeds run at once (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256).map(|n| n as usize))]
+    pub jobs: Option<usize>,
+    /// Directory for the clusters' data (default: /dev/shm when there is one).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

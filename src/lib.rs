@@ -10,6 +10,7 @@ pub mod embedded;
 pub mod engine;
 pub mod remote;
 pub mod serve;
+pub mod sim;
 pub mod storage;
 pub mod tui;
 pub mod view;
@@ -55,6 +56,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             what: BenchCommand::Render(args),
         }) => bench::render::run(&args),
+        Some(Command::Bench {
+            what: BenchCommand::Sim(args),
+        }) => bench::sim::run(&args),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod e2e;
 pub mod engine;
 pub mod produce;
 pub mod render;
+pub mod sim;
 pub mod storage;
 
 use std::future::Future;

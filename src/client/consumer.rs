@@ -20,6 +20,10 @@ use tokio::time::Instant;
 use super::assignor::{self, Subscription};
 use crate::engine::group::JoinGroupRequest;
 use crate::engine::{Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, TopicPartition};
+
+/// How long a poll that could not fetch anything waits before trying again (Kafka's
+/// `retry.backoff.ms` default).
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 use crate::storage::records;
 
 /// What to do when a partition has no committed offset or its position fell out of range.
@@ -240,8 +244,12 @@ impl Consumer {
             }
             let wait = (deadline - now).min(Duration::from_millis(self.config.fetch_max_wait_ms));
             self.fetch_once(wait).await?;
-            if self.buffered.is_empty() && self.assigned.is_empty() {
-                tokio::time::sleep(wait.min(Duration::from_millis(100))).await;
+            // Nothing came and no long poll is out: no partition is assigned, none has a
+            // position yet (the coordinator is moving) or every fetch failed at once (no
+            // leader). Like Kafka's consumer (`retry.backoff.ms`), wait before asking again
+            // rather than spinning until the poll's timeout.
+            if self.buffered.is_empty() && self.fetches.is_empty() {
+                tokio::time::sleep(wait.min(RETRY_BACKOFF)).await;
             }
         }
     }

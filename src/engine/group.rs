@@ -487,8 +487,15 @@ impl GroupCoordinator {
         }
         if req.member_id.is_empty() {
             // KIP-394: a new member first gets its id, then joins with it.
+            // Unique across coordinators, as Kafka's `clientId-UUID`: the offsets partition's
+            // leader epoch tells this coordinator from earlier ones (a restarted broker counts
+            // from the start again) whose members a loaded group may still hold.
             state.next_member += 1;
-            let member_id = format!("{}-{:x}", req.group_id, state.next_member);
+            let epoch = state
+                .partitions
+                .get(&self.offsets_partition(&req.group_id))
+                .map_or(-1, |load| load.log().role().1);
+            let member_id = format!("{}-{epoch}-{:x}", req.group_id, state.next_member);
             let _ = tx.send(JoinGroupResponse {
                 error: Some(ErrorCode::MemberIdRequired),
                 member_id,
@@ -520,6 +527,27 @@ impl GroupCoordinator {
                 m.rebalance_timeout = rebalance_timeout;
                 m.last_heartbeat = now;
                 let is_leader = group.leader.as_deref() == Some(req.member_id.as_str());
+                if group.state == GroupState::CompletingRebalance && !changed {
+                    // Kafka's CompletingRebalance case: the member probably missed its JoinGroup
+                    // answer (a retry, a slow link); it gets the current generation again, the
+                    // leader with the members to assign. Rebalancing here instead would fail
+                    // every SyncGroup in flight, and members that rejoin at once would keep
+                    // the group from ever settling.
+                    let members = if is_leader {
+                        group_protocol_members(group)
+                    } else {
+                        Vec::new()
+                    };
+                    let _ = tx.send(JoinGroupResponse {
+                        error: None,
+                        generation_id: group.generation,
+                        protocol_name: group.protocol.clone(),
+                        leader: group.leader.clone().unwrap_or_default(),
+                        member_id: req.member_id,
+                        members,
+                    });
+                    return rx;
+                }
                 if group.state == GroupState::Stable && !changed && !is_leader {
                     // Nothing to do: tell it the current generation again.
                     let _ = tx.send(JoinGroupResponse {
@@ -1014,6 +1042,19 @@ fn remove_member(group: &mut Group, member_id: &str, now: Instant) -> bool {
     true
 }
 
+/// Every member with its metadata for the group's chosen protocol: what the leader assigns.
+fn group_protocol_members(group: &Group) -> Vec<(String, Bytes)> {
+    let protocol = group.protocol.as_deref().unwrap_or_default();
+    group
+        .members
+        .iter()
+        .map(|(id, m)| {
+            let meta = m.protocols.iter().find(|(n, _)| n == protocol).map(|(_, b)| b.clone());
+            (id.clone(), meta.unwrap_or_default())
+        })
+        .collect()
+}
+
 /// The join phase is over: members that did not rejoin are dropped, the generation moves
 /// on, a protocol is chosen by vote, and every joined member gets its answer.
 fn complete_join(group: &mut Group) {
@@ -1087,16 +1128,9 @@ fn complete_join(group: &mut Group) {
                 .map(|(id, _)| id.clone())
         })
         .unwrap_or_default();
-    let members: Vec<(String, Bytes)> = group
-        .members
-        .iter()
-        .map(|(id, m)| {
-            let meta = m.protocols.iter().find(|(n, _)| *n == protocol).map(|(_, b)| b.clone());
-            (id.clone(), meta.unwrap_or_default())
-        })
-        .collect();
     group.protocol = Some(protocol.clone());
     group.leader = Some(leader.clone());
+    let members = group_protocol_members(group);
     group.state = GroupState::CompletingRebalance;
     let generation = group.generation;
     for (id, m) in group.members.iter_mut() {

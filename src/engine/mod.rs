@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cluster::{
     BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, PartitionView, ProduceOutcome,
-    ReplicaView, TopicView,
+    ReplicaProbe, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata};

@@ -53,6 +53,8 @@ struct Routes {
     faults: HashMap<(NodeId, NodeId), LinkFault>,
     /// Requests sent over each faulty link, for `Drop`.
     sent: HashMap<(NodeId, NodeId), u64>,
+    /// Requests handed to each broker, by sender: how much work the cluster does.
+    delivered: HashMap<(NodeId, BrokerId), u64>,
 }
 
 /// Shared by every node; cheap to clone.
@@ -82,6 +84,11 @@ impl Network {
 
     pub fn controller(&self) -> Option<BrokerId> {
         self.routes().controller_on
+    }
+
+    /// Requests handed to each broker so far, by sender.
+    pub(crate) fn delivered(&self) -> Vec<((NodeId, BrokerId), u64)> {
+        self.routes().delivered.iter().map(|(k, v)| (*k, *v)).collect()
     }
 
     /// Sets or clears the fault on the link between `a` and `b` (both directions).
@@ -152,6 +159,7 @@ impl Network {
                     reply: tx,
                 })
                 .map_err(|_| NetError::Refused)?;
+            *self.routes().delivered.entry((from, broker)).or_default() += 1;
             // A dropped reply (the broker died with the request in hand) looks like a broken
             // connection to the caller.
             let response = rx.await.map_err(|_| NetError::Refused)?;

@@ -1,0 +1,170 @@
+//! `kdeck bench sim`: runs seeds of the deterministic simulation (see [`crate::sim`]) and
+//! prints, per failing seed, its violations and the command that reproduces it, then one
+//! summary line: seeds run, steps, faults injected, violations found.
+
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+
+use crate::cli::SimBenchArgs;
+use crate::sim::{self, SimOptions, SimReport};
+
+pub fn run(args: &SimBenchArgs) -> Result<()> {
+    let first = args.seed.unwrap_or(0);
+    let count = args.seeds.unwrap_or(if args.seed.is_some() { 1 } else { 100 });
+    let seeds: Vec<u64> = (first..first.saturating_add(count)).collect();
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let options = |seed| SimOptions {
+        skip: args.skip.clone(),
+        dir: args.dir.clone(),
+        trace: args.trace,
+        ..SimOptions::new(seed, args.steps)
+    };
+    if args.trace {
+        for &seed in &seeds {
+            print!("{}", sim::Schedule::generate(seed, args.steps));
+        }
+    }
+    let started = Instant::now();
+    let reports = sim::run_seeds(&seeds, options, jobs, |r| print_seed(r, args))?;
+    let elapsed = started.elapsed();
+    let failing: Vec<&SimReport> = reports.iter().filter(|r| !r.passed()).collect();
+    let simulated: f64 = reports.iter().map(|r| r.simulated.as_secs_f64()).sum();
+    println!(
+        "sim: {} seeds run, {} steps, {} faults injected, {} violations found in {} seeds, {} acks=all records checked, {} consumed records checked, {simulated:.0} s simulated in {:.1} s",
+        reports.len(),
+        reports.iter().map(|r| r.steps).sum::<usize>(),
+        reports.iter().map(|r| r.faults).sum::<u64>(),
+        reports.iter().map(|r| r.violations.len()).sum::<usize>(),
+        failing.len(),
+        reports.iter().map(|r| r.acked_records).sum::<u64>(),
+        reports.iter().map(|r| r.consumed_records).sum::<u64>(),
+        elapsed.as_secs_f64(),
+    );
+    if !failing.is_empty() {
+        let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();
+        println!("sim: failing seeds: {}", list.join(", "));
+    }
+    if args.check_determinism {
+        check_determinism(&reports, &seeds, &options, jobs)?;
+    }
+    if args.shrink {
+        for r in &failing {
+            shrink(r, &options)?;
+        }
+    }
+    if failing.is_empty() {
+        Ok(())
+    } else {
+        bail!("{} of {} seeds broke an invariant", failing.len(), reports.len())
+    }
+}
+
+fn print_seed(report: &SimReport, args: &SimBenchArgs) {
+    if args.trace {
+        for line in &report.allowed_losses {
+            println!("seed {}: allowed loss: {line}", report.seed);
+        }
+    }
+    if report.passed() {
+        if args.trace || args.seeds.is_none() && args.seed.is_some() {
+            println!(
+                "sim seed {}: passed, {} steps, {} faults, {:.0} s simulated, fingerprint {:016x}",
+                report.seed,
+                report.steps,
+                report.faults,
+                report.simulated.as_secs_f64(),
+                report.fingerprint
+            );
+        }
+        return;
+    }
+    println!(
+        "sim seed {}: FAILED, {} violations, {} steps, {} faults, {:.0} s simulated, fingerprint {:016x}",
+        report.seed,
+        report.violations.len(),
+        report.steps,
+        report.faults,
+        report.simulated.as_secs_f64(),
+        report.fingerprint
+    );
+    for v in &report.violations {
+        println!("  {v}");
+    }
+    let skip = if args.skip.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = args.skip.iter().map(ToString::to_string).collect();
+        format!(" --skip {}", list.join(","))
+    };
+    println!(
+        "  reproduce: {}{skip} (add --trace for the schedule and every event)",
+        sim::reproduce_commands(report.seed, args.steps)
+    );
+}
+
+/// Runs every seed again and compares the final state, to measure how reproducible a seed is.
+fn check_determinism(
+    first: &[SimReport],
+    seeds: &[u64],
+    options: &(impl Fn(u64) -> SimOptions + Sync),
+    jobs: usize,
+) -> Result<()> {
+    let again = sim::run_seeds(seeds, options, jobs, |_| {})?;
+    let same_outcome = first
+        .iter()
+        .zip(&again)
+        .filter(|(a, b)| {
+            a.passed() == b.passed()
+                && a.violations
+                    .iter()
+                    .map(|v| v.invariant)
+                    .eq(b.violations.iter().map(|v| v.invariant))
+        })
+        .count();
+    let same_state = first
+        .iter()
+        .zip(&again)
+        .filter(|(a, b)| a.fingerprint == b.fingerprint)
+        .count();
+    println!(
+        "sim determinism: {} seeds run twice: {same_outcome} with the same verdict and violations, {same_state} with the same final state",
+        seeds.len()
+    );
+    for (a, b) in first.iter().zip(&again).filter(|(a, b)| a.passed() != b.passed()) {
+        println!(
+            "sim determinism: seed {} {} the first time and {} the second",
+            a.seed,
+            verdict(a),
+            verdict(b)
+        );
+    }
+    Ok(())
+}
+
+fn verdict(r: &SimReport) -> &'static str {
+    if r.passed() { "passed" } else { "failed" }
+}
+
+fn shrink(report: &SimReport, options: &impl Fn(u64) -> SimOptions) -> Result<()> {
+    let Some(first) = report.violations.first() else {
+        return Ok(());
+    };
+    let start = options(report.seed);
+    let shrunk = sim::shrink(&start, first.invariant, 40)?;
+    let skip: Vec<String> = shrunk.skip.iter().map(ToString::to_string).collect();
+    println!(
+        "sim seed {}: still breaks \"{}\" with --steps {}{}",
+        report.seed,
+        first.invariant,
+        shrunk.steps,
+        if skip.is_empty() {
+            String::new()
+        } else {
+            format!(" --skip {}", skip.join(","))
+        }
+    );
+    Ok(())
+}

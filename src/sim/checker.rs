@@ -1,0 +1,1791 @@
+//! The invariants, apart from the scenario that drives them (TigerBeetle's state checker,
+//! Jepsen's Kafka checker). The checker never touches the cluster: it is fed samples
+//! ([`Observation`]: the controller's metadata, the snapshot, every replica's own state and a
+//! way to read replica logs), the cluster's events and what the clients saw (acknowledged
+//! and consumed records), and reports every rule it sees broken, once, with the facts.
+//!
+//! Safety, checked on every sample:
+//! - a leader's HW never moves back within its leader epoch;
+//! - leader epochs never decrease, in the metadata or on a replica;
+//! - at most one leader per partition and epoch;
+//! - the ISR is a non-empty subset of the replicas and holds the leader;
+//! - every replica has log start <= HW <= log end;
+//! - the batches below the HW (the committed log) are identical, batch for batch, on every
+//!   ISR member and every later leader, and never change once committed;
+//! - every acks=all acknowledged record is in the committed log at its offset with its value;
+//! - a record of an idempotent producer appears at most once;
+//! - every record a consumer read is in the committed log at the offset it was read from;
+//! - a group's committed offsets and generation never go back.
+//!
+//! The only losses allowed are those Kafka's rules allow, each reported as such: an unclean
+//! election (the new leader was not in the ISR), and a broker elected as the last in-sync
+//! replica after a power loss cut its log back to what it had fsynced and before it caught
+//! up again (Kafka does not fsync by default and, before KIP-966, elects such a replica).
+//!
+//! Liveness, checked once every fault is healed ([`Checker::unsettled`]), and the work an
+//! idle cluster does ([`Checker::idle_work`]) complete the picture.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::engine::group::{OFFSETS_TOPIC, partition_for_group};
+use crate::engine::{
+    BrokerId, BrokerState, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind, MetadataImage,
+    NO_LEADER, NodeId, ReplicaProbe, TopicPartition,
+};
+use crate::storage::batch::Batches;
+use crate::storage::records;
+
+/// Values of records from idempotent producers start with this byte (see [`record_value`]).
+const IDEMPOTENT_TAG: u8 = b'i';
+
+/// The value of the `n`-th record the simulation produces: unique, and tagged with whether
+/// its producer was idempotent, so duplicates can be recognised in the log itself.
+pub fn record_value(idempotent: bool, producer: usize, n: u64) -> Bytes {
+    let tag = if idempotent { 'i' } else { 'n' };
+    Bytes::from(format!("{tag}{producer}-{n}"))
+}
+
+/// The rules the checker enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    HighWatermarkMonotonic,
+    LeaderEpochMonotonic,
+    OneLeaderPerEpoch,
+    IsrWithinReplicas,
+    ReplicaOffsetsOrdered,
+    CommittedLogsAgree,
+    AckedRecordsDurable,
+    NoIdempotentDuplicates,
+    ConsistentReads,
+    CommittedOffsetsMonotonic,
+    GroupGenerationMonotonic,
+    /// After healing, every partition online with its full ISR and every live group stable.
+    Liveness,
+    /// An idle cluster does a bounded amount of work per simulated second.
+    IdleWork,
+    /// Simulated time keeps moving: it stops when tasks spin without ever waiting.
+    Progress,
+    /// A whole-cluster restart comes back.
+    Restart,
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Invariant::HighWatermarkMonotonic => "a leader's HW never moves back within its epoch",
+            Invariant::LeaderEpochMonotonic => "leader epochs never decrease",
+            Invariant::OneLeaderPerEpoch => "at most one leader per partition and epoch",
+            Invariant::IsrWithinReplicas => "the ISR is a non-empty subset of the replicas holding the leader",
+            Invariant::ReplicaOffsetsOrdered => "log start <= HW <= log end on every replica",
+            Invariant::CommittedLogsAgree => "ISR members and later leaders hold identical batches below the HW",
+            Invariant::AckedRecordsDurable => "an acks=all acknowledged record stays readable at its offset",
+            Invariant::NoIdempotentDuplicates => "an idempotent producer's record appears once",
+            Invariant::ConsistentReads => "a consumed record is in the committed log where it was read",
+            Invariant::CommittedOffsetsMonotonic => "a group's committed offsets never go back",
+            Invariant::GroupGenerationMonotonic => "a group's generation never goes back",
+            Invariant::Liveness => "after healing, partitions are online with full ISR and live groups stable",
+            Invariant::IdleWork => "an idle cluster does bounded work",
+            Invariant::Progress => "simulated time keeps moving (no livelock)",
+            Invariant::Restart => "a whole-cluster restart comes back",
+        };
+        f.write_str(text)
+    }
+}
+
+/// A broken rule: where, when and the facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub step: usize,
+    /// Simulated time since the run started.
+    pub at: Duration,
+    pub invariant: Invariant,
+    pub facts: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "step {} (t={:.1} s): {}: {}",
+            self.step,
+            self.at.as_secs_f64(),
+            self.invariant,
+            self.facts
+        )
+    }
+}
+
+/// A record a producer learned was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ack {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    pub value: Bytes,
+}
+
+/// A record a consumer received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    pub value: Bytes,
+}
+
+/// Reads a replica's own log: whole batches from the one holding `from`, none at or past
+/// `upper` (as [`crate::engine::Cluster::read_replica`]).
+pub trait ReplicaLogs {
+    fn read(&self, broker: BrokerId, tp: &TopicPartition, from: i64, upper: i64) -> Result<Bytes, ErrorCode>;
+}
+
+/// One sample of the cluster, taken at once (nothing runs in between).
+pub struct Observation<'a> {
+    pub step: usize,
+    pub at: Duration,
+    pub image: &'a MetadataImage,
+    pub snapshot: &'a ClusterSnapshot,
+    pub replicas: &'a [ReplicaProbe],
+    pub logs: &'a dyn ReplicaLogs,
+}
+
+/// What the checker must know of the cluster's configuration.
+#[derive(Debug, Clone)]
+pub struct CheckerConfig {
+    pub offsets_topic_partitions: i32,
+    pub unclean_leader_election: bool,
+}
+
+/// One batch as the committed log knows it: what must be equal on every replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BatchSummary {
+    base_offset: i64,
+    last_offset: i64,
+    leader_epoch: i32,
+    crc: u32,
+}
+
+impl fmt::Display for BatchSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}..={} epoch {} crc {:08x}]",
+            self.base_offset, self.last_offset, self.leader_epoch, self.crc
+        )
+    }
+}
+
+/// The committed log of a partition as observed so far: contiguous batches from `start` to
+/// `end` and the value of every record in them.
+#[derive(Debug, Default)]
+struct Committed {
+    start: Option<i64>,
+    end: i64,
+    batches: BTreeMap<i64, BatchSummary>,
+    values: BTreeMap<i64, Bytes>,
+    /// Idempotent values seen, at their offset.
+    idempotent: HashMap<Bytes, i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AckState {
+    Pending,
+    Verified,
+    /// Acknowledged before a loss the rules allow.
+    AtRisk,
+}
+
+#[derive(Debug)]
+struct AckedRecord {
+    offset: i64,
+    value: Bytes,
+    state: AckState,
+}
+
+/// Everything remembered of one partition (one incarnation of its topic).
+#[derive(Debug, Default)]
+struct PartitionHistory {
+    topic_id: String,
+    seen: bool,
+    leader_epoch: i32,
+    isr: Vec<BrokerId>,
+    /// The leader the metadata gave each epoch.
+    leaders: BTreeMap<i32, BrokerId>,
+    /// Leaders replicas claimed to be, per epoch.
+    claimed: BTreeMap<i32, BrokerId>,
+    committed: Committed,
+    /// The leader (broker, incarnation, epoch) whose whole log was checked.
+    verified_leader: Option<(BrokerId, i64, i32)>,
+    /// Per ISR follower: its incarnation and how far its log was checked.
+    followers: BTreeMap<BrokerId, (i64, i64)>,
+    acked: Vec<AckedRecord>,
+    reads: Vec<Read>,
+    /// Epochs whose election was an allowed loss.
+    losses: BTreeSet<i32>,
+}
+
+/// A replica whose log a power loss cut back: `left_isr` once it was seen outside the ISR,
+/// so that seeing it inside again means it caught up.
+#[derive(Debug, Clone, Copy)]
+struct Taint {
+    left_isr: bool,
+}
+
+#[derive(Debug, Default)]
+struct GroupHistory {
+    generation: i32,
+    coordinator: Option<BrokerId>,
+    offsets: BTreeMap<TopicPartition, i64>,
+}
+
+type ReplicaKey = (TopicPartition, BrokerId, i64);
+
+pub struct Checker {
+    config: CheckerConfig,
+    step: usize,
+    at: Duration,
+    violations: Vec<Violation>,
+    reported: BTreeSet<(Invariant, String)>,
+    allowed: Vec<String>,
+    partitions: BTreeMap<TopicPartition, PartitionHistory>,
+    /// Per replica incarnation: the leader epoch it applied last.
+    replica_epochs: BTreeMap<ReplicaKey, i32>,
+    /// Per replica incarnation leading an epoch: that epoch and its highest HW.
+    leader_hw: BTreeMap<ReplicaKey, (i32, i64)>,
+    tainted: BTreeMap<TopicPartition, BTreeMap<BrokerId, Taint>>,
+    groups: BTreeMap<String, GroupHistory>,
+    acked: u64,
+    consumed: u64,
+}
+
+/// At most this many violations are kept per run; the first ones matter.
+const MAX_VIOLATIONS: usize = 50;
+
+impl Checker {
+    pub fn new(config: CheckerConfig) -> Self {
+        Checker {
+            config,
+            step: 0,
+            at: Duration::ZERO,
+            violations: Vec::new(),
+            reported: BTreeSet::new(),
+            allowed: Vec::new(),
+            partitions: BTreeMap::new(),
+            replica_epochs: BTreeMap::new(),
+            leader_hw: BTreeMap::new(),
+            tainted: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            acked: 0,
+            consumed: 0,
+        }
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    pub fn allowed_losses(&self) -> &[String] {
+        &self.allowed
+    }
+
+    pub fn acked_records(&self) -> u64 {
+        self.acked
+    }
+
+    pub fn consumed_records(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Records a violation once per `key` (a persistent fault is not reported every sample).
+    pub fn violate(&mut self, invariant: Invariant, key: impl Into<String>, facts: impl Into<String>) {
+        if self.violations.len() >= MAX_VIOLATIONS || !self.reported.insert((invariant, key.into())) {
+            return;
+        }
+        self.violations.push(Violation {
+            step: self.step,
+            at: self.at,
+            invariant,
+            facts: facts.into(),
+        });
+    }
+
+    /// Moves the clock of the reports (for violations found outside a sample).
+    pub fn at_step(&mut self, step: usize, at: Duration) {
+        self.step = step;
+        self.at = at;
+    }
+
+    /// An acks=all acknowledgement.
+    pub fn acked(&mut self, ack: Ack) {
+        if ack.offset < 0 {
+            return;
+        }
+        self.acked += 1;
+        let history = self.partitions.entry(ack.tp).or_default();
+        history.acked.push(AckedRecord {
+            offset: ack.offset,
+            value: ack.value,
+            state: AckState::Pending,
+        });
+    }
+
+    pub fn consumed(&mut self, read: Read) {
+        self.consumed += 1;
+        let history = self.partitions.entry(read.tp.clone()).or_default();
+        history.reads.push(read);
+    }
+
+    /// A broker lost what it had not fsynced: until it is seen back in an ISR after leaving
+    /// it, electing it may lose committed records.
+    pub fn power_loss(&mut self, broker: BrokerId, image: &MetadataImage) {
+        for (tp, p) in image.partitions().filter(|(_, p)| p.replicas.contains(&broker)) {
+            self.tainted.entry(tp).or_default().insert(
+                broker,
+                Taint {
+                    left_isr: !p.isr.contains(&broker),
+                },
+            );
+        }
+    }
+
+    pub fn event(&mut self, event: &ClusterEvent) {
+        match &event.kind {
+            EventKind::LeaderElected {
+                tp,
+                new,
+                leader_epoch,
+                reason,
+                ..
+            } => {
+                if *reason == ElectionReason::Unclean {
+                    self.allow_loss(tp, *leader_epoch, format!("unclean election of broker {new}"));
+                } else if self.is_tainted(tp, *new) {
+                    self.allow_loss(tp, *leader_epoch, power_loss_reason(*new));
+                }
+            }
+            EventKind::IsrExpanded { tp, added, .. } => {
+                if let Some(t) = self.tainted.get_mut(tp) {
+                    for b in added {
+                        t.remove(b);
+                    }
+                }
+            }
+            EventKind::TopicDeleted { topic } => self.forget_topic(topic),
+            _ => {}
+        }
+    }
+
+    fn is_tainted(&self, tp: &TopicPartition, broker: BrokerId) -> bool {
+        self.tainted.get(tp).is_some_and(|t| t.contains_key(&broker))
+    }
+
+    fn forget_topic(&mut self, topic: &str) {
+        self.partitions.retain(|tp, _| tp.topic != topic);
+        self.tainted.retain(|tp, _| tp.topic != topic);
+        self.replica_epochs.retain(|(tp, _, _), _| tp.topic != topic);
+        self.leader_hw.retain(|(tp, _, _), _| tp.topic != topic);
+        for g in self.groups.values_mut() {
+            g.offsets.retain(|tp, _| tp.topic != topic);
+        }
+    }
+
+    /// A loss the rules allow happened at `epoch`: what was committed before may be gone, so
+    /// the committed log is learned afresh from the new leader.
+    fn allow_loss(&mut self, tp: &TopicPartition, epoch: i32, reason: String) {
+        let history = self.partitions.entry(tp.clone()).or_default();
+        if !history.losses.insert(epoch) {
+            return;
+        }
+        let mut at_risk = 0;
+        for a in history.acked.iter_mut().filter(|a| a.state != AckState::AtRisk) {
+            a.state = AckState::AtRisk;
+            at_risk += 1;
+        }
+        history.reads.clear();
+        history.committed = Committed::default();
+        history.verified_leader = None;
+        history.followers.clear();
+        for g in self.groups.values_mut() {
+            g.offsets.remove(tp);
+        }
+        self.allowed.push(format!(
+            "step {}: {tp} epoch {epoch}: {reason}; {at_risk} acknowledged records at risk",
+            self.step
+        ));
+    }
+
+    /// Checks one sample against every safety rule.
+    pub fn observe(&mut self, o: &Observation) {
+        self.step = o.step;
+        self.at = o.at;
+        self.forget_deleted(o.image);
+        self.check_metadata(o.image);
+        self.check_replicas(o);
+        self.check_logs(o);
+        self.check_acks_and_reads();
+        self.check_groups(o);
+    }
+
+    fn forget_deleted(&mut self, image: &MetadataImage) {
+        let gone: BTreeSet<String> = self
+            .partitions
+            .keys()
+            .filter(|tp| image.partition(tp).is_none())
+            .map(|tp| tp.topic.clone())
+            .collect();
+        for topic in gone {
+            self.forget_topic(&topic);
+        }
+        for (name, t) in &image.topics {
+            let renewed = self
+                .partitions
+                .iter()
+                .any(|(tp, h)| &tp.topic == name && h.seen && h.topic_id != t.id);
+            if renewed {
+                self.forget_topic(name);
+            }
+        }
+    }
+
+    fn unclean_allowed(&self, image: &MetadataImage, tp: &TopicPartition) -> bool {
+        self.config.unclean_leader_election
+            || image
+                .topics
+                .get(&tp.topic)
+                .is_some_and(|t| t.config.unclean_leader_election)
+    }
+
+    fn check_metadata(&mut self, image: &MetadataImage) {
+        for (tp, reg) in image.partitions() {
+            let topic_id = image.topics.get(&tp.topic).map(|t| t.id.clone()).unwrap_or_default();
+            let leader = (reg.leader != NO_LEADER).then_some(reg.leader);
+            if reg.isr.is_empty() || reg.isr.iter().any(|r| !reg.replicas.contains(r)) {
+                self.violate(
+                    Invariant::IsrWithinReplicas,
+                    format!("{tp} isr {:?}", reg.isr),
+                    format!(
+                        "{tp}: ISR {:?} is empty or not within the replicas {:?}",
+                        reg.isr, reg.replicas
+                    ),
+                );
+            }
+            if let Some(l) = leader.filter(|l| !reg.isr.contains(l)) {
+                self.violate(
+                    Invariant::IsrWithinReplicas,
+                    format!("{tp} leader {l} epoch {}", reg.leader_epoch),
+                    format!(
+                        "{tp}: leader {l} (epoch {}) is not in the ISR {:?}",
+                        reg.leader_epoch, reg.isr
+                    ),
+                );
+            }
+            let unclean = self.unclean_allowed(image, &tp);
+            let history = self.partitions.entry(tp.clone()).or_default();
+            let first = !history.seen;
+            history.seen = true;
+            history.topic_id = topic_id;
+            let (previous_epoch, previous_isr) = (history.leader_epoch, history.isr.clone());
+            if !first && reg.leader_epoch < previous_epoch {
+                self.violate(
+                    Invariant::LeaderEpochMonotonic,
+                    format!("{tp} metadata {}", reg.leader_epoch),
+                    format!(
+                        "{tp}: the metadata's leader epoch went from {previous_epoch} back to {}",
+                        reg.leader_epoch
+                    ),
+                );
+            }
+            let history = self.partitions.entry(tp.clone()).or_default();
+            if let Some(l) = leader {
+                match history.leaders.get(&reg.leader_epoch) {
+                    Some(&other) if other != l => self.violate(
+                        Invariant::OneLeaderPerEpoch,
+                        format!("{tp} metadata epoch {}", reg.leader_epoch),
+                        format!(
+                            "{tp}: the metadata named broker {other} and later broker {l} leader of epoch {}",
+                            reg.leader_epoch
+                        ),
+                    ),
+                    Some(_) => {}
+                    None => {
+                        history.leaders.insert(reg.leader_epoch, l);
+                    }
+                }
+            }
+            let history = self.partitions.entry(tp.clone()).or_default();
+            history.leader_epoch = reg.leader_epoch;
+            history.isr = reg.isr.clone();
+            if let Some(l) = leader
+                && !first
+                && reg.leader_epoch != previous_epoch
+            {
+                if self.is_tainted(&tp, l) {
+                    self.allow_loss(&tp, reg.leader_epoch, power_loss_reason(l));
+                } else if unclean && !previous_isr.is_empty() && !previous_isr.contains(&l) {
+                    self.allow_loss(
+                        &tp,
+                        reg.leader_epoch,
+                        format!("unclean election of broker {l}, outside the last ISR seen {previous_isr:?}"),
+                    );
+                }
+            }
+            if reg.recovering && unclean {
+                self.allow_loss(
+                    &tp,
+                    reg.leader_epoch,
+                    "unclean election (the partition is recovering)".into(),
+                );
+            }
+            if let Some(taints) = self.tainted.get_mut(&tp) {
+                taints.retain(|b, t| {
+                    if !reg.isr.contains(b) {
+                        t.left_isr = true;
+                    }
+                    !(t.left_isr && reg.isr.contains(b))
+                });
+            }
+        }
+    }
+
+    fn check_replicas(&mut self, o: &Observation) {
+        for r in o.replicas {
+            let Some(reg) = o.image.partition(&r.tp) else { continue };
+            let who = format!("{} on broker {} (incarnation {})", r.tp, r.broker, r.broker_epoch);
+            if !(r.log_start_offset <= r.high_watermark && r.high_watermark <= r.log_end_offset) {
+                self.violate(
+                    Invariant::ReplicaOffsetsOrdered,
+                    format!("{who} {} {} {}", r.log_start_offset, r.high_watermark, r.log_end_offset),
+                    format!(
+                        "{who}: log start {}, HW {}, log end {}",
+                        r.log_start_offset, r.high_watermark, r.log_end_offset
+                    ),
+                );
+            }
+            let key: ReplicaKey = (r.tp.clone(), r.broker, r.broker_epoch);
+            if let Some(&before) = self.replica_epochs.get(&key)
+                && r.leader_epoch < before
+            {
+                self.violate(
+                    Invariant::LeaderEpochMonotonic,
+                    format!("{who} {before} {}", r.leader_epoch),
+                    format!(
+                        "{who}: the replica's leader epoch went from {before} back to {}",
+                        r.leader_epoch
+                    ),
+                );
+            }
+            self.replica_epochs.insert(key.clone(), r.leader_epoch);
+            if !r.is_leader {
+                continue;
+            }
+            if let Some(&(epoch, hw)) = self.leader_hw.get(&key)
+                && epoch == r.leader_epoch
+                && r.high_watermark < hw
+            {
+                self.violate(
+                    Invariant::HighWatermarkMonotonic,
+                    format!("{who} epoch {epoch}"),
+                    format!(
+                        "{who}: as leader of epoch {epoch} its HW went from {hw} back to {}",
+                        r.high_watermark
+                    ),
+                );
+            }
+            let best = match self.leader_hw.get(&key) {
+                Some(&(epoch, hw)) if epoch == r.leader_epoch => hw.max(r.high_watermark),
+                _ => r.high_watermark,
+            };
+            self.leader_hw.insert(key, (r.leader_epoch, best));
+            let history = self.partitions.entry(r.tp.clone()).or_default();
+            let granted = history.leaders.get(&r.leader_epoch).copied();
+            let claimed = *history.claimed.entry(r.leader_epoch).or_insert(r.broker);
+            let other = granted
+                .filter(|g| *g != r.broker)
+                .or((claimed != r.broker).then_some(claimed));
+            if let Some(other) = other {
+                self.violate(
+                    Invariant::OneLeaderPerEpoch,
+                    format!("{} epoch {} {} {other}", r.tp, r.leader_epoch, r.broker),
+                    format!(
+                        "{who} acts as leader of epoch {}, which broker {other} leads (the metadata is at epoch {} with leader {})",
+                        r.leader_epoch, reg.leader_epoch, reg.leader
+                    ),
+                );
+            }
+        }
+    }
+
+    fn check_logs(&mut self, o: &Observation) {
+        let tps: Vec<TopicPartition> = o.image.partitions().map(|(tp, _)| tp).collect();
+        for tp in tps {
+            let Some(reg) = o.image.partition(&tp) else { continue };
+            let Some(leader) = o
+                .replicas
+                .iter()
+                .find(|r| r.tp == tp && r.broker == reg.leader && r.is_leader && r.leader_epoch == reg.leader_epoch)
+            else {
+                continue;
+            };
+            let isr = reg.isr.clone();
+            self.check_leader_log(o, &tp, leader);
+            self.extend_committed(o, &tp, leader);
+            for follower in o
+                .replicas
+                .iter()
+                .filter(|r| r.tp == tp && r.broker != leader.broker && isr.contains(&r.broker))
+            {
+                self.check_follower_log(o, &tp, follower);
+            }
+            if let Some(h) = self.partitions.get_mut(&tp) {
+                h.followers.retain(|b, _| isr.contains(b));
+            }
+        }
+    }
+
+    /// A new leader (or a leader's new incarnation) must hold the whole committed log.
+    fn check_leader_log(&mut self, o: &Observation, tp: &TopicPartition, leader: &ReplicaProbe) {
+        let id = (leader.broker, leader.broker_epoch, leader.leader_epoch);
+        let Some(history) = self.partitions.get(tp) else { return };
+        if history.verified_leader == Some(id) {
+            return;
+        }
+        // A broker restarted after a power loss takes up the leadership the metadata still
+        // gives it (a KRaft broker applies the metadata it replays at startup) before the
+        // controller notices the new incarnation: it leads with the log the power loss cut
+        // back, which Kafka allows as it allows electing it.
+        if self.is_tainted(tp, leader.broker) && !history.losses.contains(&leader.leader_epoch) {
+            self.allow_loss(
+                tp,
+                leader.leader_epoch,
+                format!(
+                    "broker {} leads epoch {} again after a power loss cut its log back, before the controller saw it restart",
+                    leader.broker, leader.leader_epoch
+                ),
+            );
+        }
+        let Some(history) = self.partitions.get(tp) else { return };
+        let Some(start) = history.committed.start else {
+            if let Some(h) = self.partitions.get_mut(tp) {
+                h.verified_leader = Some(id);
+            }
+            return;
+        };
+        let end = history.committed.end;
+        let who = format!(
+            "{tp}: leader {} (incarnation {}, epoch {}{})",
+            leader.broker,
+            leader.broker_epoch,
+            leader.leader_epoch,
+            if self.is_tainted(tp, leader.broker) {
+                ", lost unflushed data in a power loss"
+            } else {
+                ""
+            }
+        );
+        if leader.log_end_offset < end {
+            self.violate(
+                Invariant::CommittedLogsAgree,
+                format!("{tp} leader {id:?} short"),
+                format!(
+                    "{who} ends its log at {}, but offsets up to {end} were committed (below an earlier HW)",
+                    leader.log_end_offset
+                ),
+            );
+        }
+        let upper = end.min(leader.log_end_offset);
+        self.compare(o, tp, leader.broker, start.max(leader.log_start_offset), upper, &who);
+        if let Some(h) = self.partitions.get_mut(tp) {
+            h.verified_leader = Some(id);
+        }
+    }
+
+    /// Adds the leader's batches below its HW to the committed log.
+    fn extend_committed(&mut self, o: &Observation, tp: &TopicPartition, leader: &ReplicaProbe) {
+        let decode = tp.topic != OFFSETS_TOPIC;
+        let Some(history) = self.partitions.get_mut(tp) else {
+            return;
+        };
+        let committed = &mut history.committed;
+        let from = match committed.start {
+            Some(_) => committed.end,
+            None => {
+                committed.start = Some(leader.log_start_offset);
+                committed.end = leader.log_start_offset;
+                leader.log_start_offset
+            }
+        };
+        if from >= leader.high_watermark || from > leader.log_end_offset {
+            return;
+        }
+        let batches = match read_batches(o.logs, leader.broker, tp, from, leader.high_watermark, decode) {
+            Ok(b) => b,
+            Err(e) => {
+                self.violate(
+                    Invariant::CommittedLogsAgree,
+                    format!("{tp} read {} {from}", leader.broker),
+                    format!(
+                        "{tp}: the leader {} cannot read its committed log from {from} (HW {}): {e}",
+                        leader.broker, leader.high_watermark
+                    ),
+                );
+                return;
+            }
+        };
+        let mut duplicates = Vec::new();
+        let mut gap = None;
+        for (summary, values) in batches {
+            if summary.base_offset != committed.end {
+                gap = Some((committed.end, summary));
+                break;
+            }
+            committed.batches.insert(summary.base_offset, summary);
+            committed.end = summary.last_offset + 1;
+            for (offset, value) in values {
+                if value.first() == Some(&IDEMPOTENT_TAG)
+                    && let Some(first) = committed.idempotent.insert(value.clone(), offset)
+                    && first != offset
+                {
+                    duplicates.push((value.clone(), first, offset));
+                }
+                committed.values.insert(offset, value);
+            }
+        }
+        if let Some((expected, summary)) = gap {
+            self.violate(
+                Invariant::CommittedLogsAgree,
+                format!("{tp} gap {expected}"),
+                format!(
+                    "{tp}: the leader {}'s log continues at {expected} with the batch {summary}",
+                    leader.broker
+                ),
+            );
+        }
+        for (value, first, again) in duplicates {
+            self.violate(
+                Invariant::NoIdempotentDuplicates,
+                format!("{tp} {value:?}"),
+                format!(
+                    "{tp}: idempotent record {:?} is in the committed log twice, at {first} and {again}",
+                    String::from_utf8_lossy(&value)
+                ),
+            );
+        }
+    }
+
+    fn check_follower_log(&mut self, o: &Observation, tp: &TopicPartition, follower: &ReplicaProbe) {
+        let Some(history) = self.partitions.get(tp) else { return };
+        let Some(start) = history.committed.start else { return };
+        let end = history.committed.end;
+        let from = match history.followers.get(&follower.broker) {
+            Some(&(incarnation, checked)) if incarnation == follower.broker_epoch => checked,
+            _ => start,
+        };
+        let tainted = self.is_tainted(tp, follower.broker);
+        let who = format!(
+            "{tp}: ISR member {} (incarnation {}{})",
+            follower.broker,
+            follower.broker_epoch,
+            if tainted {
+                ", lost unflushed data in a power loss"
+            } else {
+                ""
+            }
+        );
+        if !tainted && follower.log_end_offset < end {
+            self.violate(
+                Invariant::CommittedLogsAgree,
+                format!("{tp} follower {} {} short", follower.broker, follower.broker_epoch),
+                format!(
+                    "{who} ends its log at {}, below the committed offset {end}",
+                    follower.log_end_offset
+                ),
+            );
+        }
+        let upper = end.min(follower.log_end_offset);
+        self.compare(o, tp, follower.broker, from.max(follower.log_start_offset), upper, &who);
+        if let Some(h) = self.partitions.get_mut(tp) {
+            h.followers.insert(follower.broker, (follower.broker_epoch, upper));
+        }
+    }
+
+    /// Compares a replica's batches in `from..upper` with the committed log.
+    fn compare(&mut self, o: &Observation, tp: &TopicPartition, broker: BrokerId, from: i64, upper: i64, who: &str) {
+        if from >= upper {
+            return;
+        }
+        let batches = match read_batches(o.logs, broker, tp, from, upper, false) {
+            Ok(b) => b,
+            Err(e) => {
+                self.violate(
+                    Invariant::CommittedLogsAgree,
+                    format!("{tp} read {broker} {from}"),
+                    format!("{who} cannot read its log from {from} to {upper}: {e}"),
+                );
+                return;
+            }
+        };
+        let Some(history) = self.partitions.get(tp) else { return };
+        let mismatch = batches.iter().find_map(|(mine, _)| {
+            let theirs = history.committed.batches.get(&mine.base_offset);
+            (theirs != Some(mine)).then(|| (*mine, theirs.copied()))
+        });
+        let covered = batches.last().map_or(from, |(b, _)| b.last_offset + 1);
+        if let Some((mine, theirs)) = mismatch {
+            let committed = theirs.map_or_else(
+                || {
+                    history
+                        .committed
+                        .batches
+                        .range(..=mine.base_offset)
+                        .next_back()
+                        .map_or("nothing".to_string(), |(_, b)| format!("the batch {b}"))
+                },
+                |b| format!("the batch {b}"),
+            );
+            self.violate(
+                Invariant::CommittedLogsAgree,
+                format!("{tp} {broker} {}", mine.base_offset),
+                format!("{who} holds the batch {mine} where the committed log has {committed}"),
+            );
+        } else if covered < upper {
+            self.violate(
+                Invariant::CommittedLogsAgree,
+                format!("{tp} {broker} hole {covered}"),
+                format!("{who} has no batch at {covered}, below the committed offset {upper}"),
+            );
+        }
+    }
+
+    fn check_acks_and_reads(&mut self) {
+        let mut found = Vec::new();
+        for (tp, history) in &mut self.partitions {
+            let committed = &history.committed;
+            let Some(start) = committed.start else { continue };
+            for a in history
+                .acked
+                .iter_mut()
+                .filter(|a| a.state == AckState::Pending && a.offset < committed.end)
+            {
+                a.state = AckState::Verified;
+                let held = committed.values.get(&a.offset);
+                if a.offset >= start && held != Some(&a.value) {
+                    found.push((
+                        Invariant::AckedRecordsDurable,
+                        format!("{tp} {}", a.offset),
+                        format!(
+                            "{tp}: record {:?} was acknowledged (acks=all) at offset {}, but the committed log holds {} there",
+                            String::from_utf8_lossy(&a.value),
+                            a.offset,
+                            describe(held)
+                        ),
+                    ));
+                }
+            }
+            history.reads.retain(|r| {
+                if r.offset >= committed.end {
+                    return true;
+                }
+                let held = committed.values.get(&r.offset);
+                if r.offset >= start && held != Some(&r.value) {
+                    found.push((
+                        Invariant::ConsistentReads,
+                        format!("{tp} {}", r.offset),
+                        format!(
+                            "{tp}: a consumer read {:?} at offset {}, but the committed log holds {} there",
+                            String::from_utf8_lossy(&r.value),
+                            r.offset,
+                            describe(held)
+                        ),
+                    ));
+                }
+                false
+            });
+        }
+        for (invariant, key, facts) in found {
+            self.violate(invariant, key, facts);
+        }
+    }
+
+    fn check_groups(&mut self, o: &Observation) {
+        for g in &o.snapshot.groups {
+            let index = partition_for_group(&g.group_id, self.config.offsets_topic_partitions);
+            let coordinator = o
+                .image
+                .partition(&TopicPartition::new(OFFSETS_TOPIC, index))
+                .map_or(NO_LEADER, |p| p.leader);
+            if g.coordinator != coordinator {
+                continue;
+            }
+            let mut found = Vec::new();
+            let history = self.groups.entry(g.group_id.clone()).or_default();
+            let moved = match history.coordinator {
+                Some(before) if before != coordinator => {
+                    format!(" (its coordinator moved from broker {before} to {coordinator})")
+                }
+                _ => String::new(),
+            };
+            // After a report the new value is the baseline: a later drop is a new fault.
+            if g.generation < history.generation {
+                found.push((
+                    Invariant::GroupGenerationMonotonic,
+                    format!("{} {} {}", g.group_id, history.generation, g.generation),
+                    format!(
+                        "group {}: generation went from {} back to {}{moved}",
+                        g.group_id, history.generation, g.generation
+                    ),
+                ));
+            }
+            history.generation = g.generation;
+            for offset in &g.offsets {
+                if o.image.partition(&offset.tp).is_none() {
+                    continue;
+                }
+                let before = history.offsets.entry(offset.tp.clone()).or_insert(offset.committed);
+                if offset.committed < *before {
+                    found.push((
+                        Invariant::CommittedOffsetsMonotonic,
+                        format!("{} {} {} {}", g.group_id, offset.tp, before, offset.committed),
+                        format!(
+                            "group {}: the committed offset of {} went from {} back to {}{moved}",
+                            g.group_id, offset.tp, before, offset.committed
+                        ),
+                    ));
+                }
+                *before = offset.committed;
+            }
+            let gone: Vec<TopicPartition> = history
+                .offsets
+                .keys()
+                .filter(|tp| o.image.partition(tp).is_some() && !g.offsets.iter().any(|x| &x.tp == *tp))
+                .cloned()
+                .collect();
+            for tp in gone {
+                if let Some(committed) = history.offsets.remove(&tp) {
+                    found.push((
+                        Invariant::CommittedOffsetsMonotonic,
+                        format!("{} {tp} {committed} gone", g.group_id),
+                        format!(
+                            "group {}: the committed offset {committed} of {tp} is gone{moved}",
+                            g.group_id
+                        ),
+                    ));
+                }
+            }
+            history.coordinator = Some(coordinator);
+            for (invariant, key, facts) in found {
+                self.violate(invariant, key, facts);
+            }
+        }
+    }
+
+    /// Why the cluster has not settled yet (`None` once it has): every partition needs a
+    /// leader, its whole replica set in the ISR on running unfenced brokers and caught up to
+    /// the leader's end; every group with live members needs them all, in a stable group.
+    pub fn unsettled(&self, o: &Observation, live_members: &BTreeMap<String, usize>) -> Option<String> {
+        for (tp, reg) in o.image.partitions() {
+            if reg.leader == NO_LEADER {
+                return Some(format!("{tp} has no leader (ISR {:?})", reg.isr));
+            }
+            let mut isr = reg.isr.clone();
+            isr.sort_unstable();
+            let mut replicas = reg.replicas.clone();
+            replicas.sort_unstable();
+            if isr != replicas {
+                return Some(format!("{tp}: ISR {:?} of replicas {:?}", reg.isr, reg.replicas));
+            }
+            for r in &reg.replicas {
+                let up = o
+                    .snapshot
+                    .broker(*r)
+                    .is_some_and(|b| b.state == BrokerState::Running && !b.fenced);
+                if !up {
+                    return Some(format!("{tp}: replica {r} is not on a running, unfenced broker"));
+                }
+            }
+            let Some(leader) = o
+                .replicas
+                .iter()
+                .find(|p| p.tp == tp && p.broker == reg.leader && p.is_leader && p.leader_epoch == reg.leader_epoch)
+            else {
+                return Some(format!(
+                    "{tp}: broker {} does not lead epoch {} yet",
+                    reg.leader, reg.leader_epoch
+                ));
+            };
+            if leader.high_watermark != leader.log_end_offset {
+                return Some(format!(
+                    "{tp}: the leader's HW {} is below its log end {}",
+                    leader.high_watermark, leader.log_end_offset
+                ));
+            }
+            for r in &reg.replicas {
+                let leo = o
+                    .replicas
+                    .iter()
+                    .find(|p| p.tp == tp && p.broker == *r)
+                    .map(|p| p.log_end_offset);
+                if leo != Some(leader.log_end_offset) {
+                    return Some(format!(
+                        "{tp}: replica {r} ends at {leo:?}, the leader at {}",
+                        leader.log_end_offset
+                    ));
+                }
+            }
+        }
+        for (group, live) in live_members.iter().filter(|(_, n)| **n > 0) {
+            let index = partition_for_group(group, self.config.offsets_topic_partitions);
+            let coordinator = o
+                .image
+                .partition(&TopicPartition::new(OFFSETS_TOPIC, index))
+                .map_or(NO_LEADER, |p| p.leader);
+            let view = o
+                .snapshot
+                .groups
+                .iter()
+                .find(|g| &g.group_id == group && g.coordinator == coordinator);
+            match view {
+                None => return Some(format!("group {group}: its coordinator {coordinator} does not know it")),
+                Some(g) if g.state != crate::engine::group::GroupState::Stable || g.members.len() != *live => {
+                    return Some(format!(
+                        "group {group}: {:?} with {} members, {live} consumers alive",
+                        g.state,
+                        g.members.len()
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        None
+    }
+
+    /// The idle cluster handled `requests` over `window` of simulated time; more than
+    /// `per_second_bound` a second means something spins.
+    pub fn idle_work(&mut self, window: Duration, requests: &BTreeMap<(NodeId, BrokerId), u64>, per_second_bound: f64) {
+        let total: u64 = requests.values().sum();
+        let rate = total as f64 / window.as_secs_f64().max(0.001);
+        if rate > per_second_bound {
+            let mut busiest: Vec<_> = requests.iter().collect();
+            busiest.sort_by(|a, b| b.1.cmp(a.1));
+            let top: Vec<String> = busiest
+                .iter()
+                .take(4)
+                .map(|((from, to), n)| format!("{from:?} -> broker {to}: {n}"))
+                .collect();
+            self.violate(
+                Invariant::IdleWork,
+                "idle",
+                format!(
+                    "the idle cluster handled {rate:.0} requests per simulated second (bound {per_second_bound:.0}) over {:.0} s; busiest links: {}",
+                    window.as_secs_f64(),
+                    top.join(", ")
+                ),
+            );
+        }
+    }
+
+    /// The end of the run: everything read back through the consumer path after the cluster
+    /// settled (`final_logs`, per partition, offset and value). Acknowledged and consumed
+    /// records the committed log never reached are lost; at-risk ones are counted.
+    pub fn finish(&mut self, final_logs: &BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>) {
+        let mut found = Vec::new();
+        let mut lost_at_risk = Vec::new();
+        for (tp, history) in &self.partitions {
+            let final_log = final_logs.get(tp);
+            for (offset, value) in &history.committed.values {
+                let served = final_log.and_then(|l| l.get(offset));
+                if let Some(log) = final_log
+                    && served != Some(value)
+                    && offset >= log.keys().next().unwrap_or(offset)
+                {
+                    found.push((
+                        Invariant::CommittedLogsAgree,
+                        format!("{tp} final {offset}"),
+                        format!(
+                            "{tp}: the committed log held {:?} at {offset}, consumers are served {}",
+                            String::from_utf8_lossy(value),
+                            describe(served)
+                        ),
+                    ));
+                }
+            }
+            for a in &history.acked {
+                match a.state {
+                    AckState::Pending => found.push((
+                        Invariant::AckedRecordsDurable,
+                        format!("{tp} {} never", a.offset),
+                        format!(
+                            "{tp}: record {:?} was acknowledged (acks=all) at offset {}, but the committed log ends at {}",
+                            String::from_utf8_lossy(&a.value),
+                            a.offset,
+                            history.committed.end
+                        ),
+                    )),
+                    AckState::AtRisk if final_log.and_then(|l| l.get(&a.offset)) != Some(&a.value) => {
+                        lost_at_risk.push(tp.clone());
+                    }
+                    _ => {}
+                }
+            }
+            for r in &history.reads {
+                found.push((
+                    Invariant::ConsistentReads,
+                    format!("{tp} {} never", r.offset),
+                    format!(
+                        "{tp}: a consumer read {:?} at offset {}, but the committed log ends at {}",
+                        String::from_utf8_lossy(&r.value),
+                        r.offset,
+                        history.committed.end
+                    ),
+                ));
+            }
+        }
+        for (invariant, key, facts) in found {
+            self.violate(invariant, key, facts);
+        }
+        let mut per_partition: BTreeMap<TopicPartition, usize> = BTreeMap::new();
+        for tp in lost_at_risk {
+            *per_partition.entry(tp).or_default() += 1;
+        }
+        for (tp, n) in per_partition {
+            self.allowed.push(format!(
+                "{tp}: {n} acknowledged records lost to the allowed losses above"
+            ));
+        }
+    }
+}
+
+fn power_loss_reason(broker: BrokerId) -> String {
+    format!(
+        "broker {broker} was elected as the last in-sync replica after a power loss cut its log back to what it had fsynced (Kafka does not fsync by default and elects it all the same)"
+    )
+}
+
+fn describe(value: Option<&Bytes>) -> String {
+    value.map_or_else(
+        || "nothing".to_string(),
+        |v| format!("{:?}", String::from_utf8_lossy(v)),
+    )
+}
+
+type ReadBatch = (BatchSummary, Vec<(i64, Bytes)>);
+
+/// A replica's batches in `from..upper` (whole batches ending at or below `upper`), with
+/// their records' values when `decode` is set.
+fn read_batches(
+    logs: &dyn ReplicaLogs,
+    broker: BrokerId,
+    tp: &TopicPartition,
+    from: i64,
+    upper: i64,
+    decode: bool,
+) -> Result<Vec<ReadBatch>, String> {
+    let mut out = Vec::new();
+    let mut at = from;
+    while at < upper {
+        let bytes = logs.read(broker, tp, at, upper).map_err(|e| format!("{e:?}"))?;
+        let mut progressed = false;
+        for item in Batches::new(&bytes) {
+            let (_, header, slice) = item.map_err(|(position, e)| format!("batch at byte {position}: {e}"))?;
+            if header.next_offset() > upper {
+                break;
+            }
+            if header.last_offset() < at {
+                continue;
+            }
+            let values = if decode {
+                records::decode(slice)
+                    .map_err(|e| format!("batch at {}: {e}", header.base_offset))?
+                    .into_iter()
+                    .filter(|r| !r.control)
+                    .map(|r| (r.offset, r.value.unwrap_or_default()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            out.push((
+                BatchSummary {
+                    base_offset: header.base_offset,
+                    last_offset: header.last_offset(),
+                    leader_epoch: header.partition_leader_epoch,
+                    crc: header.crc,
+                },
+                values,
+            ));
+            at = header.next_offset();
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::group::GroupState;
+    use crate::engine::{
+        BrokerRegistration, BrokerView, GroupOffsetView, GroupView, PartitionRegistration, TopicConfig, TopicMetadata,
+    };
+    use crate::storage::batch::{self, BatchHeader};
+    use crate::storage::records::Compression;
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0)
+    }
+
+    /// Batches per broker, read as a log reads them.
+    #[derive(Default)]
+    struct FakeLogs(BTreeMap<BrokerId, Vec<Vec<u8>>>);
+
+    impl ReplicaLogs for FakeLogs {
+        fn read(&self, broker: BrokerId, _: &TopicPartition, from: i64, upper: i64) -> Result<Bytes, ErrorCode> {
+            let batches = self.0.get(&broker).ok_or(ErrorCode::NotLeaderOrFollower)?;
+            let mut out = Vec::new();
+            for b in batches {
+                let h = BatchHeader::parse(b).map_err(|_| ErrorCode::CorruptMessage)?;
+                if h.last_offset() < from {
+                    continue;
+                }
+                if h.base_offset >= upper {
+                    break;
+                }
+                out.extend_from_slice(b);
+            }
+            Ok(Bytes::from(out))
+        }
+    }
+
+    fn batch(base: i64, epoch: i32, values: &[&str]) -> Vec<u8> {
+        let recs: Vec<_> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| records::record(i as i64, 1_000, None, Some(Bytes::from(v.to_string()))))
+            .collect();
+        let mut b = records::encode_batch(&recs, Compression::None)
+            .expect("encodes")
+            .to_vec();
+        batch::set_base_offset(&mut b, base);
+        batch::set_partition_leader_epoch(&mut b, epoch);
+        b
+    }
+
+    /// Three brokers; topic `t` has one partition on all three, led by broker 0 in epoch 1
+    /// with every replica in the ISR; group `g` is coordinated by broker 0.
+    struct World {
+        image: MetadataImage,
+        snapshot: ClusterSnapshot,
+        replicas: Vec<ReplicaProbe>,
+        logs: FakeLogs,
+        step: usize,
+    }
+
+    impl World {
+        fn new() -> World {
+            let partition = |replicas: Vec<BrokerId>| PartitionRegistration {
+                isr: replicas.clone(),
+                replicas,
+                leader: 0,
+                leader_epoch: 1,
+                partition_epoch: 1,
+                recovering: false,
+            };
+            let topic = |id: &str, replicas: Vec<BrokerId>| TopicMetadata {
+                id: id.into(),
+                config: TopicConfig::new(1, replicas.len() as i32),
+                partitions: vec![partition(replicas)],
+            };
+            let image = MetadataImage {
+                version: 1,
+                topics: [
+                    ("t".to_string(), topic("id-t", vec![0, 1, 2])),
+                    (OFFSETS_TOPIC.to_string(), topic("id-o", vec![0])),
+                ]
+                .into(),
+                brokers: (0..3)
+                    .map(|b| {
+                        (
+                            b,
+                            BrokerRegistration {
+                                epoch: 10 + i64::from(b),
+                                fenced: false,
+                                shutting_down: false,
+                            },
+                        )
+                    })
+                    .collect(),
+                next_broker_epoch: 13,
+                next_producer_id: 0,
+            };
+            let brokers = (0..3)
+                .map(|b| BrokerView {
+                    id: b,
+                    state: BrokerState::Running,
+                    fenced: false,
+                    is_controller: b == 0,
+                    broker_epoch: 10 + i64::from(b),
+                    leaders: 0,
+                    replicas: 0,
+                    bytes_in: 0,
+                    bytes_out: 0,
+                })
+                .collect();
+            let mut world = World {
+                image,
+                snapshot: ClusterSnapshot {
+                    controller: Some(0),
+                    metadata_version: 1,
+                    brokers,
+                    topics: Vec::new(),
+                    partitions: Vec::new(),
+                    groups: Vec::new(),
+                },
+                replicas: (0..3)
+                    .map(|b| ReplicaProbe {
+                        tp: tp(),
+                        broker: b,
+                        broker_epoch: 10 + i64::from(b),
+                        is_leader: b == 0,
+                        leader: Some(0),
+                        leader_epoch: 1,
+                        high_watermark: 0,
+                        log_start_offset: 0,
+                        log_end_offset: 0,
+                    })
+                    .collect(),
+                logs: FakeLogs::default(),
+                step: 0,
+            };
+            let log = vec![batch(0, 1, &["a", "b"]), batch(2, 1, &["c"])];
+            for b in 0..3 {
+                world.set_log(b, log.clone());
+            }
+            world.set_hw(3);
+            world
+        }
+
+        fn set_log(&mut self, broker: BrokerId, batches: Vec<Vec<u8>>) {
+            let end = batches
+                .last()
+                .map_or(0, |b| BatchHeader::parse(b).expect("a batch").next_offset());
+            self.probe(broker).log_end_offset = end;
+            self.logs.0.insert(broker, batches);
+        }
+
+        /// Every replica learns the HW `hw`.
+        fn set_hw(&mut self, hw: i64) {
+            for r in &mut self.replicas {
+                r.high_watermark = hw.min(r.log_end_offset);
+            }
+        }
+
+        fn probe(&mut self, broker: BrokerId) -> &mut ReplicaProbe {
+            self.replicas
+                .iter_mut()
+                .find(|r| r.broker == broker)
+                .expect("a replica")
+        }
+
+        fn partition(&mut self) -> &mut PartitionRegistration {
+            &mut self.image.topics.get_mut("t").expect("topic").partitions[0]
+        }
+
+        /// The replicas of `t-0` and the coordinator's replica of `__consumer_offsets`.
+        fn probes(&self) -> Vec<ReplicaProbe> {
+            let offsets = ReplicaProbe {
+                tp: TopicPartition::new(OFFSETS_TOPIC, 0),
+                broker: 0,
+                broker_epoch: 10,
+                is_leader: true,
+                leader: Some(0),
+                leader_epoch: 1,
+                high_watermark: 0,
+                log_start_offset: 0,
+                log_end_offset: 0,
+            };
+            let mut all = self.replicas.clone();
+            all.push(offsets);
+            all
+        }
+
+        fn observe(&mut self, checker: &mut Checker) {
+            self.step += 1;
+            checker.observe(&Observation {
+                step: self.step,
+                at: Duration::from_secs(self.step as u64),
+                image: &self.image,
+                snapshot: &self.snapshot,
+                replicas: &self.probes(),
+                logs: &self.logs,
+            });
+        }
+
+        fn unsettled(&self, checker: &Checker, live: &[(&str, usize)]) -> Option<String> {
+            checker.unsettled(
+                &Observation {
+                    step: self.step,
+                    at: Duration::ZERO,
+                    image: &self.image,
+                    snapshot: &self.snapshot,
+                    replicas: &self.probes(),
+                    logs: &self.logs,
+                },
+                &live.iter().map(|(g, n)| (g.to_string(), *n)).collect(),
+            )
+        }
+
+        fn group(&mut self, generation: i32, committed: i64) {
+            self.snapshot.groups = vec![GroupView {
+                group_id: "g".into(),
+                state: GroupState::Stable,
+                protocol: "range".into(),
+                generation,
+                coordinator: 0,
+                members: vec![("m".into(), Bytes::new())],
+                offsets: vec![GroupOffsetView {
+                    tp: tp(),
+                    committed,
+                    end: None,
+                    lag: None,
+                }],
+            }];
+        }
+    }
+
+    fn checker(unclean: bool) -> Checker {
+        Checker::new(CheckerConfig {
+            offsets_topic_partitions: 1,
+            unclean_leader_election: unclean,
+        })
+    }
+
+    fn broken(checker: &Checker) -> Vec<Invariant> {
+        checker.violations().iter().map(|v| v.invariant).collect()
+    }
+
+    #[test]
+    fn a_consistent_cluster_breaks_nothing() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        c.acked(Ack {
+            tp: tp(),
+            offset: 1,
+            value: Bytes::from("b"),
+        });
+        c.consumed(Read {
+            tp: tp(),
+            offset: 2,
+            value: Bytes::from("c"),
+        });
+        world.group(1, 2);
+        world.observe(&mut c);
+        world.set_log(
+            0,
+            vec![batch(0, 1, &["a", "b"]), batch(2, 1, &["c"]), batch(3, 1, &["d"])],
+        );
+        world.observe(&mut c);
+        world.group(2, 3);
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        assert_eq!(
+            world.unsettled(&c, &[("g", 1)]),
+            Some("t-0: the leader's HW 3 is below its log end 4".to_string())
+        );
+    }
+
+    #[test]
+    fn a_leader_hw_moving_back_within_its_epoch_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.observe(&mut c);
+        world.probe(0).high_watermark = 2;
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::HighWatermarkMonotonic]);
+    }
+
+    #[test]
+    fn a_leader_epoch_going_back_is_reported_in_the_metadata_and_on_a_replica() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.observe(&mut c);
+        world.partition().leader_epoch = 0;
+        world.probe(2).leader_epoch = 0;
+        world.observe(&mut c);
+        assert_eq!(
+            broken(&c),
+            vec![Invariant::LeaderEpochMonotonic, Invariant::LeaderEpochMonotonic]
+        );
+    }
+
+    #[test]
+    fn two_leaders_in_one_epoch_are_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.probe(1).is_leader = true;
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::OneLeaderPerEpoch]);
+
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.observe(&mut c);
+        world.partition().leader = 1;
+        world.observe(&mut c);
+        assert!(broken(&c).contains(&Invariant::OneLeaderPerEpoch));
+    }
+
+    #[test]
+    fn an_isr_outside_the_replicas_or_without_its_leader_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.partition().isr = vec![0, 1, 7];
+        world.observe(&mut c);
+        world.partition().isr = vec![1, 2];
+        world.observe(&mut c);
+        assert_eq!(
+            broken(&c),
+            vec![Invariant::IsrWithinReplicas, Invariant::IsrWithinReplicas]
+        );
+    }
+
+    #[test]
+    fn an_hw_past_the_log_end_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.probe(1).high_watermark = 9;
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::ReplicaOffsetsOrdered]);
+    }
+
+    #[test]
+    fn an_isr_member_with_other_batches_below_the_hw_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.set_log(2, vec![batch(0, 1, &["a", "b"]), batch(2, 1, &["X"])]);
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::CommittedLogsAgree]);
+        assert!(
+            c.violations()[0].facts.contains("ISR member 2"),
+            "{}",
+            c.violations()[0]
+        );
+    }
+
+    #[test]
+    fn a_new_leader_without_the_committed_batches_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.observe(&mut c);
+        // Broker 1 lost its last batch, then the controller elects it.
+        world.set_log(1, vec![batch(0, 1, &["a", "b"])]);
+        world.partition().leader = 1;
+        world.partition().leader_epoch = 2;
+        for r in &mut world.replicas {
+            r.leader = Some(1);
+            r.leader_epoch = 2;
+            r.is_leader = r.broker == 1;
+        }
+        world.set_hw(2);
+        world.observe(&mut c);
+        assert!(
+            broken(&c).contains(&Invariant::CommittedLogsAgree),
+            "{:?}",
+            c.violations()
+        );
+    }
+
+    #[test]
+    fn an_acknowledged_record_that_is_not_in_the_log_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        c.acked(Ack {
+            tp: tp(),
+            offset: 1,
+            value: Bytes::from("z"),
+        });
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::AckedRecordsDurable]);
+    }
+
+    #[test]
+    fn an_acknowledged_record_the_log_never_reaches_is_reported_at_the_end() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        c.acked(Ack {
+            tp: tp(),
+            offset: 7,
+            value: Bytes::from("late"),
+        });
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        c.finish(&BTreeMap::new());
+        assert_eq!(broken(&c), vec![Invariant::AckedRecordsDurable]);
+    }
+
+    #[test]
+    fn an_idempotent_record_written_twice_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        let dup = record_value(true, 0, 5);
+        let dup = std::str::from_utf8(&dup).expect("utf-8").to_string();
+        let log = vec![batch(0, 1, &["a", &dup]), batch(2, 1, &[&dup])];
+        for b in 0..3 {
+            world.set_log(b, log.clone());
+        }
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::NoIdempotentDuplicates]);
+
+        let mut world = World::new();
+        let mut c = checker(false);
+        let twice = record_value(false, 0, 5);
+        let twice = std::str::from_utf8(&twice).expect("utf-8").to_string();
+        let log = vec![batch(0, 1, &["a", &twice]), batch(2, 1, &[&twice])];
+        for b in 0..3 {
+            world.set_log(b, log.clone());
+        }
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[], "a plain producer's retry may write twice");
+    }
+
+    #[test]
+    fn a_consumer_reading_what_the_committed_log_does_not_hold_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        c.consumed(Read {
+            tp: tp(),
+            offset: 0,
+            value: Bytes::from("ghost"),
+        });
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::ConsistentReads]);
+    }
+
+    #[test]
+    fn committed_offsets_going_back_or_vanishing_are_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.group(1, 3);
+        world.observe(&mut c);
+        world.group(1, 2);
+        world.observe(&mut c);
+        world.snapshot.groups[0].offsets.clear();
+        world.observe(&mut c);
+        assert_eq!(
+            broken(&c),
+            vec![
+                Invariant::CommittedOffsetsMonotonic,
+                Invariant::CommittedOffsetsMonotonic
+            ]
+        );
+    }
+
+    #[test]
+    fn a_group_generation_going_back_is_reported() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.group(4, 0);
+        world.observe(&mut c);
+        world.group(1, 0);
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::GroupGenerationMonotonic]);
+    }
+
+    #[test]
+    fn an_unclean_election_is_an_allowed_loss_not_a_violation() {
+        let mut world = World::new();
+        let mut c = checker(true);
+        c.acked(Ack {
+            tp: tp(),
+            offset: 2,
+            value: Bytes::from("c"),
+        });
+        world.partition().isr = vec![0];
+        world.observe(&mut c);
+        // Broker 2, out of the ISR and behind, becomes leader and takes new writes.
+        world.set_log(2, vec![batch(0, 1, &["a", "b"]), batch(2, 2, &["other"])]);
+        world.partition().leader = 2;
+        world.partition().leader_epoch = 2;
+        world.partition().isr = vec![2];
+        for r in &mut world.replicas {
+            r.leader = Some(2);
+            r.leader_epoch = 2;
+            r.is_leader = r.broker == 2;
+        }
+        world.probe(2).high_watermark = 3;
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        c.finish(&BTreeMap::from([(
+            tp(),
+            BTreeMap::from([(0, Bytes::from("a")), (1, Bytes::from("b")), (2, Bytes::from("other"))]),
+        )]));
+        assert_eq!(c.violations(), &[]);
+        assert_eq!(c.allowed_losses().len(), 2, "{:?}", c.allowed_losses());
+        assert!(c.allowed_losses()[1].contains("1 acknowledged records lost"));
+    }
+
+    #[test]
+    fn a_power_lost_replica_is_excused_only_when_the_controller_elects_it() {
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.partition().isr = vec![1];
+        world.partition().leader = 1;
+        for r in &mut world.replicas {
+            r.leader = Some(1);
+            r.is_leader = r.broker == 1;
+        }
+        world.observe(&mut c);
+        c.power_loss(1, &world.image);
+        // Broker 1 comes back with its log cut to what it had fsynced; the controller elects
+        // it again as the last in-sync replica.
+        world.set_log(1, vec![batch(0, 1, &["a", "b"])]);
+        world.partition().leader_epoch = 2;
+        for r in &mut world.replicas {
+            r.leader_epoch = 2;
+        }
+        world.probe(1).broker_epoch = 20;
+        world.set_hw(2);
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        assert_eq!(c.allowed_losses().len(), 1);
+
+        // Without an election the same shortened leader loses committed records.
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.observe(&mut c);
+        c.power_loss(0, &world.image);
+        world.set_log(0, vec![batch(0, 1, &["a", "b"])]);
+        world.probe(0).broker_epoch = -1;
+        world.set_hw(0);
+        world.observe(&mut c);
+        assert!(
+            broken(&c).contains(&Invariant::CommittedLogsAgree),
+            "{:?}",
+            c.violations()
+        );
+    }
+
+    #[test]
+    fn an_unsettled_cluster_says_why() {
+        let mut world = World::new();
+        let c = checker(false);
+        world.partition().leader = NO_LEADER;
+        assert_eq!(
+            world.unsettled(&c, &[]),
+            Some("t-0 has no leader (ISR [0, 1, 2])".to_string())
+        );
+    }
+
+    #[test]
+    fn an_idle_cluster_spinning_is_reported_with_its_busiest_link() {
+        let mut c = checker(false);
+        let quiet = BTreeMap::from([((NodeId::Broker(1), 0), 40u64)]);
+        c.idle_work(Duration::from_secs(10), &quiet, 50.0);
+        assert_eq!(c.violations(), &[]);
+        let busy = BTreeMap::from([((NodeId::Broker(1), 0), 40_000u64)]);
+        c.idle_work(Duration::from_secs(10), &busy, 50.0);
+        assert_eq!(broken(&c), vec![Invariant::IdleWork]);
+        assert!(c.violations()[0].facts.contains("Broker(1) -> broker 0: 40000"));
+    }
+}

@@ -1,0 +1,263 @@
+//! The simulation's clients: the real producer and consumer over the embedded cluster. Every
+//! record carries a unique value (see [`record_value`]); what producers learn (acks=all
+//! acknowledgements) and what consumers read lands in an outbox the runner hands to the
+//! checker after every step. Records go to explicit partitions, so that the producer's random
+//! sticky partitioner plays no part in a seed's outcome.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::checker::{Ack, Read, record_value};
+use super::schedule::{GroupSpec, ProducerSpec};
+use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
+use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
+use crate::engine::{Acks, Cluster, TopicPartition};
+
+/// What the clients saw since the runner last looked.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    pub acks: Vec<Ack>,
+    pub reads: Vec<Read>,
+}
+
+type SharedOutbox = Arc<Mutex<Outbox>>;
+
+fn lock(outbox: &SharedOutbox) -> MutexGuard<'_, Outbox> {
+    outbox.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+enum Control {
+    Commit,
+    Close,
+}
+
+struct Member {
+    control: mpsc::UnboundedSender<Control>,
+    task: JoinHandle<()>,
+}
+
+pub(crate) struct Workload {
+    cluster: Cluster,
+    specs: Vec<ProducerSpec>,
+    producers: Vec<Option<Producer>>,
+    groups: Vec<GroupSpec>,
+    members: BTreeMap<(usize, usize), Member>,
+    /// Members asked to leave, finishing their goodbyes in the background.
+    leaving: Vec<JoinHandle<()>>,
+    outbox: SharedOutbox,
+    next_record: u64,
+}
+
+impl Workload {
+    pub fn new(cluster: Cluster, producers: &[ProducerSpec], groups: &[GroupSpec]) -> Self {
+        Workload {
+            cluster,
+            specs: producers.to_vec(),
+            producers: vec![None; producers.len()],
+            groups: groups.to_vec(),
+            members: BTreeMap::new(),
+            leaving: Vec::new(),
+            outbox: SharedOutbox::default(),
+            next_record: 0,
+        }
+    }
+
+    pub fn take(&self) -> Outbox {
+        std::mem::take(&mut *lock(&self.outbox))
+    }
+
+    /// Live consumers per group name.
+    pub fn live_members(&self) -> BTreeMap<String, usize> {
+        let mut out: BTreeMap<String, usize> = self.groups.iter().map(|g| (g.name.clone(), 0)).collect();
+        for ((group, _), m) in &self.members {
+            if !m.task.is_finished()
+                && let Some(g) = self.groups.get(*group)
+            {
+                *out.entry(g.name.clone()).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    /// Enqueues `records` records; their outcomes arrive in the outbox later.
+    pub async fn produce(&mut self, producer: usize, topic: &str, partition: i32, records: u32) -> Result<(), String> {
+        let spec = self
+            .specs
+            .get(producer)
+            .cloned()
+            .ok_or_else(|| format!("no producer {producer}"))?;
+        let slot = self
+            .producers
+            .get_mut(producer)
+            .ok_or_else(|| format!("no producer {producer}"))?;
+        if slot.is_none() {
+            let config = ProducerConfig {
+                acks: spec.acks,
+                enable_idempotence: spec.idempotent,
+                compression: spec.compression,
+                max_in_flight: spec.max_in_flight,
+                linger_ms: spec.linger_ms,
+                delivery_timeout_ms: 30_000,
+                request_timeout_ms: 5_000,
+                retry_backoff_ms: 100,
+                ..ProducerConfig::default()
+            };
+            let created = Producer::new(self.cluster.clone(), config)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            *slot = Some(created);
+        }
+        let Some(handle) = slot.clone() else {
+            return Err("no producer".into());
+        };
+        for _ in 0..records {
+            let value = record_value(spec.idempotent, producer, self.next_record);
+            self.next_record += 1;
+            let record = ProducerRecord::new(topic, value.clone()).with_partition(partition);
+            let delivery = handle.enqueue(record).await.map_err(|e| e.to_string())?;
+            let outbox = Arc::clone(&self.outbox);
+            let tp = TopicPartition::new(topic, partition);
+            let acks = spec.acks;
+            tokio::spawn(async move {
+                if let Ok(Ok(metadata)) = delivery.await
+                    && acks == Acks::All
+                {
+                    lock(&outbox).acks.push(Ack {
+                        tp,
+                        offset: metadata.offset,
+                        value,
+                    });
+                }
+            });
+        }
+        Ok(())
+    }
+
+    pub fn join(&mut self, group: usize, member: usize) -> Result<(), String> {
+        let spec = self
+            .groups
+            .get(group)
+            .cloned()
+            .ok_or_else(|| format!("no group {group}"))?;
+        if self
+            .members
+            .get(&(group, member))
+            .is_some_and(|m| !m.task.is_finished())
+        {
+            return Err("already a member".into());
+        }
+        let (control, commands) = mpsc::unbounded_channel();
+        let task = tokio::spawn(consume(self.cluster.clone(), spec, commands, Arc::clone(&self.outbox)));
+        self.members.insert((group, member), Member { control, task });
+        Ok(())
+    }
+
+    /// The member commits (with auto-commit on) and leaves, in the background.
+    pub fn close(&mut self, group: usize, member: usize) -> Result<(), String> {
+        let m = self.members.remove(&(group, member)).ok_or("no such member")?;
+        m.control.send(Control::Close).map_err(|_| "the member is gone")?;
+        self.leaving.push(m.task);
+        Ok(())
+    }
+
+    /// The member disappears without a word: the group notices when its session expires.
+    pub fn crash(&mut self, group: usize, member: usize) -> Result<(), String> {
+        let m = self.members.remove(&(group, member)).ok_or("no such member")?;
+        m.task.abort();
+        Ok(())
+    }
+
+    pub fn commit(&mut self, group: usize, member: usize) -> Result<(), String> {
+        let m = self.members.get(&(group, member)).ok_or("no such member")?;
+        m.control.send(Control::Commit).map_err(|_| "the member is gone".into())
+    }
+
+    /// The whole cluster goes down: consumers die with their connections (they rejoin as
+    /// new members in [`Workload::rebind`]); producers are dropped and finish what they hold
+    /// against the old cluster, failing it.
+    pub fn detach(&mut self) {
+        self.producers = vec![None; self.specs.len()];
+        for m in self.members.values() {
+            m.task.abort();
+        }
+    }
+
+    /// Moves every client to the restarted cluster.
+    pub fn rebind(&mut self, cluster: Cluster) {
+        self.cluster = cluster;
+        let members: Vec<(usize, usize)> = self.members.keys().copied().collect();
+        self.members.clear();
+        for (group, member) in members {
+            let _ = self.join(group, member);
+        }
+    }
+
+    /// Closes every client and waits for it: producers deliver (or fail) what they hold,
+    /// consumers commit and leave.
+    pub async fn shutdown(&mut self) {
+        for producer in self.producers.iter_mut().filter_map(Option::take) {
+            producer.close().await;
+        }
+        for (_, m) in std::mem::take(&mut self.members) {
+            if m.control.send(Control::Close).is_ok() {
+                let _ = m.task.await;
+            }
+        }
+        for task in self.leaving.drain(..) {
+            let _ = task.await;
+        }
+    }
+}
+
+/// One group member's life: poll, hand what it read to the outbox, obey commands.
+async fn consume(
+    cluster: Cluster,
+    spec: GroupSpec,
+    mut commands: mpsc::UnboundedReceiver<Control>,
+    outbox: SharedOutbox,
+) {
+    let config = ConsumerConfig {
+        group_id: Some(spec.name.clone()),
+        auto_offset_reset: OffsetReset::Earliest,
+        enable_auto_commit: spec.auto_commit,
+        auto_commit_interval_ms: 1_000,
+        session_timeout_ms: spec.session_timeout_ms,
+        heartbeat_interval_ms: 500,
+        rebalance_timeout_ms: 10_000,
+        fetch_max_wait_ms: 200,
+        assignors: vec![spec.assignor.clone()],
+        ..ConsumerConfig::default()
+    };
+    let mut consumer = Consumer::new(cluster, config);
+    consumer.subscribe(spec.topics.clone());
+    loop {
+        match commands.try_recv() {
+            Ok(Control::Commit) => {
+                let _ = consumer.commit().await;
+            }
+            Ok(Control::Close) | Err(mpsc::error::TryRecvError::Disconnected) => {
+                consumer.close().await;
+                return;
+            }
+            Err(mpsc::error::TryRecvError::Empty) => {}
+        }
+        match consumer.poll(Duration::from_millis(200)).await {
+            Ok(records) => {
+                let reads = records.into_iter().map(|r| Read {
+                    tp: TopicPartition::new(&*r.topic, r.partition),
+                    offset: r.offset,
+                    value: r.value.unwrap_or_default(),
+                });
+                lock(&outbox).reads.extend(reads);
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+        // A poll can return without ever having waited (it spins while a partition has no
+        // leader); the application's loop still lets the rest of the process run.
+        tokio::task::yield_now().await;
+    }
+}
