@@ -654,8 +654,10 @@ impl Checker {
         // A broker restarted after a power loss takes up the leadership the metadata still
         // gives it (a KRaft broker applies the metadata it replays at startup) before the
         // controller notices the new incarnation: it leads with the log the power loss cut
-        // back, which Kafka allows as it allows electing it.
-        if self.is_tainted(tp, leader.broker) && !history.losses.contains(&leader.leader_epoch) {
+        // back, which Kafka allows as it allows electing it, when it is the last in-sync
+        // replica.
+        let last_in_sync = o.image.partition(tp).is_some_and(|p| p.isr == [leader.broker]);
+        if last_in_sync && self.is_tainted(tp, leader.broker) && !history.losses.contains(&leader.leader_epoch) {
             self.allow_loss(
                 tp,
                 leader.leader_epoch,
