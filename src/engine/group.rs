@@ -527,13 +527,15 @@ impl GroupCoordinator {
                 m.rebalance_timeout = rebalance_timeout;
                 m.last_heartbeat = now;
                 let is_leader = group.leader.as_deref() == Some(req.member_id.as_str());
-                if group.state == GroupState::CompletingRebalance && !changed {
-                    // Kafka's CompletingRebalance case: the member probably missed its JoinGroup
-                    // answer (a retry, a slow link); it gets the current generation again, the
-                    // leader with the members to assign. Rebalancing here instead would fail
-                    // every SyncGroup in flight, and members that rejoin at once would keep
-                    // the group from ever settling.
-                    let members = if is_leader {
+                // Kafka's CompletingRebalance case: the member probably missed its JoinGroup
+                // answer (a retry, a slow link); it gets the current generation again, the
+                // leader with the members to assign. Rebalancing here instead would fail every
+                // SyncGroup in flight, and members that rejoin at once would keep the group
+                // from ever settling. A Stable group's follower with unchanged metadata has
+                // nothing to do either.
+                let completing = group.state == GroupState::CompletingRebalance;
+                if !changed && (completing || (group.state == GroupState::Stable && !is_leader)) {
+                    let members = if completing && is_leader {
                         group_protocol_members(group)
                     } else {
                         Vec::new()
@@ -545,18 +547,6 @@ impl GroupCoordinator {
                         leader: group.leader.clone().unwrap_or_default(),
                         member_id: req.member_id,
                         members,
-                    });
-                    return rx;
-                }
-                if group.state == GroupState::Stable && !changed && !is_leader {
-                    // Nothing to do: tell it the current generation again.
-                    let _ = tx.send(JoinGroupResponse {
-                        error: None,
-                        generation_id: group.generation,
-                        protocol_name: group.protocol.clone(),
-                        leader: group.leader.clone().unwrap_or_default(),
-                        member_id: req.member_id,
-                        members: Vec::new(),
                     });
                     return rx;
                 }
