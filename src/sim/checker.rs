@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::engine::group::{OFFSETS_TOPIC, partition_for_group};
+use crate::engine::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use crate::engine::{
     BrokerId, BrokerState, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind, MetadataImage,
     NO_LEADER, NodeId, ReplicaProbe, TopicPartition,
@@ -233,11 +233,37 @@ struct Taint {
     left_isr: bool,
 }
 
+/// What was seen of one group. Values carry the leader epochs (of the group's offsets
+/// partition, and of the partition an offset is for) under which they were first seen, so a
+/// regression can be matched with a loss the rules allow between then and now.
 #[derive(Debug, Default)]
 struct GroupHistory {
-    generation: i32,
+    /// The highest generation seen Stable (Kafka persists a group when its assignment is
+    /// stored, so only that generation survives a coordinator move) and the offsets
+    /// partition's epoch then.
+    generation: Option<(i32, i32)>,
     coordinator: Option<BrokerId>,
-    offsets: BTreeMap<TopicPartition, i64>,
+    offsets: BTreeMap<TopicPartition, SeenOffset>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SeenOffset {
+    committed: i64,
+    offsets_epoch: i32,
+    partition_epoch: i32,
+}
+
+/// A group value that went back: a violation unless a loss the rules allow happened on one
+/// of `excuses` (partition, from epoch, to epoch) in between. Decided at the end of the run,
+/// because a loss can be recognised a sample after the coordinator acted on it.
+#[derive(Debug)]
+struct GroupSuspect {
+    step: usize,
+    at: Duration,
+    invariant: Invariant,
+    key: String,
+    facts: String,
+    excuses: Vec<(TopicPartition, i32, i32)>,
 }
 
 type ReplicaKey = (TopicPartition, BrokerId, i64);
@@ -256,6 +282,7 @@ pub struct Checker {
     leader_hw: BTreeMap<ReplicaKey, (i32, i64)>,
     tainted: BTreeMap<TopicPartition, BTreeMap<BrokerId, Taint>>,
     groups: BTreeMap<String, GroupHistory>,
+    group_suspects: Vec<GroupSuspect>,
     acked: u64,
     consumed: u64,
 }
@@ -277,6 +304,7 @@ impl Checker {
             leader_hw: BTreeMap::new(),
             tainted: BTreeMap::new(),
             groups: BTreeMap::new(),
+            group_suspects: Vec::new(),
             acked: 0,
             consumed: 0,
         }
@@ -911,15 +939,17 @@ impl Checker {
     }
 
     fn check_groups(&mut self, o: &Observation) {
+        let epoch_of = |tp: &TopicPartition| o.image.partition(tp).map_or(-1, |p| p.leader_epoch);
         for g in &o.snapshot.groups {
             let index = partition_for_group(&g.group_id, self.config.offsets_topic_partitions);
-            let coordinator = o
-                .image
-                .partition(&TopicPartition::new(OFFSETS_TOPIC, index))
-                .map_or(NO_LEADER, |p| p.leader);
-            if g.coordinator != coordinator {
+            let offsets_tp = TopicPartition::new(OFFSETS_TOPIC, index);
+            let Some(reg) = o.image.partition(&offsets_tp) else {
+                continue;
+            };
+            if g.coordinator != reg.leader {
                 continue;
             }
+            let (coordinator, offsets_epoch) = (reg.leader, reg.leader_epoch);
             let mut found = Vec::new();
             let history = self.groups.entry(g.group_id.clone()).or_default();
             let moved = match history.coordinator {
@@ -928,34 +958,54 @@ impl Checker {
                 }
                 _ => String::new(),
             };
-            // After a report the new value is the baseline: a later drop is a new fault.
-            if g.generation < history.generation {
-                found.push((
-                    Invariant::GroupGenerationMonotonic,
-                    format!("{} {} {}", g.group_id, history.generation, g.generation),
-                    format!(
-                        "group {}: generation went from {} back to {}{moved}",
-                        g.group_id, history.generation, g.generation
+            if let Some((generation, since)) = history.generation
+                && g.generation < generation
+            {
+                found.push(GroupSuspect {
+                    step: o.step,
+                    at: o.at,
+                    invariant: Invariant::GroupGenerationMonotonic,
+                    key: format!("{} {generation} {}", g.group_id, g.generation),
+                    facts: format!(
+                        "group {}: generation {generation} was stored (seen Stable), now it is {} ({:?}){moved}",
+                        g.group_id, g.generation, g.state
                     ),
-                ));
+                    excuses: vec![(offsets_tp.clone(), since, offsets_epoch)],
+                });
             }
-            history.generation = g.generation;
+            // After a report the new value is the baseline: a later drop is a new fault.
+            if g.state == GroupState::Stable || g.generation < history.generation.map_or(0, |(g, _)| g) {
+                history.generation = Some((g.generation, offsets_epoch));
+            }
             for offset in &g.offsets {
                 if o.image.partition(&offset.tp).is_none() {
                     continue;
                 }
-                let before = history.offsets.entry(offset.tp.clone()).or_insert(offset.committed);
-                if offset.committed < *before {
-                    found.push((
-                        Invariant::CommittedOffsetsMonotonic,
-                        format!("{} {} {} {}", g.group_id, offset.tp, before, offset.committed),
-                        format!(
+                let now = SeenOffset {
+                    committed: offset.committed,
+                    offsets_epoch,
+                    partition_epoch: epoch_of(&offset.tp),
+                };
+                let before = history.offsets.entry(offset.tp.clone()).or_insert(now);
+                if offset.committed < before.committed {
+                    found.push(GroupSuspect {
+                        step: o.step,
+                        at: o.at,
+                        invariant: Invariant::CommittedOffsetsMonotonic,
+                        key: format!("{} {} {} {}", g.group_id, offset.tp, before.committed, offset.committed),
+                        facts: format!(
                             "group {}: the committed offset of {} went from {} back to {}{moved}",
-                            g.group_id, offset.tp, before, offset.committed
+                            g.group_id, offset.tp, before.committed, offset.committed
                         ),
-                    ));
+                        excuses: vec![
+                            (offsets_tp.clone(), before.offsets_epoch, offsets_epoch),
+                            (offset.tp.clone(), before.partition_epoch, now.partition_epoch),
+                        ],
+                    });
                 }
-                *before = offset.committed;
+                if offset.committed != before.committed {
+                    *before = now;
+                }
             }
             let gone: Vec<TopicPartition> = history
                 .offsets
@@ -964,22 +1014,45 @@ impl Checker {
                 .cloned()
                 .collect();
             for tp in gone {
-                if let Some(committed) = history.offsets.remove(&tp) {
-                    found.push((
-                        Invariant::CommittedOffsetsMonotonic,
-                        format!("{} {tp} {committed} gone", g.group_id),
-                        format!(
-                            "group {}: the committed offset {committed} of {tp} is gone{moved}",
-                            g.group_id
+                if let Some(seen) = history.offsets.remove(&tp) {
+                    found.push(GroupSuspect {
+                        step: o.step,
+                        at: o.at,
+                        invariant: Invariant::CommittedOffsetsMonotonic,
+                        key: format!("{} {tp} {} gone", g.group_id, seen.committed),
+                        facts: format!(
+                            "group {}: the committed offset {} of {tp} is gone{moved}",
+                            g.group_id, seen.committed
                         ),
-                    ));
+                        excuses: vec![
+                            (offsets_tp.clone(), seen.offsets_epoch, offsets_epoch),
+                            (tp.clone(), seen.partition_epoch, epoch_of(&tp)),
+                        ],
+                    });
                 }
             }
             history.coordinator = Some(coordinator);
-            for (invariant, key, facts) in found {
-                self.violate(invariant, key, facts);
+            self.group_suspects.extend(found);
+        }
+    }
+
+    /// Reports the group regressions no allowed loss explains: a loss at an epoch between
+    /// the one the value was seen under and the one the regression was (an unclean or
+    /// power-lost leader can lead the very epoch it led before).
+    fn settle_group_suspects(&mut self) {
+        let (step, at) = (self.step, self.at);
+        for s in std::mem::take(&mut self.group_suspects) {
+            let excused = s.excuses.iter().any(|(tp, from, to)| {
+                self.partitions
+                    .get(tp)
+                    .is_some_and(|h| h.losses.range(*from..=*to).next().is_some())
+            });
+            if !excused {
+                self.at_step(s.step, s.at);
+                self.violate(s.invariant, s.key, s.facts);
             }
         }
+        self.at_step(step, at);
     }
 
     /// Why the cluster has not settled yet (`None` once it has): every partition needs a
@@ -1049,7 +1122,7 @@ impl Checker {
                 .find(|g| &g.group_id == group && g.coordinator == coordinator);
             match view {
                 None => return Some(format!("group {group}: its coordinator {coordinator} does not know it")),
-                Some(g) if g.state != crate::engine::group::GroupState::Stable || g.members.len() != *live => {
+                Some(g) if g.state != GroupState::Stable || g.members.len() != *live => {
                     return Some(format!(
                         "group {group}: {:?} with {} members, {live} consumers alive",
                         g.state,
@@ -1091,6 +1164,7 @@ impl Checker {
     /// settled (`final_logs`, per partition, offset and value). Acknowledged and consumed
     /// records the committed log never reached are lost; at-risk ones are counted.
     pub fn finish(&mut self, final_logs: &BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>) {
+        self.settle_group_suspects();
         let mut found = Vec::new();
         let mut lost_at_risk = Vec::new();
         for (tp, history) in &self.partitions {
@@ -1674,6 +1748,7 @@ mod tests {
         world.observe(&mut c);
         world.snapshot.groups[0].offsets.clear();
         world.observe(&mut c);
+        c.finish(&BTreeMap::new());
         assert_eq!(
             broken(&c),
             vec![
@@ -1691,7 +1766,67 @@ mod tests {
         world.observe(&mut c);
         world.group(1, 0);
         world.observe(&mut c);
+        c.finish(&BTreeMap::new());
         assert_eq!(broken(&c), vec![Invariant::GroupGenerationMonotonic]);
+    }
+
+    #[test]
+    fn a_generation_never_stored_may_go_back_with_its_coordinator() {
+        // Kafka writes the group record when the leader's assignment is stored: a
+        // generation that never reached Stable is not loaded by the next coordinator.
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.group(4, 0);
+        world.observe(&mut c);
+        world.group(5, 0);
+        world.snapshot.groups[0].state = GroupState::CompletingRebalance;
+        world.observe(&mut c);
+        world.group(4, 0);
+        world.observe(&mut c);
+        world.group(3, 0);
+        world.observe(&mut c);
+        c.finish(&BTreeMap::new());
+        assert_eq!(broken(&c), vec![Invariant::GroupGenerationMonotonic]);
+        assert!(
+            c.violations()[0].facts.contains("generation 4 was stored"),
+            "{:?}",
+            c.violations()
+        );
+    }
+
+    #[test]
+    fn group_values_may_go_back_only_across_a_loss_of_their_records() {
+        let offsets_epoch = |world: &mut World, epoch: i32| {
+            if let Some(t) = world.image.topics.get_mut(OFFSETS_TOPIC) {
+                t.partitions[0].leader_epoch = epoch;
+            }
+        };
+        let mut world = World::new();
+        let mut c = checker(true);
+        world.group(4, 7);
+        world.observe(&mut c);
+        // The offsets partition is led uncleanly in epoch 2: both values go back, and the
+        // loss is recognised only after the coordinator served them.
+        offsets_epoch(&mut world, 2);
+        world.group(2, 5);
+        world.observe(&mut c);
+        c.allow_loss(&TopicPartition::new(OFFSETS_TOPIC, 0), 2, "unclean election".into());
+        // Later, with no loss, they must not go back again.
+        offsets_epoch(&mut world, 3);
+        world.group(3, 6);
+        world.observe(&mut c);
+        world.group(2, 4);
+        world.observe(&mut c);
+        c.finish(&BTreeMap::new());
+        assert_eq!(
+            broken(&c),
+            vec![
+                Invariant::GroupGenerationMonotonic,
+                Invariant::CommittedOffsetsMonotonic
+            ],
+            "{:?}",
+            c.violations()
+        );
     }
 
     #[test]
