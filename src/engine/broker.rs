@@ -752,6 +752,15 @@ impl Broker {
 
     /// Brings the replicas hosted here in line with the controller's metadata.
     pub fn apply_image(&self, image: &MetadataImage) {
+        // Only metadata that knows this incarnation counts (a KRaft broker publishes its
+        // first image after it registered and caught up): an image from before still gives
+        // the previous incarnation its leaderships and ISR places, and a restarted broker
+        // acting on it would lead with a log a crash may have cut back, before the
+        // controller moved those leaderships away.
+        let epoch = self.broker_epoch();
+        if epoch < 0 || image.brokers.get(&self.id).map(|b| b.epoch) != Some(epoch) {
+            return;
+        }
         let now = self.now_ms();
         let mut partitions = lock(&self.partitions);
         if image.version < self.metadata_version.load(Ordering::SeqCst) {

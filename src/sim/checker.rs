@@ -224,7 +224,16 @@ struct PartitionHistory {
     reads: Vec<Read>,
     /// Epochs whose election was an allowed loss.
     losses: BTreeSet<i32>,
+    /// Open after a loss at this epoch while a replica may still lead an earlier epoch (a
+    /// paused leader with only itself in sync acknowledges what it appends when it wakes,
+    /// as Kafka's does, and the new line overwrites it): acknowledgements received now are
+    /// at risk too. The time is when no such leader was first seen again.
+    zombie_window: Option<(i32, Option<Duration>)>,
 }
+
+/// How long a loss's zombie window stays open after its last old-epoch leader was seen:
+/// the answers it sent may still be on their way.
+const ZOMBIE_ANSWERS_IN_FLIGHT: Duration = Duration::from_secs(2);
 
 /// A replica whose log a power loss cut back: `left_isr` once it was seen outside the ISR,
 /// so that seeing it inside again means it caught up.
@@ -352,10 +361,15 @@ impl Checker {
         }
         self.acked += 1;
         let history = self.partitions.entry(ack.tp).or_default();
+        let state = if history.zombie_window.is_some() {
+            AckState::AtRisk
+        } else {
+            AckState::Pending
+        };
         history.acked.push(AckedRecord {
             offset: ack.offset,
             value: ack.value,
-            state: AckState::Pending,
+            state,
         });
     }
 
@@ -435,6 +449,7 @@ impl Checker {
         history.committed = Committed::default();
         history.verified_leader = None;
         history.followers.clear();
+        history.zombie_window = Some((epoch.max(history.zombie_window.map_or(epoch, |(e, _)| e)), None));
         for g in self.groups.values_mut() {
             g.offsets.remove(tp);
         }
@@ -454,6 +469,7 @@ impl Checker {
         self.check_logs(o);
         self.check_acks_and_reads();
         self.check_groups(o);
+        self.close_zombie_windows(o);
     }
 
     fn forget_deleted(&mut self, image: &MetadataImage) {
@@ -577,6 +593,25 @@ impl Checker {
         }
     }
 
+    /// Closes the zombie windows no earlier-epoch leader keeps open any more.
+    fn close_zombie_windows(&mut self, o: &Observation) {
+        for (tp, history) in &mut self.partitions {
+            let Some((epoch, clear_since)) = history.zombie_window else {
+                continue;
+            };
+            let zombie = o
+                .replicas
+                .iter()
+                .any(|r| &r.tp == tp && r.is_leader && r.leader_epoch < epoch);
+            history.zombie_window = match (zombie, clear_since) {
+                (true, _) => Some((epoch, None)),
+                (false, None) => Some((epoch, Some(o.at))),
+                (false, Some(t)) if o.at.saturating_sub(t) < ZOMBIE_ANSWERS_IN_FLIGHT => Some((epoch, Some(t))),
+                (false, Some(_)) => None,
+            };
+        }
+    }
+
     fn check_replicas(&mut self, o: &Observation) {
         for r in o.replicas {
             let Some(reg) = o.image.partition(&r.tp) else { continue };
@@ -679,23 +714,6 @@ impl Checker {
         if history.verified_leader == Some(id) {
             return;
         }
-        // A broker restarted after a power loss takes up the leadership the metadata still
-        // gives it (a KRaft broker applies the metadata it replays at startup) before the
-        // controller notices the new incarnation: it leads with the log the power loss cut
-        // back, which Kafka allows as it allows electing it, when it is the last in-sync
-        // replica.
-        let last_in_sync = o.image.partition(tp).is_some_and(|p| p.isr == [leader.broker]);
-        if last_in_sync && self.is_tainted(tp, leader.broker) && !history.losses.contains(&leader.leader_epoch) {
-            self.allow_loss(
-                tp,
-                leader.leader_epoch,
-                format!(
-                    "broker {} leads epoch {} again after a power loss cut its log back, before the controller saw it restart",
-                    leader.broker, leader.leader_epoch
-                ),
-            );
-        }
-        let Some(history) = self.partitions.get(tp) else { return };
         let Some(start) = history.committed.start else {
             if let Some(h) = self.partitions.get_mut(tp) {
                 h.verified_leader = Some(id);
@@ -1830,6 +1848,57 @@ mod tests {
     }
 
     #[test]
+    fn a_paused_old_leader_acknowledging_after_an_unclean_election_is_an_allowed_loss() {
+        let mut world = World::new();
+        let mut c = checker(true);
+        world.partition().isr = vec![0];
+        world.observe(&mut c);
+        // Broker 2 is elected uncleanly while broker 0, paused, still leads epoch 1 with
+        // only itself in sync: when it wakes it acknowledges what it appends.
+        world.set_log(2, vec![batch(0, 1, &["a", "b"]), batch(2, 2, &["new"])]);
+        world.partition().leader = 2;
+        world.partition().leader_epoch = 2;
+        world.partition().isr = vec![2];
+        for r in world.replicas.iter_mut().filter(|r| r.broker != 0) {
+            r.leader = Some(2);
+            r.leader_epoch = 2;
+            r.is_leader = r.broker == 2;
+        }
+        world.probe(2).high_watermark = 3;
+        c.event(&ClusterEvent {
+            at: chrono::Utc::now(),
+            kind: EventKind::LeaderElected {
+                tp: tp(),
+                old: Some(0),
+                new: 2,
+                leader_epoch: 2,
+                reason: ElectionReason::Unclean,
+            },
+        });
+        world.observe(&mut c);
+        c.acked(Ack {
+            tp: tp(),
+            offset: 2,
+            value: Bytes::from("zombie"),
+        });
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        // Once no replica leads an older epoch (and its answers had time to arrive), an
+        // acknowledgement the log does not hold is a violation again.
+        world.replicas.retain(|r| r.broker != 0);
+        for _ in 0..3 {
+            world.observe(&mut c);
+        }
+        c.acked(Ack {
+            tp: tp(),
+            offset: 2,
+            value: Bytes::from("lost"),
+        });
+        world.observe(&mut c);
+        assert_eq!(broken(&c), vec![Invariant::AckedRecordsDurable], "{:?}", c.violations());
+    }
+
+    #[test]
     fn an_unclean_election_is_an_allowed_loss_not_a_violation() {
         let mut world = World::new();
         let mut c = checker(true);
@@ -1883,6 +1952,16 @@ mod tests {
         }
         world.probe(1).broker_epoch = 20;
         world.set_hw(2);
+        c.event(&ClusterEvent {
+            at: chrono::Utc::now(),
+            kind: EventKind::LeaderElected {
+                tp: tp(),
+                old: None,
+                new: 1,
+                leader_epoch: 2,
+                reason: ElectionReason::ReplicaReturned,
+            },
+        });
         world.observe(&mut c);
         assert_eq!(c.violations(), &[]);
         assert_eq!(c.allowed_losses().len(), 1);
