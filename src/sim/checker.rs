@@ -125,6 +125,10 @@ pub struct Ack {
     pub tp: TopicPartition,
     pub offset: i64,
     pub value: Bytes,
+    /// When the producer was handed the record (the simulation's time): an answer can
+    /// arrive long after the write (retries of earlier batches hold it back), so a record
+    /// sent before a loss is at risk whenever its acknowledgement comes.
+    pub sent_at: Duration,
 }
 
 /// A record a consumer received.
@@ -229,6 +233,8 @@ struct PartitionHistory {
     /// as Kafka's does, and the new line overwrites it): acknowledgements received now are
     /// at risk too. The time is when no such leader was first seen again.
     zombie_window: Option<(i32, Option<Duration>)>,
+    /// When the last allowed loss was seen.
+    last_loss_at: Option<Duration>,
 }
 
 /// How long a loss's zombie window stays open after its last old-epoch leader was seen:
@@ -361,7 +367,7 @@ impl Checker {
         }
         self.acked += 1;
         let history = self.partitions.entry(ack.tp).or_default();
-        let state = if history.zombie_window.is_some() {
+        let state = if history.zombie_window.is_some() || history.last_loss_at.is_some_and(|t| ack.sent_at <= t) {
             AckState::AtRisk
         } else {
             AckState::Pending
@@ -449,6 +455,7 @@ impl Checker {
         history.committed = Committed::default();
         history.verified_leader = None;
         history.followers.clear();
+        history.last_loss_at = Some(self.at);
         history.zombie_window = Some((epoch.max(history.zombie_window.map_or(epoch, |(e, _)| e)), None));
         for g in self.groups.values_mut() {
             g.offsets.remove(tp);
@@ -1568,6 +1575,7 @@ mod tests {
             tp: tp(),
             offset: 1,
             value: Bytes::from("b"),
+            sent_at: Duration::ZERO,
         });
         c.consumed(Read {
             tp: tp(),
@@ -1698,6 +1706,7 @@ mod tests {
             tp: tp(),
             offset: 1,
             value: Bytes::from("z"),
+            sent_at: Duration::ZERO,
         });
         world.observe(&mut c);
         assert_eq!(broken(&c), vec![Invariant::AckedRecordsDurable]);
@@ -1711,6 +1720,7 @@ mod tests {
             tp: tp(),
             offset: 7,
             value: Bytes::from("late"),
+            sent_at: Duration::ZERO,
         });
         world.observe(&mut c);
         assert_eq!(c.violations(), &[]);
@@ -1880,9 +1890,17 @@ mod tests {
             tp: tp(),
             offset: 2,
             value: Bytes::from("zombie"),
+            sent_at: Duration::ZERO,
         });
         world.observe(&mut c);
         assert_eq!(c.violations(), &[]);
+        // Nor is a record sent before the loss whose answer comes late.
+        c.acked(Ack {
+            tp: tp(),
+            offset: 3,
+            value: Bytes::from("late"),
+            sent_at: Duration::ZERO,
+        });
         // Once no replica leads an older epoch (and its answers had time to arrive), an
         // acknowledgement the log does not hold is a violation again.
         world.replicas.retain(|r| r.broker != 0);
@@ -1893,6 +1911,7 @@ mod tests {
             tp: tp(),
             offset: 2,
             value: Bytes::from("lost"),
+            sent_at: Duration::from_secs(100),
         });
         world.observe(&mut c);
         assert_eq!(broken(&c), vec![Invariant::AckedRecordsDurable], "{:?}", c.violations());
@@ -1906,6 +1925,7 @@ mod tests {
             tp: tp(),
             offset: 2,
             value: Bytes::from("c"),
+            sent_at: Duration::ZERO,
         });
         world.partition().isr = vec![0];
         world.observe(&mut c);

@@ -303,7 +303,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
             });
         }
     };
-    let workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups);
+    let workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups, start);
     let events = cluster.events();
     let mut sim = Sim {
         max_brokers: setup.brokers,
@@ -373,6 +373,14 @@ impl Sim {
         self.settle("after the clients stopped").await?;
         self.sample();
         let logs = self.read_back().await?;
+        if self.options.trace {
+            for r in self.cluster.replica_probes() {
+                self.note(format!(
+                    "final: {} on broker {}: leader {:?} epoch {}, log {}..{}, HW {}",
+                    r.tp, r.broker, r.leader, r.leader_epoch, r.log_start_offset, r.log_end_offset, r.high_watermark
+                ));
+            }
+        }
         self.checker.finish(&logs);
         self.idle().await
     }
@@ -400,6 +408,8 @@ impl Sim {
 
     /// Hands the checker what happened since the last sample and the cluster as it is now.
     fn sample(&mut self) {
+        // Losses the events reveal happened by now: records sent before it are at risk.
+        self.checker.at_step(self.step, self.start.elapsed());
         loop {
             match self.events.try_recv() {
                 Ok(event) => {
@@ -417,6 +427,14 @@ impl Sim {
         }
         let outbox = self.workload.take();
         for ack in outbox.acks {
+            if self.options.trace {
+                self.note(format!(
+                    "    acked {} at {}: {:?}",
+                    ack.tp,
+                    ack.offset,
+                    String::from_utf8_lossy(&ack.value)
+                ));
+            }
             self.checker.acked(ack);
         }
         for read in outbox.reads {

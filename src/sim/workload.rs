@@ -50,10 +50,17 @@ pub(crate) struct Workload {
     leaving: Vec<JoinHandle<()>>,
     outbox: SharedOutbox,
     next_record: u64,
+    /// When the simulation began: acknowledgements say when their record was sent.
+    start: tokio::time::Instant,
 }
 
 impl Workload {
-    pub fn new(cluster: Cluster, producers: &[ProducerSpec], groups: &[GroupSpec]) -> Self {
+    pub fn new(
+        cluster: Cluster,
+        producers: &[ProducerSpec],
+        groups: &[GroupSpec],
+        start: tokio::time::Instant,
+    ) -> Self {
         Workload {
             cluster,
             specs: producers.to_vec(),
@@ -63,6 +70,7 @@ impl Workload {
             leaving: Vec::new(),
             outbox: SharedOutbox::default(),
             next_record: 0,
+            start,
         }
     }
 
@@ -122,6 +130,7 @@ impl Workload {
             let outbox = Arc::clone(&self.outbox);
             let tp = TopicPartition::new(topic, partition);
             let acks = spec.acks;
+            let sent_at = self.start.elapsed();
             tokio::spawn(async move {
                 if let Ok(Ok(metadata)) = delivery.await
                     && acks == Acks::All
@@ -130,6 +139,7 @@ impl Workload {
                         tp,
                         offset: metadata.offset,
                         value,
+                        sent_at,
                     });
                 }
             });
