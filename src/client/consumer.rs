@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -113,6 +113,11 @@ pub struct Consumer {
     membership: Option<Membership>,
     member_id: String,
     rejoin: Arc<AtomicBool>,
+    /// The generation this member holds a stable assignment of (-1 while it joins): a
+    /// heartbeat answer asks for a rejoin only for the generation it was sent for, as the
+    /// Java consumer checks `generationUnchanged()`. A late answer for the generation just
+    /// left would otherwise send the member straight back, and the others after it.
+    heartbeat_generation: Arc<AtomicI32>,
     heartbeat: Option<JoinHandle<()>>,
     last_commit: Instant,
     buffered: VecDeque<ConsumerRecord>,
@@ -138,6 +143,7 @@ impl Consumer {
             membership: None,
             member_id: String::new(),
             rejoin: Arc::new(AtomicBool::new(false)),
+            heartbeat_generation: Arc::new(AtomicI32::new(assignor::DEFAULT_GENERATION)),
             heartbeat: None,
             last_commit: Instant::now(),
             buffered: VecDeque::new(),
@@ -492,6 +498,8 @@ impl Consumer {
                 return Err(ConsumeError::Group(ErrorCode::RebalanceInProgress));
             }
             self.rejoin.store(false, Ordering::SeqCst);
+            self.heartbeat_generation
+                .store(assignor::DEFAULT_GENERATION, Ordering::SeqCst);
             let generation = self
                 .membership
                 .as_ref()
@@ -578,6 +586,7 @@ impl Consumer {
                 generation: joined.generation_id,
             });
             self.set_assignment(assigned);
+            self.heartbeat_generation.store(joined.generation_id, Ordering::SeqCst);
             self.start_heartbeats(&group);
             if cooperative && revoked {
                 // Partitions given up now are handed to their new owner in a follow-up round.
@@ -615,6 +624,7 @@ impl Consumer {
         }
         let Some(m) = self.membership.clone() else { return };
         let (cluster, group, rejoin) = (self.cluster.clone(), group.to_string(), Arc::clone(&self.rejoin));
+        let current = Arc::clone(&self.heartbeat_generation);
         let interval = Duration::from_millis(self.config.heartbeat_interval_ms);
         self.heartbeat = Some(tokio::spawn(async move {
             loop {
@@ -629,7 +639,9 @@ impl Consumer {
                     Ok(GroupResponse::Heartbeat(
                         ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId,
                     )) => {
-                        rejoin.store(true, Ordering::SeqCst);
+                        if current.load(Ordering::SeqCst) == m.generation {
+                            rejoin.store(true, Ordering::SeqCst);
+                        }
                         return;
                     }
                     // Coordinator moving or unreachable: keep trying within the session.
