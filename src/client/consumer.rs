@@ -495,6 +495,8 @@ impl Consumer {
         let backoff = Duration::from_millis(100);
         loop {
             if Instant::now() >= deadline + Duration::from_millis(self.config.rebalance_timeout_ms) {
+                // The next poll carries on joining.
+                self.rejoin.store(true, Ordering::SeqCst);
                 return Err(ConsumeError::Group(ErrorCode::RebalanceInProgress));
             }
             self.rejoin.store(false, Ordering::SeqCst);
