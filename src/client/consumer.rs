@@ -540,8 +540,7 @@ impl Consumer {
                     continue;
                 }
                 Some(ErrorCode::UnknownMemberId) => {
-                    self.member_id.clear();
-                    self.membership = None;
+                    self.lose_membership();
                     continue;
                 }
                 Some(ErrorCode::InconsistentGroupProtocol) => {
@@ -574,8 +573,7 @@ impl Consumer {
             match synced.error {
                 None => {}
                 Some(ErrorCode::UnknownMemberId) => {
-                    self.member_id.clear();
-                    self.membership = None;
+                    self.lose_membership();
                     continue;
                 }
                 Some(_) => continue,
@@ -596,6 +594,16 @@ impl Consumer {
             }
             return Ok(());
         }
+    }
+
+    /// The coordinator no longer knows this member: its partitions may already be someone
+    /// else's, so it gives them up without committing and rejoins as a new member (the Java
+    /// consumer's `onPartitionsLost`). Keeping them, it would claim them again and commit
+    /// positions of an assignment it lost.
+    fn lose_membership(&mut self) {
+        self.member_id.clear();
+        self.membership = None;
+        self.set_assignment(Vec::new());
     }
 
     /// The leader's part: run the chosen assignor over every member's subscription.

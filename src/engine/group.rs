@@ -162,6 +162,10 @@ struct Group {
     /// The leader's assignment, in the log but not yet replicated: members learn it only
     /// once the group record is safe.
     pending_assignment: Option<BTreeMap<String, Bytes>>,
+    /// Ids given out with MEMBER_ID_REQUIRED and not joined with yet, until their session
+    /// would have expired (Kafka's `pendingMembers`): a join with any other id it does not
+    /// know, such as that of a member removed meanwhile, gets UNKNOWN_MEMBER_ID.
+    pending_members: BTreeMap<String, Instant>,
 }
 
 impl Group {
@@ -177,6 +181,7 @@ impl Group {
             rebalance_deadline: None,
             initial_delay_until: None,
             pending_assignment: None,
+            pending_members: BTreeMap::new(),
         }
     }
 
@@ -496,9 +501,28 @@ impl GroupCoordinator {
                 .get(&self.offsets_partition(&req.group_id))
                 .map_or(-1, |load| load.log().role().1);
             let member_id = format!("{}-{epoch}-{:x}", req.group_id, state.next_member);
+            let session_timeout = Duration::from_millis(req.session_timeout_ms);
+            state
+                .groups
+                .entry(req.group_id.clone())
+                .or_insert_with(Group::new)
+                .pending_members
+                .insert(member_id.clone(), now + session_timeout);
             let _ = tx.send(JoinGroupResponse {
                 error: Some(ErrorCode::MemberIdRequired),
                 member_id,
+                ..JoinGroupResponse::default()
+            });
+            return rx;
+        }
+        let known = state.groups.get_mut(&req.group_id).is_some_and(|g| {
+            g.members.contains_key(&req.member_id) || g.pending_members.remove(&req.member_id).is_some()
+        });
+        if !known {
+            // Removed meanwhile (its session expired, it left) or given out by another
+            // coordinator: the member must learn it lost its partitions and start afresh.
+            let _ = tx.send(JoinGroupResponse {
+                error: Some(ErrorCode::UnknownMemberId),
                 ..JoinGroupResponse::default()
             });
             return rx;
@@ -922,6 +946,7 @@ impl GroupCoordinator {
         let mut events = Vec::new();
         let CoordinatorState { partitions, groups, .. } = &mut *state;
         for (id, group) in groups.iter_mut() {
+            group.pending_members.retain(|_, until| now < *until);
             let before = group.state;
             let expired: Vec<String> = group
                 .members

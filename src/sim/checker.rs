@@ -430,6 +430,13 @@ impl Checker {
     }
 
     fn forget_topic(&mut self, topic: &str) {
+        // Its losses go with its history: decide now what they excuse.
+        let (mine, others): (Vec<GroupSuspect>, Vec<GroupSuspect>) = std::mem::take(&mut self.group_suspects)
+            .into_iter()
+            .partition(|s| s.excuses.iter().any(|(tp, _, _)| tp.topic == topic));
+        self.group_suspects = mine;
+        self.settle_group_suspects();
+        self.group_suspects = others;
         self.partitions.retain(|tp, _| tp.topic != topic);
         self.tainted.retain(|tp, _| tp.topic != topic);
         self.replica_epochs.retain(|(tp, _, _), _| tp.topic != topic);
@@ -457,9 +464,9 @@ impl Checker {
         history.followers.clear();
         history.last_loss_at = Some(self.at);
         history.zombie_window = Some((epoch.max(history.zombie_window.map_or(epoch, |(e, _)| e)), None));
-        for g in self.groups.values_mut() {
-            g.offsets.remove(tp);
-        }
+        // Group offsets of `tp` keep the epoch they were seen under: a consumer whose
+        // position the loss cut off resets (auto.offset.reset) and commits a lower offset,
+        // perhaps much later, which the loss excuses (see `settle_group_suspects`).
         self.allowed.push(format!(
             "step {}: {tp} epoch {epoch}: {reason}; {at_risk} acknowledged records at risk",
             self.step

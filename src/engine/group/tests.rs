@@ -209,3 +209,34 @@ async fn a_sync_whose_group_record_cannot_be_written_answers_not_coordinator_and
     let described = coordinator.describe("analytics").expect("served").expect("group");
     assert_eq!(described.state, GroupState::PreparingRebalance);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_join_with_an_id_the_coordinator_does_not_know_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load(&coordinator, offsets_log(dir.path())).await;
+    let join = |member_id: &str| {
+        coordinator.join(JoinGroupRequest {
+            group_id: "analytics".into(),
+            member_id: member_id.into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
+        })
+    };
+    // Never given out (or given out by an earlier coordinator, or its member was removed):
+    // the member must start afresh, giving up what it owned, as Kafka answers.
+    let stale = join("analytics-0-1").await.expect("answered");
+    assert_eq!(stale.error, Some(ErrorCode::UnknownMemberId));
+    // An id given out is good until its session would have expired.
+    let fresh = join("").await.expect("answered");
+    assert_eq!(fresh.error, Some(ErrorCode::MemberIdRequired));
+    tokio::time::advance(Duration::from_secs(11)).await;
+    coordinator.tick();
+    let late = join(&fresh.member_id).await.expect("answered");
+    assert_eq!(late.error, Some(ErrorCode::UnknownMemberId));
+    let again = join("").await.expect("answered").member_id;
+    let joined = join(&again).await.expect("answered");
+    assert_eq!((joined.error, joined.leader.as_str()), (None, again.as_str()));
+}
