@@ -3,7 +3,7 @@
 //! every invariant checked after every step. The test fails on any violation and names the
 //! seeds, their first violations and the command that reruns each one.
 //!
-//! `SIM_SEEDS=N` runs seeds 0..N (default 200), `SIM_SEED=S` runs only seed S, `SIM_STEPS=K`
+//! `SIM_SEEDS=N` runs seeds 0..N (default 1000), `SIM_SEED=S` runs only seed S, `SIM_STEPS=K`
 //! cuts each schedule to K steps, `SIM_TRACE=1` prints every step and event as it runs (to
 //! stderr, with `-- --nocapture`) and each schedule.
 
@@ -34,13 +34,12 @@ fn describe(report: &SimReport, steps: usize) -> String {
 }
 
 #[test]
-#[ignore = "not yet green: on 2026-12-01, 50 of 200 seeds still report group generations and committed offsets going back across a coordinator failover, groups not settling after heals and 4 acks=all losses (seeds 81, 185) still being triaged (issue 13); run with --ignored or `kdeck bench sim`"]
 fn every_seed_keeps_every_invariant_through_faults_and_heals() {
     let steps = env_number("SIM_STEPS").map_or(DEFAULT_STEPS, |n| n as usize);
     let trace = std::env::var("SIM_TRACE").is_ok_and(|v| v == "1");
     let seeds: Vec<u64> = match env_number("SIM_SEED") {
         Some(seed) => vec![seed],
-        None => (0..env_number("SIM_SEEDS").unwrap_or(200)).collect(),
+        None => (0..env_number("SIM_SEEDS").unwrap_or(1000)).collect(),
     };
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     if trace {
@@ -76,4 +75,61 @@ fn every_seed_keeps_every_invariant_through_faults_and_heals() {
         reports.len(),
         failures.join("\n")
     );
+}
+
+/// Failures the simulation found, each fixed, as shrunk schedules: (what broke, seed, steps
+/// before the heal, steps left out). Each failed before its fix.
+const REGRESSIONS: &[(&str, u64, usize, &[usize])] = &[
+    (
+        "a broker restarted after a power loss led on stale metadata with its cut-back log, \
+         before the controller moved its leaderships: an ISR follower truncated committed records",
+        62,
+        10,
+        &[0, 1, 3, 6],
+    ),
+    (
+        "the same, as a new leader missing committed batches",
+        193,
+        15,
+        &[0, 1, 2, 6, 8, 10, 11, 12],
+    ),
+    (
+        "a late heartbeat answer for the generation a consumer had just left sent it straight back \
+         to rejoin, and the other members after it: rebalances without end",
+        10,
+        12,
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    ),
+    (
+        "a join that outlived its poll's deadline was never resumed: a live consumer stayed out of \
+         its group",
+        29,
+        47,
+        &[13, 14, 15, 17, 19, 20, 22, 26, 29, 30, 31, 32, 34, 40, 41, 43, 44, 45],
+    ),
+    (
+        "a member removed by the coordinator rejoined with its old id, was accepted, and committed \
+         stale positions of partitions another member had consumed since",
+        1050,
+        51,
+        &[17, 18, 19, 20, 21, 34, 35, 37, 40, 41, 42, 43, 44, 46, 47, 49],
+    ),
+];
+
+#[test]
+fn the_shrunk_schedules_of_fixed_failures_keep_every_invariant() {
+    let trace = std::env::var("SIM_TRACE").is_ok_and(|v| v == "1");
+    let mut failures = Vec::new();
+    for (what, seed, steps, skip) in REGRESSIONS {
+        let options = SimOptions {
+            skip: skip.to_vec(),
+            trace,
+            ..SimOptions::new(*seed, *steps)
+        };
+        let report = sim::run_seed(&options).expect("the simulation runs");
+        if !report.passed() {
+            failures.push(format!("{what}:\n  {}", describe(&report, *steps)));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
