@@ -81,6 +81,8 @@ pub struct ConsumerRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
     pub headers: Vec<(String, Option<Bytes>)>,
+    /// The leader epoch its batch was written in (Kafka's `ConsumerRecord.leaderEpoch`).
+    pub leader_epoch: Option<i32>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -323,6 +325,7 @@ impl Consumer {
                                 .into_iter()
                                 .map(|(k, v)| (String::from_utf8_lossy(k.as_bytes()).into_owned(), v))
                                 .collect(),
+                            leader_epoch: (r.partition_leader_epoch >= 0).then_some(r.partition_leader_epoch),
                         });
                     });
                     if let Err(e) = decoded {

@@ -137,6 +137,9 @@ pub struct Read {
     pub tp: TopicPartition,
     pub offset: i64,
     pub value: Bytes,
+    /// The leader epoch of the record's batch: a consumer may hand out records fetched
+    /// before a loss long after it, from its buffer.
+    pub leader_epoch: i32,
 }
 
 /// Reads a replica's own log: whole batches from the one holding `from`, none at or past
@@ -382,6 +385,12 @@ impl Checker {
     pub fn consumed(&mut self, read: Read) {
         self.consumed += 1;
         let history = self.partitions.entry(read.tp.clone()).or_default();
+        // A leader of an epoch before a loss serves its own committed view until it learns
+        // of the new epoch (a paused one when it wakes): what it served may be overwritten.
+        // Nor can a record of an epoch before an allowed loss be held to the new line.
+        if history.zombie_window.is_some() || history.losses.range(read.leader_epoch + 1..).next().is_some() {
+            return;
+        }
         history.reads.push(read);
     }
 
@@ -1588,6 +1597,7 @@ mod tests {
             tp: tp(),
             offset: 2,
             value: Bytes::from("c"),
+            leader_epoch: 1,
         });
         world.group(1, 2);
         world.observe(&mut c);
@@ -1768,6 +1778,7 @@ mod tests {
             tp: tp(),
             offset: 0,
             value: Bytes::from("ghost"),
+            leader_epoch: 1,
         });
         world.observe(&mut c);
         assert_eq!(broken(&c), vec![Invariant::ConsistentReads]);

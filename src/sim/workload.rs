@@ -261,6 +261,7 @@ async fn consume(
                     tp: TopicPartition::new(&*r.topic, r.partition),
                     offset: r.offset,
                     value: r.value.unwrap_or_default(),
+                    leader_epoch: r.leader_epoch.unwrap_or(-1),
                 });
                 lock(&outbox).reads.extend(reads);
             }
