@@ -38,11 +38,13 @@ async fn serve(config: &KdeckConfig, args: &ClusterArgs) -> Result<()> {
     println!("bootstrap.servers={}", bootstrap.join(","));
     let mut commands = stdin_commands();
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut hangup = signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut stdin_open = true;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
+            _ = hangup.recv() => break,
             line = commands.recv(), if stdin_open => {
                 let Some(line) = line else {
                     stdin_open = false;

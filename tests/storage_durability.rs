@@ -77,3 +77,24 @@ fn clean_close_leaves_a_marker_that_the_next_open_consumes() {
     );
     assert_eq!(log.log_end_offset(), 3);
 }
+
+#[test]
+fn flush_on_an_interval_syncs_the_tail_once_the_interval_passed_without_another_append() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = LogConfig {
+        flush: FlushPolicy::IntervalMs(1_000),
+        ..LogConfig::default()
+    };
+    let log = Log::open(dir.path().join("timer-0"), config, 0).expect("open");
+    let mut batch = producer_batch(3, 0, 1, 100);
+    log.append_as_leader(&mut batch, 0, 10).expect("append");
+    // The append came before the interval was up: nothing was synced.
+    assert_eq!(log.durable_offset(), 0);
+    assert!(!log.flush_if_due(900).expect("flush check"));
+    assert_eq!(log.durable_offset(), 0);
+    // No more appends: the timer syncs the tail once the interval has passed.
+    assert!(log.flush_if_due(1_000).expect("flush check"));
+    assert_eq!(log.durable_offset(), 3);
+    // Nothing left to sync: no flush.
+    assert!(!log.flush_if_due(5_000).expect("flush check"));
+}

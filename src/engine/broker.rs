@@ -24,8 +24,8 @@ use super::network::{Envelope, NetError, Network, NodeId};
 use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
-use crate::storage::Log;
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
+use crate::storage::{FlushPolicy, Log};
 
 /// Replica fetches ask for up to this much per partition.
 const REPLICA_FETCH_MAX_BYTES: usize = 1 << 20;
@@ -99,6 +99,9 @@ impl Broker {
         broker.spawn(Arc::clone(&broker).heartbeats());
         broker.spawn(Arc::clone(&broker).isr_expiration());
         broker.spawn(Arc::clone(&broker).retention());
+        if let FlushPolicy::IntervalMs(ms) = broker.ctx.config.log.flush {
+            broker.spawn(Arc::clone(&broker).flusher(ms));
+        }
         broker.spawn(Arc::clone(&broker).group_timers());
         broker
     }
@@ -714,6 +717,22 @@ impl Broker {
                     ),
                     Ok(_) => {}
                     Err(e) => tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "retention failed"),
+                }
+            }
+        }
+    }
+
+    /// `flush = <ms>`: syncs each log whose unsynced tail is older than the interval, also
+    /// when no append comes to trigger it (Kafka's `log.flush.scheduler.interval.ms`).
+    async fn flusher(self: Arc<Self>, interval_ms: u64) {
+        let every = Duration::from_millis(interval_ms.clamp(10, 1_000));
+        loop {
+            tokio::time::sleep(every).await;
+            self.unpaused().await;
+            let now = self.now_ms();
+            for p in self.partitions() {
+                if let Err(e) = p.log.flush_if_due(now) {
+                    tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "scheduled flush failed");
                 }
             }
         }

@@ -899,6 +899,34 @@ impl Log {
         Ok(())
     }
 
+    /// `flush = <ms>` on a timer (Kafka's log flusher checking `flush.ms`): when records are
+    /// not yet on stable storage and the interval has passed since the last flush, flushes
+    /// them, so the tail is synced within the interval after traffic stops. Returns whether
+    /// it flushed.
+    pub fn flush_if_due(&self, now_ms: i64) -> Result<bool, LogError> {
+        let FlushPolicy::IntervalMs(ms) = self.config.flush else {
+            return Ok(false);
+        };
+        if self.durable_offset() >= self.log_end_offset() {
+            return Ok(false);
+        }
+        let due = {
+            let mut state = self.write_state();
+            if state.offline.is_some() {
+                return Ok(false);
+            }
+            let due = now_ms.saturating_sub(state.last_flush_ms) >= ms as i64;
+            if due {
+                state.last_flush_ms = now_ms;
+            }
+            due
+        };
+        if due {
+            self.flush()?;
+        }
+        Ok(due)
+    }
+
     /// Every offset below this is on stable storage (what a power loss would keep).
     pub fn durable_offset(&self) -> i64 {
         self.durability.lock().durable_end

@@ -94,6 +94,9 @@ impl Pane {
 pub enum Input {
     Terminal(TermEvent),
     Tick,
+    /// SIGTERM or SIGHUP (the terminal closed): quit as `q` does, so the cluster shuts down
+    /// cleanly and an ephemeral data directory is removed.
+    Stop,
 }
 
 /// The shortest time between two frames: bursts of changes become one frame.
@@ -131,16 +134,34 @@ pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path:
     let (input_tx, mut input) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop));
+    let signals = spawn_signal_watch(input_tx.clone());
     let ticker = spawn_ticker(input_tx);
     let result = event_loop(&mut terminal, &mut app, &mut input, &mut outcomes).await;
     stop.store(true, Ordering::Release);
     ticker.abort();
+    signals.abort();
     if config.console.mouse {
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     }
     ratatui::restore();
     let _ = reader.await;
     result
+}
+
+/// Turns SIGTERM and SIGHUP into [`Input::Stop`] (Ctrl-C is a key in raw mode).
+fn spawn_signal_watch(tx: mpsc::UnboundedSender<Input>) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    tokio::spawn(async move {
+        let (Ok(mut term), Ok(mut hup)) = (signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
+            tracing::warn!("cannot watch SIGTERM/SIGHUP: the console stops only with its quit key");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        let _ = tx.send(Input::Stop);
+    })
 }
 
 /// Sends a tick four times a second (clock, flashes, new tail records).
@@ -219,6 +240,10 @@ fn handle(app: &mut App, input: Input, last_second: &mut i64) -> bool {
         }
         Input::Terminal(TermEvent::Resize(..)) => true,
         Input::Terminal(_) => false,
+        Input::Stop => {
+            app.quit = true;
+            false
+        }
         Input::Tick => {
             let now = Utc::now();
             let second = now.timestamp();
