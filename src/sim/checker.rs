@@ -13,7 +13,9 @@
 //! - the batches below the HW (the committed log) are identical, batch for batch, on every
 //!   ISR member and every later leader, and never change once committed;
 //! - every acks=all acknowledged record is in the committed log at its offset with its value;
-//! - a record of an idempotent producer appears at most once;
+//! - a record of an idempotent producer appears at most once per producer id and epoch (a
+//!   batch renumbered under a new epoch after an unresolved sequence may land twice, in Kafka
+//!   too);
 //! - every record a consumer read is in the committed log at the offset it was read from;
 //! - a group's committed offsets and generation never go back.
 //!
@@ -172,6 +174,8 @@ struct BatchSummary {
     last_offset: i64,
     leader_epoch: i32,
     crc: u32,
+    /// Producer id and epoch: an idempotent producer's guarantee holds within one.
+    producer: (i64, i16),
 }
 
 impl fmt::Display for BatchSummary {
@@ -192,8 +196,8 @@ struct Committed {
     end: i64,
     batches: BTreeMap<i64, BatchSummary>,
     values: BTreeMap<i64, Bytes>,
-    /// Idempotent values seen, at their offset.
-    idempotent: HashMap<Bytes, i64>,
+    /// Idempotent values seen, per producer id and epoch, at their offset.
+    idempotent: HashMap<(Bytes, (i64, i16)), i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -815,7 +819,7 @@ impl Checker {
             committed.end = summary.last_offset + 1;
             for (offset, value) in values {
                 if value.first() == Some(&IDEMPOTENT_TAG)
-                    && let Some(first) = committed.idempotent.insert(value.clone(), offset)
+                    && let Some(first) = committed.idempotent.insert((value.clone(), summary.producer), offset)
                     && first != offset
                 {
                     duplicates.push((value.clone(), first, offset));
@@ -1327,6 +1331,7 @@ fn read_batches(
                     last_offset: header.last_offset(),
                     leader_epoch: header.partition_leader_epoch,
                     crc: header.crc,
+                    producer: (header.producer_id, header.producer_epoch),
                 },
                 values,
             ));
