@@ -318,13 +318,13 @@ enum Load {
     /// Replaying the partition as its leader in `leader_epoch`; nothing is served meanwhile.
     Loading { log: Arc<Partition>, leader_epoch: i32 },
     /// Served; the coordinator's records go to `log`.
-    Loaded { log: Arc<Partition> },
+    Loaded { log: Arc<Partition>, leader_epoch: i32 },
 }
 
 impl Load {
     fn log(&self) -> &Arc<Partition> {
         match self {
-            Load::Loading { log, .. } | Load::Loaded { log } => log,
+            Load::Loading { log, .. } | Load::Loaded { log, .. } => log,
         }
     }
 }
@@ -382,12 +382,20 @@ impl GroupCoordinator {
     }
 
     /// This broker leads an offsets partition in `leader_epoch`. Returns whether its groups
-    /// must be loaded now: not when this replica already led it (a new epoch of the same
-    /// leader keeps what it has, as Kafka's coordinator runtime does).
+    /// must be loaded now: not when this replica already leads it in that epoch. A new epoch
+    /// of the same leader reloads: the leader may have missed the epochs between (another
+    /// leader, whose load exposed records this one's failed writes had left in the log,
+    /// which the new epoch now commits), and its memory must match its log again.
     pub(crate) fn begin_loading(&self, log: &Arc<Partition>, leader_epoch: i32) -> bool {
         let mut state = self.lock();
         let index = log.tp.partition;
-        if state.partitions.get(&index).is_some_and(|l| Arc::ptr_eq(l.log(), log)) {
+        let same = |l: &Load| {
+            Arc::ptr_eq(l.log(), log)
+                && match l {
+                    Load::Loading { leader_epoch: e, .. } | Load::Loaded { leader_epoch: e, .. } => *e == leader_epoch,
+                }
+        };
+        if state.partitions.get(&index).is_some_and(same) {
             return false;
         }
         unload_locked(&mut state, index, |g| self.offsets_partition(g));
@@ -434,7 +442,7 @@ impl GroupCoordinator {
             }
             groups.insert(id, Group::loaded(replayed, now, next_member));
         }
-        state.partitions.insert(partition, Load::Loaded { log });
+        state.partitions.insert(partition, Load::Loaded { log, leader_epoch });
     }
 
     /// This broker no longer leads an offsets partition: drop its groups; waiting members
@@ -452,7 +460,7 @@ impl GroupCoordinator {
         group_id: &str,
         mut batch: Vec<u8>,
     ) -> Result<PendingWrite, ErrorCode> {
-        let Some(Load::Loaded { log }) = partitions.get(&self.offsets_partition(group_id)) else {
+        let Some(Load::Loaded { log, .. }) = partitions.get(&self.offsets_partition(group_id)) else {
             return Err(ErrorCode::NotCoordinator);
         };
         let appended = log.append_as_leader(&mut batch, true, self.clock.now_ms())?;

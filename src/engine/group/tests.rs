@@ -240,3 +240,17 @@ async fn a_join_with_an_id_the_coordinator_does_not_know_is_refused() {
     let joined = join(&again).await.expect("answered");
     assert_eq!((joined.error, joined.leader.as_str()), (None, again.as_str()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_missed_epochs_reloads_its_groups_from_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let (partition, _) = load(&coordinator, offsets_log(dir.path())).await;
+    // Same leader, same epoch: nothing to do.
+    assert!(!coordinator.begin_loading(&partition, 0));
+    // Same leader in a later epoch (it may have missed the epochs between, in which another
+    // leader committed what its own failed writes had left in the log): its memory is
+    // rebuilt from the log.
+    assert!(coordinator.begin_loading(&partition, 2));
+    assert!(!coordinator.begin_loading(&partition, 2));
+}
