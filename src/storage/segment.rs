@@ -18,7 +18,7 @@ use super::{LogConfig, LogError};
 const INDEX_ENTRY: usize = 8;
 const TIME_INDEX_ENTRY: usize = 12;
 /// Read size for scans; large enough that recovery runs at memory speed.
-const SCAN_CHUNK: usize = 4 << 20;
+pub(crate) const SCAN_CHUNK: usize = 4 << 20;
 /// Read size when only batch headers are wanted.
 const HEADER_CHUNK: usize = 64 << 10;
 /// Read size when looking for one batch from its index entry: the index has an entry about
@@ -245,7 +245,7 @@ impl Segment {
             let Ok(window) = scanner.window(position, header.size()) else {
                 return Ok(None);
             };
-            if batch::validate(window).is_err() || expected_base.is_some_and(|b| b != header.base_offset) {
+            if batch::validate(window).is_err() || expected_base.is_some_and(|b| header.base_offset < b) {
                 return Ok(None);
             }
             expected_base = Some(header.next_offset());
@@ -299,13 +299,13 @@ impl Segment {
         Ok(BatchHeader::parse(&head).ok().map(|h| h.max_timestamp))
     }
 
-    /// Offsets must be contiguous (kdeck does not compact, so a log has no gaps; this also
-    /// guards the base offset, which the CRC does not cover) and fit 32 bits relative to the
-    /// segment base.
+    /// Offsets must increase (a compacted log has gaps, so a batch may start past the previous
+    /// one's end; this also guards the base offset, which the CRC does not cover) and fit 32
+    /// bits relative to the segment base.
     fn check_offsets(&self, header: &BatchHeader) -> Result<(), String> {
-        if header.base_offset != self.next_offset {
+        if header.base_offset < self.next_offset {
             return Err(format!(
-                "batch base offset {} is not the expected next offset {}",
+                "batch base offset {} is below the expected next offset {}",
                 header.base_offset, self.next_offset
             ));
         }
@@ -421,6 +421,15 @@ impl Segment {
         self.max_timestamp
     }
 
+    /// Max timestamp of the first batch, when there is one.
+    pub fn first_batch_timestamp_cached(&self) -> Option<i64> {
+        self.rolling_timestamp
+    }
+
+    pub fn index_entries(&self) -> usize {
+        self.index.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.size == 0
     }
@@ -490,7 +499,7 @@ impl Segment {
                 .ok()
                 .filter(|h| h.magic == batch::MAGIC_V2 && h.size() >= RECORD_BATCH_OVERHEAD)
                 .filter(|h| position + h.size() as u64 <= self.size)
-                .filter(|h| expected_base.is_none_or(|b| h.base_offset == b))
+                .filter(|h| expected_base.is_none_or(|b| h.base_offset >= b))
                 .filter(|h| expected_base.is_some() || indexed_last.is_none_or(|l| h.last_offset() == l))
                 .ok_or_else(|| LogError::CorruptBatch {
                     path: self.log_path.clone(),
@@ -532,7 +541,7 @@ impl Segment {
         };
         for item in batches {
             let item = match item {
-                Ok((at, header, _)) if header.base_offset != expected => {
+                Ok((at, header, _)) if header.base_offset < expected => {
                     Err((at, BatchError::BadBaseOffset(header.base_offset)))
                 }
                 other => other,
@@ -804,7 +813,7 @@ pub(crate) fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -
 }
 
 /// Buffered positional reads over a file, for sequential scans.
-struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     file: &'a File,
     end: u64,
     chunk: usize,
@@ -813,7 +822,7 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(file: &'a File, end: u64, chunk: usize) -> Self {
+    pub(crate) fn new(file: &'a File, end: u64, chunk: usize) -> Self {
         Scanner {
             file,
             end,
@@ -824,7 +833,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Bytes from `position`: at least `need` of them unless the file ends first.
-    fn window(&mut self, position: u64, need: usize) -> std::io::Result<&[u8]> {
+    pub(crate) fn window(&mut self, position: u64, need: usize) -> std::io::Result<&[u8]> {
         let buf_end = self.buf_start + self.buf.len() as u64;
         let covered = position >= self.buf_start && position + need as u64 <= buf_end;
         let at_file_end = position >= self.buf_start && buf_end == self.end && position <= buf_end;
