@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 
@@ -13,7 +14,7 @@ use super::batch::{self, BatchHeader};
 use super::checkpoint::{self, CheckpointFiles, EpochEndOffset, EpochEntry, LeaderEpochCache};
 use super::cleaner::{self, CleanStats, CleanedBatch, CleanerCheckpoint, CrashPoint, SegmentSnapshot};
 use super::records;
-use super::segment::{self, Segment};
+use super::segment::{self, Gaps, Segment};
 use super::{FlushPolicy, LogConfig, LogError};
 
 /// What an append wrote.
@@ -63,6 +64,9 @@ pub struct Log {
     cleaning: Mutex<()>,
     /// Taken after `state` when both are needed.
     cleaner_checkpoint: Mutex<CleanerCheckpoint>,
+    /// Whether this log may hold offset gaps (see [`Gaps`]); once it may, the cleaner
+    /// checkpoint file exists, which says so to the next open.
+    gaps_allowed: AtomicBool,
 }
 
 struct LogState {
@@ -165,13 +169,18 @@ impl Log {
         let recover_from = if clean { i64::MAX } else { recovery_point };
 
         complete_interrupted_cleans(&dir)?;
+        let gaps = if config.cleanup_policy.compacts() || CleanerCheckpoint::path(&dir).exists() {
+            Gaps::Allowed
+        } else {
+            Gaps::Forbidden
+        };
         let bases = list_segments(&dir)?;
         let mut segments = BTreeMap::new();
         let mut next_expected: Option<i64> = None;
         for (i, &base) in bases.iter().enumerate() {
             let upper = bases.get(i + 1).copied().unwrap_or(i64::MAX);
             // A compacted log may have gaps, but segments never overlap.
-            if next_expected.is_some_and(|n| base < n) {
+            if next_expected.is_some_and(|n| !gaps.continues(n, base)) {
                 tracing::warn!(
                     log = %dir.display(),
                     segment = base,
@@ -182,7 +191,7 @@ impl Log {
                 break;
             }
             let trusted = if upper <= recover_from {
-                Segment::open_trusted(&dir, base, now_ms, &config)?
+                Segment::open_trusted(&dir, base, now_ms, &config, gaps)?
             } else {
                 None
             };
@@ -192,7 +201,7 @@ impl Log {
                     if upper <= recover_from {
                         tracing::warn!(log = %dir.display(), segment = base, "index missing or inconsistent; recovering segment");
                     }
-                    let (seg, report) = Segment::recover(&dir, base, now_ms, &config, &mut epochs)?;
+                    let (seg, report) = Segment::recover(&dir, base, now_ms, &config, &mut epochs, gaps)?;
                     (seg, report.truncated)
                 }
             };
@@ -268,6 +277,7 @@ impl Log {
             }),
             cleaning: Mutex::new(()),
             cleaner_checkpoint: Mutex::new(CleanerCheckpoint::default()),
+            gaps_allowed: AtomicBool::new(gaps == Gaps::Allowed),
         };
         {
             let state = log.read_state();
@@ -392,6 +402,7 @@ impl Log {
             let mut state = self.write_state();
             self.check_online(&state)?;
             let mut expected = state.log_end_offset();
+            let mut gap = false;
             for h in &headers {
                 if h.base_offset < expected {
                     return Err(LogError::UnexpectedAppendOffset {
@@ -399,7 +410,12 @@ impl Log {
                         log_end_offset: expected,
                     });
                 }
+                gap |= h.base_offset > expected;
                 expected = h.next_offset();
+            }
+            if gap && self.gaps() == Gaps::Forbidden {
+                self.allow_gaps()?;
+                state.segments.values_mut().for_each(Segment::allow_gaps);
             }
             self.append_locked(&mut state, records, &headers, now_ms)?
         };
@@ -855,6 +871,22 @@ impl Log {
         Ok(outcome)
     }
 
+    fn gaps(&self) -> Gaps {
+        if self.gaps_allowed.load(Ordering::Acquire) {
+            Gaps::Allowed
+        } else {
+            Gaps::Forbidden
+        }
+    }
+
+    /// From now on (and after every reopen) the log may hold gaps.
+    fn allow_gaps(&self) -> Result<(), LogError> {
+        let ckpt = self.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        ckpt.write(&self.dir)?;
+        self.gaps_allowed.store(true, Ordering::Release);
+        Ok(())
+    }
+
     fn truncate_cleaner_checkpoint(&self, offset: i64) -> Result<(), LogError> {
         let mut ckpt = self.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner());
         if ckpt.truncate_to(offset) {
@@ -892,6 +924,10 @@ impl Log {
             return Ok(None);
         }
         let _cleaning = self.cleaning.lock().unwrap_or_else(|p| p.into_inner());
+        if self.gaps() == Gaps::Forbidden {
+            self.allow_gaps()?;
+            self.write_state().segments.values_mut().for_each(Segment::allow_gaps);
+        }
         let (sealed, log_start) = {
             let state = self.read_state();
             self.check_online(&state)?;
@@ -1071,7 +1107,7 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         // The epochs of a cleaned segment are all in the cache already; cleaning moves none.
         let mut scratch = LeaderEpochCache::default();
-        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config, &mut scratch)?;
+        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config, &mut scratch, Gaps::Allowed)?;
         if let Some((bytes, reason)) = report.truncated {
             let reason = format!("the cleaned segment {base} is invalid ({reason}, {bytes} bytes cut)");
             state.offline = Some(reason.clone());

@@ -13,7 +13,7 @@ mod segment;
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use checkpoint::{EpochEndOffset, EpochEntry};
@@ -57,8 +57,8 @@ impl TryFrom<FlushSetting> for FlushPolicy {
 
 /// `cleanup.policy`: what happens to old data. Retention by time and size applies only when
 /// the policy includes `delete`; cleaning only when it includes `compact` (as Kafka).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum CleanupPolicy {
     Delete,
     Compact,
@@ -106,6 +106,12 @@ impl std::str::FromStr for CleanupPolicy {
             (true, false) => CleanupPolicy::Compact,
             _ => CleanupPolicy::Delete,
         })
+    }
+}
+
+impl From<CleanupPolicy> for String {
+    fn from(policy: CleanupPolicy) -> String {
+        policy.as_str().to_string()
     }
 }
 

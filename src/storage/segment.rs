@@ -77,6 +77,28 @@ pub struct Segment {
     /// after a clean shutdown checks only its tail): reads check them. Everything above was
     /// validated on its way in, so reads check its framing only, as Kafka's do.
     unverified_below: u64,
+    /// Whether batches may leave offset gaps between them (see [`Gaps`]). A segment created
+    /// by this process allows them: its batches were validated on their way in.
+    gaps: Gaps,
+}
+
+/// Whether a log may have offset gaps. Only compaction makes them, and the base offset is
+/// outside the CRC, so a log that was never compacted keeps checking that each batch starts
+/// exactly where the previous one ended: that is what catches a damaged base offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gaps {
+    Allowed,
+    Forbidden,
+}
+
+impl Gaps {
+    /// Whether a batch starting at `base` may follow one that ended before `expected`.
+    pub fn continues(self, expected: i64, base: i64) -> bool {
+        match self {
+            Gaps::Allowed => base >= expected,
+            Gaps::Forbidden => base == expected,
+        }
+    }
 }
 
 /// How many of the last appended batches a segment remembers the place of.
@@ -120,6 +142,7 @@ impl Segment {
             last_epoch: -1,
             recent: VecDeque::new(),
             unverified_below: size,
+            gaps: Gaps::Allowed,
         })
     }
 
@@ -132,8 +155,10 @@ impl Segment {
         now_ms: i64,
         config: &LogConfig,
         epochs: &mut LeaderEpochCache,
+        gaps: Gaps,
     ) -> Result<(Segment, SegmentRecovery), LogError> {
         let mut segment = Segment::handles(dir, base_offset, now_ms, false)?;
+        segment.gaps = gaps;
         let file_len = segment.size;
         segment.size = 0;
         let file = Arc::clone(&segment.file);
@@ -168,7 +193,7 @@ impl Segment {
                 problem = Some(e.to_string());
                 break;
             }
-            if let Err(reason) = segment.check_offsets(&header) {
+            if let Err(reason) = segment.check_offsets(&header, gaps) {
                 problem = Some(reason);
                 break;
             }
@@ -206,8 +231,10 @@ impl Segment {
         base_offset: i64,
         now_ms: i64,
         config: &LogConfig,
+        gaps: Gaps,
     ) -> Result<Option<Segment>, LogError> {
         let mut segment = Segment::handles(dir, base_offset, now_ms, false)?;
+        segment.gaps = gaps;
         let Some(index) = read_index_file(&segment.index_path)? else {
             return Ok(None);
         };
@@ -245,7 +272,8 @@ impl Segment {
             let Ok(window) = scanner.window(position, header.size()) else {
                 return Ok(None);
             };
-            if batch::validate(window).is_err() || expected_base.is_some_and(|b| header.base_offset < b) {
+            if batch::validate(window).is_err() || expected_base.is_some_and(|b| !gaps.continues(b, header.base_offset))
+            {
                 return Ok(None);
             }
             expected_base = Some(header.next_offset());
@@ -302,10 +330,10 @@ impl Segment {
     /// Offsets must increase (a compacted log has gaps, so a batch may start past the previous
     /// one's end; this also guards the base offset, which the CRC does not cover) and fit 32
     /// bits relative to the segment base.
-    fn check_offsets(&self, header: &BatchHeader) -> Result<(), String> {
-        if header.base_offset < self.next_offset {
+    fn check_offsets(&self, header: &BatchHeader, gaps: Gaps) -> Result<(), String> {
+        if !gaps.continues(self.next_offset, header.base_offset) {
             return Err(format!(
-                "batch base offset {} is below the expected next offset {}",
+                "batch base offset {} does not continue from the expected next offset {}",
                 header.base_offset, self.next_offset
             ));
         }
@@ -426,6 +454,11 @@ impl Segment {
         self.rolling_timestamp
     }
 
+    /// The log this segment belongs to may now hold gaps.
+    pub fn allow_gaps(&mut self) {
+        self.gaps = Gaps::Allowed;
+    }
+
     pub fn index_entries(&self) -> usize {
         self.index.len()
     }
@@ -499,7 +532,7 @@ impl Segment {
                 .ok()
                 .filter(|h| h.magic == batch::MAGIC_V2 && h.size() >= RECORD_BATCH_OVERHEAD)
                 .filter(|h| position + h.size() as u64 <= self.size)
-                .filter(|h| expected_base.is_none_or(|b| h.base_offset >= b))
+                .filter(|h| expected_base.is_none_or(|b| self.gaps.continues(b, h.base_offset)))
                 .filter(|h| expected_base.is_some() || indexed_last.is_none_or(|l| h.last_offset() == l))
                 .ok_or_else(|| LogError::CorruptBatch {
                     path: self.log_path.clone(),
@@ -520,6 +553,7 @@ impl Segment {
     /// `upper_bound`. Empty when nothing at or after `target` is here. Batches this process
     /// checked on their way in are checked for framing, the others fully (`unverified_below`).
     pub fn read(&self, target: i64, max_bytes: usize, upper_bound: i64) -> Result<Vec<u8>, LogError> {
+        let gaps = self.gaps;
         let Some((position, first)) = self.find_batch(target)? else {
             return Ok(Vec::new());
         };
@@ -541,7 +575,7 @@ impl Segment {
         };
         for item in batches {
             let item = match item {
-                Ok((at, header, _)) if header.base_offset < expected => {
+                Ok((at, header, _)) if !gaps.continues(expected, header.base_offset) => {
                     Err((at, BatchError::BadBaseOffset(header.base_offset)))
                 }
                 other => other,
