@@ -700,11 +700,42 @@ impl Broker {
 
     /// Deletes old segments by each topic's retention, never past the replica's HW.
     async fn retention(self: Arc<Self>) {
+        /// Kafka's `log.cleaner.backoff.ms`: how long the cleaner rests after a pass that found
+        /// nothing to clean.
+        const LOG_CLEANER_BACKOFF_MS: i64 = 15_000;
         let every = Duration::from_millis(self.ctx.config.retention_check_interval_ms.max(10));
+        let mut cleaner_rests_until = i64::MIN;
         loop {
             tokio::time::sleep(every).await;
             self.unpaused().await;
             let now = self.now_ms();
+            if now >= cleaner_rests_until {
+                // Kafka's log cleaner, run here between retention passes: compacted logs only.
+                let mut cleaned_any = false;
+                for p in self.partitions() {
+                    if !p.log.config().cleanup_policy.compacts() {
+                        continue;
+                    }
+                    match p.log.clean(now) {
+                        Ok(Some(stats)) => {
+                            cleaned_any = true;
+                            tracing::info!(
+                                broker = self.id,
+                                tp = %p.tp,
+                                records_removed = stats.records_removed,
+                                bytes_before = stats.bytes_before,
+                                bytes_after = stats.bytes_after,
+                                "log cleaner compacted the log"
+                            );
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "log cleaning failed"),
+                    }
+                }
+                if !cleaned_any {
+                    cleaner_rests_until = now.saturating_add(LOG_CLEANER_BACKOFF_MS);
+                }
+            }
             for p in self.partitions() {
                 match p.log.enforce_retention(now, p.high_watermark()) {
                     Ok(outcome) if outcome.deleted_segments > 0 => tracing::info!(

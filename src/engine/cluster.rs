@@ -20,7 +20,7 @@ use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, TopicPartition};
-use crate::storage::{Log, LogConfig};
+use crate::storage::{CleanupPolicy, Log, LogConfig};
 
 /// What a broker is doing, as the console shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +235,11 @@ impl Cluster {
             .context("brokers did not register with the controller")?;
         if !cluster.metadata().topics.contains_key(OFFSETS_TOPIC) {
             let rf = config.offsets_topic_replication_factor.clamp(1, config.brokers);
-            let offsets = TopicConfig::new(config.offsets_topic_partitions, rf).with_segment_bytes(100 << 20);
+            // Kafka's offsets topic: compacted, 100 MiB segments (offsets.topic.segment.bytes)
+            // so that sealed segments, and so cleaning, come before long.
+            let offsets = TopicConfig::new(config.offsets_topic_partitions, rf)
+                .with_segment_bytes(100 << 20)
+                .with_cleanup_policy(CleanupPolicy::Compact);
             cluster.create_topic(OFFSETS_TOPIC, offsets).await?;
         }
         Ok(cluster)

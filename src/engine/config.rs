@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::storage::LogConfig;
+use crate::storage::{CleanupPolicy, LogConfig};
 
 /// How the controller picks a new leader among the eligible replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ impl Default for ClusterConfig {
 }
 
 /// Per-topic settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopicConfig {
     pub partitions: i32,
     pub replication_factor: i32,
@@ -101,7 +101,26 @@ pub struct TopicConfig {
     /// `retention.bytes` for this topic.
     #[serde(default)]
     pub retention_bytes: Option<i64>,
+    /// `cleanup.policy` for this topic.
+    #[serde(default)]
+    pub cleanup_policy: Option<CleanupPolicy>,
+    /// `delete.retention.ms` for this topic.
+    #[serde(default)]
+    pub delete_retention_ms: Option<i64>,
+    /// `min.cleanable.dirty.ratio` for this topic.
+    #[serde(default)]
+    pub min_cleanable_dirty_ratio: Option<f64>,
+    /// `min.compaction.lag.ms` for this topic.
+    #[serde(default)]
+    pub min_compaction_lag_ms: Option<i64>,
+    /// `max.compaction.lag.ms` for this topic.
+    #[serde(default)]
+    pub max_compaction_lag_ms: Option<i64>,
 }
+
+// `min_cleanable_dirty_ratio` is validated (through `LogConfig::validate`) to be a number in
+// [0, 1], never NaN.
+impl Eq for TopicConfig {}
 
 impl TopicConfig {
     pub fn new(partitions: i32, replication_factor: i32) -> Self {
@@ -113,11 +132,21 @@ impl TopicConfig {
             segment_bytes: None,
             retention_ms: None,
             retention_bytes: None,
+            cleanup_policy: None,
+            delete_retention_ms: None,
+            min_cleanable_dirty_ratio: None,
+            min_compaction_lag_ms: None,
+            max_compaction_lag_ms: None,
         }
     }
 
     pub fn with_segment_bytes(mut self, bytes: u64) -> Self {
         self.segment_bytes = Some(bytes);
+        self
+    }
+
+    pub fn with_cleanup_policy(mut self, policy: CleanupPolicy) -> Self {
+        self.cleanup_policy = Some(policy);
         self
     }
 
@@ -133,6 +162,13 @@ impl TopicConfig {
             segment_bytes: self.segment_bytes.unwrap_or(defaults.segment_bytes),
             retention_ms: self.retention_ms.unwrap_or(defaults.retention_ms),
             retention_bytes: self.retention_bytes.unwrap_or(defaults.retention_bytes),
+            cleanup_policy: self.cleanup_policy.unwrap_or(defaults.cleanup_policy),
+            delete_retention_ms: self.delete_retention_ms.unwrap_or(defaults.delete_retention_ms),
+            min_cleanable_dirty_ratio: self
+                .min_cleanable_dirty_ratio
+                .unwrap_or(defaults.min_cleanable_dirty_ratio),
+            min_compaction_lag_ms: self.min_compaction_lag_ms.unwrap_or(defaults.min_compaction_lag_ms),
+            max_compaction_lag_ms: self.max_compaction_lag_ms.unwrap_or(defaults.max_compaction_lag_ms),
             ..defaults.clone()
         }
     }

@@ -240,8 +240,28 @@ pub fn max_record_timestamp(batch: &[u8], header: &BatchHeader) -> Result<Option
     Ok(max)
 }
 
+/// A copy of the batch whose 61-byte header is `header_bytes`, holding `records` (already
+/// compressed as the header's codec says) instead: same offsets, producer fields and leader
+/// epoch, a new records count, max timestamp, length and CRC. Compaction builds its batches
+/// this way, as Kafka's cleaner keeps a batch's base and last offset. A batch left without
+/// records is uncompressed, as Kafka's `writeEmptyHeader` writes it.
+pub fn rebuild(header_bytes: &[u8], records_count: i32, max_timestamp: i64, records: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + records.len());
+    out.extend_from_slice(&header_bytes[..RECORD_BATCH_OVERHEAD]);
+    out.extend_from_slice(records);
+    let length = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + records.len()) as i32;
+    out[BATCH_LENGTH..BATCH_LENGTH + 4].copy_from_slice(&length.to_be_bytes());
+    out[RECORDS_COUNT..RECORDS_COUNT + 4].copy_from_slice(&records_count.to_be_bytes());
+    if records.is_empty() {
+        let attributes = i16::from_be_bytes(array_at(&out, ATTRIBUTES)) & !0x07;
+        out[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+    }
+    set_max_timestamp(&mut out, max_timestamp);
+    out
+}
+
 /// A zigzag varint or varlong (Kafka's record fields), and how many bytes it took.
-fn read_varint(bytes: &[u8]) -> Option<(i64, usize)> {
+pub(crate) fn read_varint(bytes: &[u8]) -> Option<(i64, usize)> {
     let mut raw: u64 = 0;
     for (i, b) in bytes.iter().take(10).enumerate() {
         raw |= u64::from(b & 0x7f) << (7 * i);

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 
@@ -11,8 +12,9 @@ use bytes::Bytes;
 
 use super::batch::{self, BatchHeader};
 use super::checkpoint::{self, CheckpointFiles, EpochEndOffset, EpochEntry, LeaderEpochCache};
+use super::cleaner::{self, CleanStats, CleanedBatch, CleanerCheckpoint, CrashPoint, SegmentSnapshot};
 use super::records;
-use super::segment::{self, Segment};
+use super::segment::{self, Gaps, Segment};
 use super::{FlushPolicy, LogConfig, LogError};
 
 /// What an append wrote.
@@ -57,6 +59,14 @@ pub struct Log {
     files: CheckpointFiles,
     state: RwLock<LogState>,
     durability: Arc<Durability>,
+    /// One clean at a time; held for the whole clean, never while waiting for `state`'s
+    /// writers to finish anything long.
+    cleaning: Mutex<()>,
+    /// Taken after `state` when both are needed.
+    cleaner_checkpoint: Mutex<CleanerCheckpoint>,
+    /// Whether this log may hold offset gaps (see [`Gaps`]); once it may, the cleaner
+    /// checkpoint file exists, which says so to the next open.
+    gaps_allowed: AtomicBool,
 }
 
 struct LogState {
@@ -158,12 +168,19 @@ impl Log {
         };
         let recover_from = if clean { i64::MAX } else { recovery_point };
 
+        complete_interrupted_cleans(&dir)?;
+        let gaps = if config.cleanup_policy.compacts() || CleanerCheckpoint::path(&dir).exists() {
+            Gaps::Allowed
+        } else {
+            Gaps::Forbidden
+        };
         let bases = list_segments(&dir)?;
         let mut segments = BTreeMap::new();
         let mut next_expected: Option<i64> = None;
         for (i, &base) in bases.iter().enumerate() {
             let upper = bases.get(i + 1).copied().unwrap_or(i64::MAX);
-            if next_expected.is_some_and(|n| base != n) {
+            // A compacted log may have gaps, but segments never overlap.
+            if next_expected.is_some_and(|n| !gaps.continues(n, base)) {
                 tracing::warn!(
                     log = %dir.display(),
                     segment = base,
@@ -174,7 +191,7 @@ impl Log {
                 break;
             }
             let trusted = if upper <= recover_from {
-                Segment::open_trusted(&dir, base, now_ms, &config)?
+                Segment::open_trusted(&dir, base, now_ms, &config, gaps)?
             } else {
                 None
             };
@@ -184,7 +201,7 @@ impl Log {
                     if upper <= recover_from {
                         tracing::warn!(log = %dir.display(), segment = base, "index missing or inconsistent; recovering segment");
                     }
-                    let (seg, report) = Segment::recover(&dir, base, now_ms, &config, &mut epochs)?;
+                    let (seg, report) = Segment::recover(&dir, base, now_ms, &config, &mut epochs, gaps)?;
                     (seg, report.truncated)
                 }
             };
@@ -258,9 +275,17 @@ impl Log {
                 }),
                 synced: Condvar::new(),
             }),
+            cleaning: Mutex::new(()),
+            cleaner_checkpoint: Mutex::new(CleanerCheckpoint::default()),
+            gaps_allowed: AtomicBool::new(gaps == Gaps::Allowed),
         };
         {
             let state = log.read_state();
+            let mut ckpt = CleanerCheckpoint::read(&log.dir);
+            if ckpt.truncate_to(state.active().base_offset) {
+                ckpt.write(&log.dir)?;
+            }
+            *log.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = ckpt;
             log.write_epochs(&state)?;
             checkpoint::write_offset(&log.files.log_start_offset, state.log_start_offset)?;
             checkpoint::write_offset(&log.files.recovery_point, durable_end)?;
@@ -369,22 +394,28 @@ impl Log {
         Ok(info)
     }
 
-    /// Appends batches fetched from the leader, offsets and epochs kept as they are. They must
-    /// continue the log exactly (start at the log end, no gaps).
+    /// Appends batches fetched from the leader, offsets and epochs kept as they are. Offsets must
+    /// increase from the log end on; a compacted leader's batches leave gaps, which are kept.
     pub fn append_as_follower(&self, records: &[u8], now_ms: i64) -> Result<LogAppendInfo, LogError> {
         let headers = self.validate_batches(records)?;
         let info = {
             let mut state = self.write_state();
             self.check_online(&state)?;
             let mut expected = state.log_end_offset();
+            let mut gap = false;
             for h in &headers {
-                if h.base_offset != expected {
+                if h.base_offset < expected {
                     return Err(LogError::UnexpectedAppendOffset {
                         first_offset: h.base_offset,
                         log_end_offset: expected,
                     });
                 }
+                gap |= h.base_offset > expected;
                 expected = h.next_offset();
+            }
+            if gap && self.gaps() == Gaps::Forbidden {
+                self.allow_gaps()?;
+                state.segments.values_mut().for_each(Segment::allow_gaps);
             }
             self.append_locked(&mut state, records, &headers, now_ms)?
         };
@@ -715,6 +746,7 @@ impl Log {
             state.active_mut().truncate_to(offset, &self.config)?;
         }
         let leo = state.log_end_offset();
+        self.truncate_cleaner_checkpoint(leo)?;
         if leo < state.log_start_offset {
             // The batch holding `offset` began below the log start: nothing valid is left.
             drop(state);
@@ -739,17 +771,19 @@ impl Log {
         state.segments.insert(offset, Segment::create(&self.dir, offset, 0)?);
         state.log_start_offset = offset;
         state.epochs = LeaderEpochCache::default();
+        self.truncate_cleaner_checkpoint(offset)?;
         self.durability.truncated(offset);
         self.write_epochs(&state)?;
         checkpoint::write_offset(&self.files.log_start_offset, offset)
     }
 
-    /// Deletes old segments by `retention_ms` and `retention_bytes`, and those wholly below
-    /// the log start offset. Never deletes a segment holding offsets at or above
-    /// `high_watermark`.
+    /// Deletes old segments by `retention_ms` and `retention_bytes` (only when the cleanup
+    /// policy includes `delete`, as Kafka), and those wholly below the log start offset. Never
+    /// deletes a segment holding offsets at or above `high_watermark`.
     pub fn enforce_retention(&self, now_ms: i64, high_watermark: i64) -> Result<RetentionOutcome, LogError> {
-        let retention_ms = self.config.retention_ms;
-        let retention_bytes = self.config.retention_bytes;
+        let deletes = self.config.cleanup_policy.deletes();
+        let retention_ms = if deletes { self.config.retention_ms } else { -1 };
+        let retention_bytes = if deletes { self.config.retention_bytes } else { -1 };
         let mut state = self.write_state();
         let mut remaining: u64 = state.segments.values().map(Segment::size).sum();
         let log_start = state.log_start_offset;
@@ -835,6 +869,256 @@ impl Log {
         }
         outcome.log_start_offset = state.log_start_offset;
         Ok(outcome)
+    }
+
+    fn gaps(&self) -> Gaps {
+        if self.gaps_allowed.load(Ordering::Acquire) {
+            Gaps::Allowed
+        } else {
+            Gaps::Forbidden
+        }
+    }
+
+    /// From now on (and after every reopen) the log may hold gaps.
+    fn allow_gaps(&self) -> Result<(), LogError> {
+        let ckpt = self.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        ckpt.write(&self.dir)?;
+        self.gaps_allowed.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    fn truncate_cleaner_checkpoint(&self, offset: i64) -> Result<(), LogError> {
+        let mut ckpt = self.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+        if ckpt.truncate_to(offset) {
+            ckpt.write(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Where the cleaner's next pass starts: offsets below it were cleaned at least once.
+    pub fn first_dirty_offset(&self) -> i64 {
+        self.cleaner_checkpoint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first_dirty_offset()
+    }
+
+    /// Compacts the log when its cleanup policy includes `compact` and it is due (Kafka's
+    /// `LogCleanerManager.grabFilthiestCompactedLog` for one log, then `Cleaner.clean`): the
+    /// dirty ratio reached `min.cleanable.dirty.ratio`, a dirty record waited longer than
+    /// `max.compaction.lag.ms`, or a cleaned range's tombstones may now go. `Ok(None)` when
+    /// nothing was due.
+    pub fn clean(&self, now_ms: i64) -> Result<Option<CleanStats>, LogError> {
+        self.clean_until(now_ms, None)
+    }
+
+    /// [`Log::clean`], stopping dead at `crash` as a crash would (tests reopen the log then).
+    #[cfg(test)]
+    pub(crate) fn clean_and_crash(&self, now_ms: i64, crash: CrashPoint) -> Result<Option<CleanStats>, LogError> {
+        self.clean_until(now_ms, Some(crash))
+    }
+
+    fn clean_until(&self, now_ms: i64, crash: Option<CrashPoint>) -> Result<Option<CleanStats>, LogError> {
+        let config = &self.config;
+        if !config.cleanup_policy.compacts() {
+            return Ok(None);
+        }
+        let _cleaning = self.cleaning.lock().unwrap_or_else(|p| p.into_inner());
+        if self.gaps() == Gaps::Forbidden {
+            self.allow_gaps()?;
+            self.write_state().segments.values_mut().for_each(Segment::allow_gaps);
+        }
+        let (sealed, log_start) = {
+            let state = self.read_state();
+            self.check_online(&state)?;
+            let bases: Vec<i64> = state.segments.keys().copied().collect();
+            let sealed: Vec<SegmentSnapshot> = state
+                .segments
+                .values()
+                .zip(bases.iter().skip(1))
+                .map(|(seg, upper)| SegmentSnapshot {
+                    base_offset: seg.base_offset,
+                    upper: *upper,
+                    size: seg.size(),
+                    file: seg.file(),
+                    path: self.dir.join(segment::file_name(seg.base_offset, "log")),
+                    max_timestamp: seg.max_timestamp(),
+                    first_batch_timestamp: seg.first_batch_timestamp_cached(),
+                    index_entries: seg.index_entries(),
+                })
+                .collect();
+            (sealed, state.log_start_offset)
+        };
+        // Kafka's first uncleanable offset: the active segment, and any segment holding a
+        // record younger than min.compaction.lag.ms.
+        let cleanable_count = if config.min_compaction_lag_ms > 0 {
+            sealed
+                .iter()
+                .position(|s| s.max_timestamp > now_ms.saturating_sub(config.min_compaction_lag_ms))
+                .unwrap_or(sealed.len())
+        } else {
+            sealed.len()
+        };
+        let cleanable = &sealed[..cleanable_count];
+        let Some(last) = cleanable.last() else {
+            return Ok(None);
+        };
+        let first_uncleanable = last.upper;
+        let ckpt = self
+            .cleaner_checkpoint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let first_dirty = ckpt
+            .first_dirty_offset()
+            .max(log_start)
+            .max(cleanable[0].base_offset)
+            .min(first_uncleanable);
+        let total: u64 = cleanable.iter().map(|s| s.size).sum();
+        let dirty: u64 = cleanable.iter().filter(|s| s.upper > first_dirty).map(|s| s.size).sum();
+        let ratio_due = dirty > 0 && total > 0 && dirty as f64 / total as f64 >= config.min_cleanable_dirty_ratio;
+        let lag_due = cleanable.iter().filter(|s| s.upper > first_dirty).any(|s| {
+            s.first_batch_timestamp
+                .is_some_and(|t| t >= 0 && now_ms.saturating_sub(t) > config.max_compaction_lag_ms)
+        });
+        let tombstones_due = ckpt.has_expired_range(now_ms, config.delete_retention_ms);
+        if !(ratio_due || lag_due || tombstones_due) {
+            return Ok(None);
+        }
+
+        let plan = cleaner::build_plan(cleanable, first_dirty)?;
+        let retention = cleaner::Retention {
+            plan: &plan,
+            checkpoint: &ckpt,
+            now_ms,
+            delete_retention_ms: config.delete_retention_ms,
+        };
+        let mut stats = CleanStats {
+            first_dirty_offset: first_dirty,
+            end_offset: first_uncleanable,
+            segments_before: cleanable.len(),
+            bytes_before: total,
+            ..CleanStats::default()
+        };
+        for group in cleaner::group_by_size(cleanable, config.segment_bytes, config.max_index_entries()) {
+            let cleaned = self.write_cleaned(&group, &retention, &mut stats)?;
+            if crash == Some(CrashPoint::AfterCleaned) {
+                return Ok(Some(stats));
+            }
+            match self.swap_in(&group, &cleaned, now_ms, crash)? {
+                Some(size) => {
+                    stats.segments_after += 1;
+                    stats.bytes_after += size;
+                }
+                None => {
+                    tracing::info!(log = %self.dir.display(), "the log changed while it was cleaned; the clean stops here and starts again next time");
+                    return Ok(Some(stats));
+                }
+            }
+            if crash.is_some_and(|c| c != CrashPoint::BeforeCheckpoint) {
+                return Ok(Some(stats));
+            }
+        }
+        if crash == Some(CrashPoint::BeforeCheckpoint) {
+            return Ok(Some(stats));
+        }
+        {
+            let state = self.read_state();
+            let end = first_uncleanable.min(state.active().base_offset);
+            let mut ckpt = self.cleaner_checkpoint.lock().unwrap_or_else(|p| p.into_inner());
+            ckpt.cleaned(end, now_ms, config.delete_retention_ms);
+            ckpt.write(&self.dir)?;
+        }
+        tracing::debug!(log = %self.dir.display(), ?stats, "cleaned");
+        Ok(Some(stats))
+    }
+
+    /// Writes the cleaned records of `group` to `<first base>.log.cleaned`, fsynced.
+    fn write_cleaned(
+        &self,
+        group: &[SegmentSnapshot],
+        retention: &cleaner::Retention<'_>,
+        stats: &mut CleanStats,
+    ) -> Result<PathBuf, LogError> {
+        use std::io::Write;
+        let path = cleaner::temp_log_path(&self.dir, group[0].base_offset, cleaner::CLEANED_SUFFIX);
+        let file = fs::File::create(&path).map_err(segment::io("create", &path))?;
+        let mut out = std::io::BufWriter::new(file);
+        let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(segment::io("write", &path));
+        for (i, seg) in group.iter().enumerate() {
+            let last_segment = i + 1 == group.len();
+            cleaner::for_each_batch(seg, |position, header, bytes| {
+                let last_of_group = last_segment && position + header.size() as u64 == seg.size;
+                match retention.clean_batch(header, bytes, last_of_group, stats, &seg.path, position)? {
+                    CleanedBatch::Unchanged => write(bytes),
+                    CleanedBatch::Dropped => Ok(()),
+                    CleanedBatch::Rewritten(b) => write(&b),
+                }
+            })?;
+        }
+        let file = out.into_inner().map_err(|e| LogError::Io {
+            op: "write",
+            path: path.clone(),
+            source: e.into_error(),
+        })?;
+        file.sync_all().map_err(segment::io("fsync", &path))?;
+        Ok(path)
+    }
+
+    /// Replaces the segments of `group` with the cleaned file, Kafka's way: rename it to
+    /// `.swap` (from then on recovery completes the swap), delete the old segments, rename the
+    /// swap file to the first segment's name, rebuild its indexes. `Ok(None)` (and the cleaned
+    /// file gone) when the segments changed meanwhile (truncated, deleted by retention).
+    fn swap_in(
+        &self,
+        group: &[SegmentSnapshot],
+        cleaned: &Path,
+        now_ms: i64,
+        crash: Option<CrashPoint>,
+    ) -> Result<Option<u64>, LogError> {
+        let mut state = self.write_state();
+        let bases: Vec<i64> = state.segments.keys().copied().collect();
+        let unchanged = group.iter().all(|g| {
+            let at = bases.binary_search(&g.base_offset);
+            at.is_ok_and(|i| bases.get(i + 1) == Some(&g.upper) && state.segments[&g.base_offset].size() == g.size)
+        });
+        if !unchanged {
+            drop(state);
+            fs::remove_file(cleaned).map_err(segment::io("delete", cleaned))?;
+            return Ok(None);
+        }
+        let base = group[0].base_offset;
+        let swap = cleaner::temp_log_path(&self.dir, base, cleaner::SWAP_SUFFIX);
+        fs::rename(cleaned, &swap).map_err(segment::io("rename", cleaned))?;
+        checkpoint::sync_dir(&self.dir)?;
+        if crash == Some(CrashPoint::AfterSwap) {
+            return Ok(Some(0));
+        }
+        for g in group {
+            if let Some(old) = state.segments.remove(&g.base_offset) {
+                old.delete_files()?;
+            }
+        }
+        if crash == Some(CrashPoint::AfterDeletingOld) {
+            return Ok(Some(0));
+        }
+        let log_path = self.dir.join(segment::file_name(base, "log"));
+        fs::rename(&swap, &log_path).map_err(segment::io("rename", &swap))?;
+        checkpoint::sync_dir(&self.dir)?;
+        // The epochs of a cleaned segment are all in the cache already; cleaning moves none.
+        let mut scratch = LeaderEpochCache::default();
+        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config, &mut scratch, Gaps::Allowed)?;
+        if let Some((bytes, reason)) = report.truncated {
+            let reason = format!("the cleaned segment {base} is invalid ({reason}, {bytes} bytes cut)");
+            state.offline = Some(reason.clone());
+            return Err(LogError::Offline {
+                dir: self.dir.clone(),
+                reason,
+            });
+        }
+        let size = seg.size();
+        state.segments.insert(base, seg);
+        Ok(Some(size))
     }
 
     /// Records that `epoch` starts at `start_offset` (a new leader does this at the log end
@@ -999,6 +1283,64 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         }
     }
     Ok(logs)
+}
+
+/// Finishes what a crash interrupted in the cleaner's swap (Kafka's `LogLoader` does the same):
+/// a `.cleaned` file is deleted, since the clean never committed; a `.swap` file replaces every
+/// segment whose base offset lies in the range it covers, then takes its own name.
+fn complete_interrupted_cleans(dir: &Path) -> Result<(), LogError> {
+    let mut swaps = Vec::new();
+    let mut segment_bases = Vec::new();
+    for entry in fs::read_dir(dir).map_err(segment::io("list", dir))? {
+        let entry = entry.map_err(segment::io("list", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        let Some(base) = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten() else {
+            continue;
+        };
+        match ext {
+            "log" => segment_bases.push(base),
+            "log.cleaned" => {
+                tracing::warn!(file = %entry.path().display(), "deleting the output of an interrupted clean");
+                fs::remove_file(entry.path()).map_err(segment::io("delete", &entry.path()))?;
+            }
+            "log.swap" => swaps.push(base),
+            _ => {}
+        }
+    }
+    for base in swaps {
+        let swap = cleaner::temp_log_path(dir, base, cleaner::SWAP_SUFFIX);
+        let bytes = fs::read(&swap).map_err(segment::io("read", &swap))?;
+        let mut next = base;
+        for item in batch::Batches::new(&bytes) {
+            match item {
+                Ok((_, header, _)) => next = header.next_offset(),
+                Err((at, e)) => {
+                    return Err(LogError::CorruptBatch {
+                        path: swap,
+                        position: at as u64,
+                        reason: format!("an fsynced swap file is damaged: {e}"),
+                    });
+                }
+            }
+        }
+        let replaced: Vec<i64> = segment_bases
+            .iter()
+            .copied()
+            .filter(|b| *b >= base && *b < next.max(base + 1))
+            .collect();
+        tracing::warn!(log = %dir.display(), swap = base, ?replaced, "completing a clean interrupted after its swap file was written");
+        delete_segment_files(dir, &replaced)?;
+        delete_segment_files(dir, &[base])?;
+        let log_path = dir.join(segment::file_name(base, "log"));
+        fs::rename(&swap, &log_path).map_err(segment::io("rename", &swap))?;
+        segment_bases.retain(|b| !replaced.contains(b));
+        segment_bases.push(base);
+    }
+    checkpoint::sync_dir(dir)
 }
 
 fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {

@@ -4,16 +4,20 @@
 
 pub mod batch;
 pub mod checkpoint;
+mod cleaner;
+#[cfg(test)]
+mod cleaner_tests;
 mod log;
 pub mod records;
 mod segment;
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use checkpoint::{EpochEndOffset, EpochEntry};
+pub use cleaner::CleanStats;
 pub use log::{FetchData, Log, LogAppendInfo, RetentionOutcome, TimestampOffset};
 
 /// When appended data is fsynced.
@@ -51,8 +55,76 @@ impl TryFrom<FlushSetting> for FlushPolicy {
     }
 }
 
+/// `cleanup.policy`: what happens to old data. Retention by time and size applies only when
+/// the policy includes `delete`; cleaning only when it includes `compact` (as Kafka).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum CleanupPolicy {
+    Delete,
+    Compact,
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactDelete)
+    }
+
+    /// Kafka's spelling, as DescribeConfigs shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+}
+
+impl std::str::FromStr for CleanupPolicy {
+    type Err = String;
+
+    /// A comma-separated list of `delete` and `compact`, in any order (Kafka's list type).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (mut delete, mut compact) = (false, false);
+        for word in s.split(',').map(str::trim) {
+            match word {
+                "delete" => delete = true,
+                "compact" => compact = true,
+                _ => {
+                    return Err(format!(
+                        "cleanup.policy must be \"delete\", \"compact\" or \"compact,delete\", not {s:?}"
+                    ));
+                }
+            }
+        }
+        Ok(match (compact, delete) {
+            (true, true) => CleanupPolicy::CompactDelete,
+            (true, false) => CleanupPolicy::Compact,
+            _ => CleanupPolicy::Delete,
+        })
+    }
+}
+
+impl From<CleanupPolicy> for String {
+    fn from(policy: CleanupPolicy) -> String {
+        policy.as_str().to_string()
+    }
+}
+
+impl TryFrom<String> for CleanupPolicy {
+    type Error = String;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
+    }
+}
+
 /// Per-log settings, named after Kafka's topic configs.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
     /// `segment.bytes`: roll to a new segment past this size.
@@ -71,7 +143,20 @@ pub struct LogConfig {
     pub max_message_bytes: u64,
     /// `flush`: `"never"`, `"always"`, or an interval in milliseconds.
     pub flush: FlushPolicy,
+    /// `cleanup.policy`: `"delete"`, `"compact"` or `"compact,delete"`.
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms`: how long a tombstone outlives the first clean that saw it.
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio`: the share of not-yet-cleaned bytes that triggers a clean.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: records younger than this are never cleaned.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a dirty record older than this forces a clean.
+    pub max_compaction_lag_ms: i64,
 }
+
+// The ratio is validated to lie in [0, 1], never NaN.
+impl Eq for LogConfig {}
 
 impl Default for LogConfig {
     fn default() -> Self {
@@ -84,6 +169,11 @@ impl Default for LogConfig {
             retention_bytes: -1,
             max_message_bytes: 1_048_588,
             flush: FlushPolicy::Never,
+            cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: 86_400_000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
 }
@@ -118,6 +208,18 @@ impl LogConfig {
         }
         if self.retention_ms < -1 || self.retention_bytes < -1 {
             return bad("retention_ms and retention_bytes must be -1 (unlimited) or positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.min_cleanable_dirty_ratio) {
+            return bad(format!(
+                "min_cleanable_dirty_ratio must be between 0 and 1, got {}",
+                self.min_cleanable_dirty_ratio
+            ));
+        }
+        if self.delete_retention_ms < 0 || self.min_compaction_lag_ms < 0 || self.max_compaction_lag_ms < 1 {
+            return bad(format!(
+                "delete_retention_ms and min_compaction_lag_ms must be at least 0 and max_compaction_lag_ms at least 1, got {}, {} and {}",
+                self.delete_retention_ms, self.min_compaction_lag_ms, self.max_compaction_lag_ms
+            ));
         }
         Ok(())
     }

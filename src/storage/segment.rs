@@ -18,7 +18,7 @@ use super::{LogConfig, LogError};
 const INDEX_ENTRY: usize = 8;
 const TIME_INDEX_ENTRY: usize = 12;
 /// Read size for scans; large enough that recovery runs at memory speed.
-const SCAN_CHUNK: usize = 4 << 20;
+pub(crate) const SCAN_CHUNK: usize = 4 << 20;
 /// Read size when only batch headers are wanted.
 const HEADER_CHUNK: usize = 64 << 10;
 /// Read size when looking for one batch from its index entry: the index has an entry about
@@ -77,6 +77,28 @@ pub struct Segment {
     /// after a clean shutdown checks only its tail): reads check them. Everything above was
     /// validated on its way in, so reads check its framing only, as Kafka's do.
     unverified_below: u64,
+    /// Whether batches may leave offset gaps between them (see [`Gaps`]). A segment created
+    /// by this process allows them: its batches were validated on their way in.
+    gaps: Gaps,
+}
+
+/// Whether a log may have offset gaps. Only compaction makes them, and the base offset is
+/// outside the CRC, so a log that was never compacted keeps checking that each batch starts
+/// exactly where the previous one ended: that is what catches a damaged base offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gaps {
+    Allowed,
+    Forbidden,
+}
+
+impl Gaps {
+    /// Whether a batch starting at `base` may follow one that ended before `expected`.
+    pub fn continues(self, expected: i64, base: i64) -> bool {
+        match self {
+            Gaps::Allowed => base >= expected,
+            Gaps::Forbidden => base == expected,
+        }
+    }
 }
 
 /// How many of the last appended batches a segment remembers the place of.
@@ -120,6 +142,7 @@ impl Segment {
             last_epoch: -1,
             recent: VecDeque::new(),
             unverified_below: size,
+            gaps: Gaps::Allowed,
         })
     }
 
@@ -132,8 +155,10 @@ impl Segment {
         now_ms: i64,
         config: &LogConfig,
         epochs: &mut LeaderEpochCache,
+        gaps: Gaps,
     ) -> Result<(Segment, SegmentRecovery), LogError> {
         let mut segment = Segment::handles(dir, base_offset, now_ms, false)?;
+        segment.gaps = gaps;
         let file_len = segment.size;
         segment.size = 0;
         let file = Arc::clone(&segment.file);
@@ -168,7 +193,7 @@ impl Segment {
                 problem = Some(e.to_string());
                 break;
             }
-            if let Err(reason) = segment.check_offsets(&header) {
+            if let Err(reason) = segment.check_offsets(&header, gaps) {
                 problem = Some(reason);
                 break;
             }
@@ -206,8 +231,10 @@ impl Segment {
         base_offset: i64,
         now_ms: i64,
         config: &LogConfig,
+        gaps: Gaps,
     ) -> Result<Option<Segment>, LogError> {
         let mut segment = Segment::handles(dir, base_offset, now_ms, false)?;
+        segment.gaps = gaps;
         let Some(index) = read_index_file(&segment.index_path)? else {
             return Ok(None);
         };
@@ -245,7 +272,8 @@ impl Segment {
             let Ok(window) = scanner.window(position, header.size()) else {
                 return Ok(None);
             };
-            if batch::validate(window).is_err() || expected_base.is_some_and(|b| b != header.base_offset) {
+            if batch::validate(window).is_err() || expected_base.is_some_and(|b| !gaps.continues(b, header.base_offset))
+            {
                 return Ok(None);
             }
             expected_base = Some(header.next_offset());
@@ -299,13 +327,13 @@ impl Segment {
         Ok(BatchHeader::parse(&head).ok().map(|h| h.max_timestamp))
     }
 
-    /// Offsets must be contiguous (kdeck does not compact, so a log has no gaps; this also
-    /// guards the base offset, which the CRC does not cover) and fit 32 bits relative to the
-    /// segment base.
-    fn check_offsets(&self, header: &BatchHeader) -> Result<(), String> {
-        if header.base_offset != self.next_offset {
+    /// Offsets must increase (a compacted log has gaps, so a batch may start past the previous
+    /// one's end; this also guards the base offset, which the CRC does not cover) and fit 32
+    /// bits relative to the segment base.
+    fn check_offsets(&self, header: &BatchHeader, gaps: Gaps) -> Result<(), String> {
+        if !gaps.continues(self.next_offset, header.base_offset) {
             return Err(format!(
-                "batch base offset {} is not the expected next offset {}",
+                "batch base offset {} does not continue from the expected next offset {}",
                 header.base_offset, self.next_offset
             ));
         }
@@ -421,6 +449,20 @@ impl Segment {
         self.max_timestamp
     }
 
+    /// Max timestamp of the first batch, when there is one.
+    pub fn first_batch_timestamp_cached(&self) -> Option<i64> {
+        self.rolling_timestamp
+    }
+
+    /// The log this segment belongs to may now hold gaps.
+    pub fn allow_gaps(&mut self) {
+        self.gaps = Gaps::Allowed;
+    }
+
+    pub fn index_entries(&self) -> usize {
+        self.index.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.size == 0
     }
@@ -490,7 +532,7 @@ impl Segment {
                 .ok()
                 .filter(|h| h.magic == batch::MAGIC_V2 && h.size() >= RECORD_BATCH_OVERHEAD)
                 .filter(|h| position + h.size() as u64 <= self.size)
-                .filter(|h| expected_base.is_none_or(|b| h.base_offset == b))
+                .filter(|h| expected_base.is_none_or(|b| self.gaps.continues(b, h.base_offset)))
                 .filter(|h| expected_base.is_some() || indexed_last.is_none_or(|l| h.last_offset() == l))
                 .ok_or_else(|| LogError::CorruptBatch {
                     path: self.log_path.clone(),
@@ -511,6 +553,7 @@ impl Segment {
     /// `upper_bound`. Empty when nothing at or after `target` is here. Batches this process
     /// checked on their way in are checked for framing, the others fully (`unverified_below`).
     pub fn read(&self, target: i64, max_bytes: usize, upper_bound: i64) -> Result<Vec<u8>, LogError> {
+        let gaps = self.gaps;
         let Some((position, first)) = self.find_batch(target)? else {
             return Ok(Vec::new());
         };
@@ -532,7 +575,7 @@ impl Segment {
         };
         for item in batches {
             let item = match item {
-                Ok((at, header, _)) if header.base_offset != expected => {
+                Ok((at, header, _)) if !gaps.continues(expected, header.base_offset) => {
                     Err((at, BatchError::BadBaseOffset(header.base_offset)))
                 }
                 other => other,
@@ -804,7 +847,7 @@ pub(crate) fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -
 }
 
 /// Buffered positional reads over a file, for sequential scans.
-struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     file: &'a File,
     end: u64,
     chunk: usize,
@@ -813,7 +856,7 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(file: &'a File, end: u64, chunk: usize) -> Self {
+    pub(crate) fn new(file: &'a File, end: u64, chunk: usize) -> Self {
         Scanner {
             file,
             end,
@@ -824,7 +867,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Bytes from `position`: at least `need` of them unless the file ends first.
-    fn window(&mut self, position: u64, need: usize) -> std::io::Result<&[u8]> {
+    pub(crate) fn window(&mut self, position: u64, need: usize) -> std::io::Result<&[u8]> {
         let buf_end = self.buf_start + self.buf.len() as u64;
         let covered = position >= self.buf_start && position + need as u64 <= buf_end;
         let at_file_end = position >= self.buf_start && buf_end == self.end && position <= buf_end;

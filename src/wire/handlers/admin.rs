@@ -67,8 +67,23 @@ fn apply_config(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Re
         "retention.bytes" => config.retention_bytes = Some(value.parse().map_err(|_| bad())?),
         "segment.bytes" => config.segment_bytes = Some(value.parse().map_err(|_| bad())?),
         "unclean.leader.election.enable" => config.unclean_leader_election = value.parse().map_err(|_| bad())?,
-        // The only policy kdeck implements, so asking for it is fine.
-        "cleanup.policy" if value == "delete" => {}
+        "cleanup.policy" => config.cleanup_policy = Some(value.parse()?),
+        "delete.retention.ms" => {
+            config.delete_retention_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 0).ok_or_else(bad)?);
+        }
+        "min.cleanable.dirty.ratio" => {
+            let ratio: f64 = value.parse().map_err(|_| bad())?;
+            if !(0.0..=1.0).contains(&ratio) {
+                return Err(bad());
+            }
+            config.min_cleanable_dirty_ratio = Some(ratio);
+        }
+        "min.compaction.lag.ms" => {
+            config.min_compaction_lag_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 0).ok_or_else(bad)?);
+        }
+        "max.compaction.lag.ms" => {
+            config.max_compaction_lag_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 1).ok_or_else(bad)?);
+        }
         other => return Err(format!("topic config {other} is not supported by kdeck")),
     }
     Ok(())
@@ -209,6 +224,7 @@ const TYPE_BOOLEAN: i8 = 1;
 const TYPE_STRING: i8 = 2;
 const TYPE_INT: i8 = 3;
 const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -220,7 +236,12 @@ fn topic_entries(ctx: &Context, config: &TopicConfig) -> Vec<Entry> {
     let log = config.log_config(&ctx.cluster.config().log);
     let source = |overridden: bool| if overridden { SOURCE_TOPIC } else { SOURCE_DEFAULT };
     vec![
-        ("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
+        (
+            "cleanup.policy",
+            log.cleanup_policy.as_str().into(),
+            source(config.cleanup_policy.is_some()),
+            TYPE_STRING,
+        ),
         (
             "min.insync.replicas",
             config.min_insync_replicas.to_string(),
@@ -246,6 +267,30 @@ fn topic_entries(ctx: &Context, config: &TopicConfig) -> Vec<Entry> {
             TYPE_INT,
         ),
         ("segment.ms", log.segment_ms.to_string(), SOURCE_DEFAULT, TYPE_LONG),
+        (
+            "delete.retention.ms",
+            log.delete_retention_ms.to_string(),
+            source(config.delete_retention_ms.is_some()),
+            TYPE_LONG,
+        ),
+        (
+            "min.cleanable.dirty.ratio",
+            log.min_cleanable_dirty_ratio.to_string(),
+            source(config.min_cleanable_dirty_ratio.is_some()),
+            TYPE_DOUBLE,
+        ),
+        (
+            "min.compaction.lag.ms",
+            log.min_compaction_lag_ms.to_string(),
+            source(config.min_compaction_lag_ms.is_some()),
+            TYPE_LONG,
+        ),
+        (
+            "max.compaction.lag.ms",
+            log.max_compaction_lag_ms.to_string(),
+            source(config.max_compaction_lag_ms.is_some()),
+            TYPE_LONG,
+        ),
         (
             "max.message.bytes",
             log.max_message_bytes.to_string(),
