@@ -266,6 +266,9 @@ struct GroupHistory {
     generation: Option<(i32, i32)>,
     coordinator: Option<BrokerId>,
     offsets: BTreeMap<TopicPartition, SeenOffset>,
+    /// The offsets partition's epoch when the group was last seen: a new one means the
+    /// coordinator loaded the group from its log.
+    offsets_epoch_seen: Option<i32>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -273,6 +276,10 @@ struct SeenOffset {
     committed: i64,
     offsets_epoch: i32,
     partition_epoch: i32,
+    /// A value a coordinator loaded from its log may come from a commit record above the
+    /// HW, which no client was told is committed and a failover may drop: it counts once the
+    /// coordinator's HW reaches this (its log end when the value appeared).
+    unconfirmed_until: Option<i64>,
 }
 
 /// A group value that went back: a violation unless a loss the rules allow happened on one
@@ -994,15 +1001,17 @@ impl Checker {
             // Only the coordinator the metadata names, once it has taken up that leadership:
             // until it applies the new epoch it may still serve the groups of an epoch it led
             // before (clients asking it get that stale view, in Kafka too).
-            let current = o.replicas.iter().any(|r| {
+            let current = o.replicas.iter().find(|r| {
                 r.tp == offsets_tp && r.broker == reg.leader && r.is_leader && r.leader_epoch == reg.leader_epoch
             });
-            if g.coordinator != reg.leader || !current {
+            let Some(coordinator_replica) = current.filter(|_| g.coordinator == reg.leader) else {
                 continue;
-            }
+            };
             let (coordinator, offsets_epoch) = (reg.leader, reg.leader_epoch);
             let mut found = Vec::new();
             let history = self.groups.entry(g.group_id.clone()).or_default();
+            let reloaded = history.offsets_epoch_seen != Some(offsets_epoch);
+            history.offsets_epoch_seen = Some(offsets_epoch);
             let moved = match history.coordinator {
                 Some(before) if before != coordinator => {
                     format!(" (its coordinator moved from broker {before} to {coordinator})")
@@ -1036,9 +1045,16 @@ impl Checker {
                     committed: offset.committed,
                     offsets_epoch,
                     partition_epoch: epoch_of(&offset.tp),
+                    unconfirmed_until: reloaded.then_some(coordinator_replica.log_end_offset),
                 };
                 let before = history.offsets.entry(offset.tp.clone()).or_insert(now);
-                if offset.committed < before.committed {
+                if before
+                    .unconfirmed_until
+                    .is_some_and(|end| coordinator_replica.high_watermark >= end)
+                {
+                    before.unconfirmed_until = None;
+                }
+                if offset.committed < before.committed && before.unconfirmed_until.is_none() {
                     found.push(GroupSuspect {
                         step: o.step,
                         at: o.at,
@@ -1065,7 +1081,7 @@ impl Checker {
                 .cloned()
                 .collect();
             for tp in gone {
-                if let Some(seen) = history.offsets.remove(&tp) {
+                if let Some(seen) = history.offsets.remove(&tp).filter(|s| s.unconfirmed_until.is_none()) {
                     found.push(GroupSuspect {
                         step: o.step,
                         at: o.at,
@@ -1411,6 +1427,8 @@ mod tests {
         step: usize,
         /// The epoch the coordinator's replica has applied, when behind the metadata's.
         offsets_replica_epoch: Option<i32>,
+        /// The HW and log end of the coordinator's replica.
+        offsets_replica_hw_leo: (i64, i64),
     }
 
     impl World {
@@ -1489,6 +1507,7 @@ mod tests {
                 logs: FakeLogs::default(),
                 step: 0,
                 offsets_replica_epoch: None,
+                offsets_replica_hw_leo: (0, 0),
             };
             let log = vec![batch(0, 1, &["a", "b"]), batch(2, 1, &["c"])];
             for b in 0..3 {
@@ -1538,9 +1557,9 @@ mod tests {
                         .get(OFFSETS_TOPIC)
                         .map_or(1, |t| t.partitions[0].leader_epoch)
                 }),
-                high_watermark: 0,
+                high_watermark: self.offsets_replica_hw_leo.0,
                 log_start_offset: 0,
-                log_end_offset: 0,
+                log_end_offset: self.offsets_replica_hw_leo.1,
             };
             let mut all = self.replicas.clone();
             all.push(offsets);
@@ -1854,6 +1873,48 @@ mod tests {
         assert_eq!(broken(&c), vec![Invariant::GroupGenerationMonotonic]);
         assert!(
             c.violations()[0].facts.contains("generation 4 was stored"),
+            "{:?}",
+            c.violations()
+        );
+    }
+
+    #[test]
+    fn an_offset_loaded_above_the_coordinators_hw_counts_once_the_hw_passes_it() {
+        let set_epoch = |world: &mut World, epoch: i32| {
+            if let Some(t) = world.image.topics.get_mut(OFFSETS_TOPIC) {
+                t.partitions[0].leader_epoch = epoch;
+            }
+        };
+        let mut world = World::new();
+        let mut c = checker(false);
+        world.group(1, 5);
+        world.offsets_replica_hw_leo = (10, 10);
+        world.observe(&mut c);
+        world.observe(&mut c);
+        // A new coordinator epoch loads 9 from a commit record above its HW (10 of 12): no
+        // client was told it is committed, and the next failover drops it.
+        set_epoch(&mut world, 2);
+        world.offsets_replica_hw_leo = (10, 12);
+        world.group(1, 9);
+        world.observe(&mut c);
+        set_epoch(&mut world, 3);
+        world.offsets_replica_hw_leo = (10, 10);
+        world.group(1, 5);
+        world.observe(&mut c);
+        assert_eq!(c.violations(), &[]);
+        // Loaded again, and this time the HW passes it: now it must hold.
+        set_epoch(&mut world, 4);
+        world.offsets_replica_hw_leo = (10, 12);
+        world.group(1, 9);
+        world.observe(&mut c);
+        world.offsets_replica_hw_leo = (12, 12);
+        world.observe(&mut c);
+        world.group(1, 5);
+        world.observe(&mut c);
+        c.finish(&BTreeMap::new());
+        assert_eq!(
+            broken(&c),
+            vec![Invariant::CommittedOffsetsMonotonic],
             "{:?}",
             c.violations()
         );
