@@ -698,45 +698,35 @@ impl Broker {
         }
     }
 
-    /// Deletes old segments by each topic's retention, never past the replica's HW.
+    /// The broker's housekeeping, every `log.retention.check.interval.ms`: the log cleaner
+    /// on compacted logs, then retention deleting old segments (never past the replica's
+    /// HW); every ten minutes also expiry of idle producer ids and of old committed offsets
+    /// and empty groups.
     async fn retention(self: Arc<Self>) {
         /// Kafka's `log.cleaner.backoff.ms`: how long the cleaner rests after a pass that found
         /// nothing to clean.
         const LOG_CLEANER_BACKOFF_MS: i64 = 15_000;
+        /// Kafka's `producer.id.expiration.check.interval.ms` and
+        /// `offsets.retention.check.interval.ms` (both ten minutes).
+        const EXPIRY_CHECK_INTERVAL_MS: i64 = 600_000;
         let every = Duration::from_millis(self.ctx.config.retention_check_interval_ms.max(10));
+        let producer_id_expiration_ms = i64::try_from(self.ctx.config.producer_id_expiration_ms).unwrap_or(i64::MAX);
+        let offsets_retention_ms = i64::try_from(self.ctx.config.offsets_retention_minutes)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(60_000);
         let mut cleaner_rests_until = i64::MIN;
+        let mut next_expiry = self.now_ms().saturating_add(EXPIRY_CHECK_INTERVAL_MS);
         loop {
             tokio::time::sleep(every).await;
             self.unpaused().await;
             let now = self.now_ms();
-            if now >= cleaner_rests_until {
-                // Kafka's log cleaner, run here between retention passes: compacted logs only.
-                let mut cleaned_any = false;
-                for p in self.partitions() {
-                    if !p.log.config().cleanup_policy.compacts() {
-                        continue;
-                    }
-                    match p.log.clean(now) {
-                        Ok(Some(stats)) => {
-                            cleaned_any = true;
-                            tracing::info!(
-                                broker = self.id,
-                                tp = %p.tp,
-                                records_removed = stats.records_removed,
-                                bytes_before = stats.bytes_before,
-                                bytes_after = stats.bytes_after,
-                                "log cleaner compacted the log"
-                            );
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "log cleaning failed"),
-                    }
-                }
-                if !cleaned_any {
-                    cleaner_rests_until = now.saturating_add(LOG_CLEANER_BACKOFF_MS);
-                }
-            }
+            let run_cleaner = now >= cleaner_rests_until;
+            let expire = now >= next_expiry;
+            let mut cleaned_any = false;
             for p in self.partitions() {
+                if run_cleaner && p.log.config().cleanup_policy.compacts() {
+                    cleaned_any |= self.clean(&p, now);
+                }
                 match p.log.enforce_retention(now, p.high_watermark()) {
                     Ok(outcome) if outcome.deleted_segments > 0 => tracing::info!(
                         broker = self.id,
@@ -749,6 +739,41 @@ impl Broker {
                     Ok(_) => {}
                     Err(e) => tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "retention failed"),
                 }
+                if expire {
+                    let expired = p.expire_producers(now, producer_id_expiration_ms);
+                    if expired > 0 {
+                        tracing::debug!(broker = self.id, tp = %p.tp, producers = expired, "expired idle producer ids");
+                    }
+                }
+            }
+            if run_cleaner && !cleaned_any {
+                cleaner_rests_until = now.saturating_add(LOG_CLEANER_BACKOFF_MS);
+            }
+            if expire {
+                self.groups.expire_offsets(offsets_retention_ms);
+                next_expiry = now.saturating_add(EXPIRY_CHECK_INTERVAL_MS);
+            }
+        }
+    }
+
+    /// One pass of Kafka's log cleaner over a compacted log; whether it cleaned anything.
+    fn clean(&self, p: &Partition, now: i64) -> bool {
+        match p.log.clean(now) {
+            Ok(Some(stats)) => {
+                tracing::info!(
+                    broker = self.id,
+                    tp = %p.tp,
+                    records_removed = stats.records_removed,
+                    bytes_before = stats.bytes_before,
+                    bytes_after = stats.bytes_after,
+                    "log cleaner compacted the log"
+                );
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(broker = self.id, tp = %p.tp, error = %e, "log cleaning failed");
+                false
             }
         }
     }

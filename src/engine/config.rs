@@ -56,6 +56,12 @@ pub struct ClusterConfig {
     pub offsets_topic_replication_factor: i32,
     /// `group.initial.rebalance.delay.ms` (Kafka 3000).
     pub group_initial_rebalance_delay_ms: u64,
+    /// `offsets.retention.minutes` (Kafka 10080, 7 days): an empty group's committed
+    /// offsets (and a standalone consumer's, counted from each commit) are deleted after it.
+    pub offsets_retention_minutes: u64,
+    /// `producer.id.expiration.ms` (Kafka 86400000, 1 day): a partition forgets an
+    /// idempotent producer that wrote nothing to it for this long.
+    pub producer_id_expiration_ms: u64,
     /// Default log settings for every replica.
     pub log: LogConfig,
 }
@@ -80,6 +86,8 @@ impl Default for ClusterConfig {
             offsets_topic_partitions: 10,
             offsets_topic_replication_factor: 3,
             group_initial_rebalance_delay_ms: 1_000,
+            offsets_retention_minutes: 10_080,
+            producer_id_expiration_ms: 86_400_000,
             log: LogConfig::default(),
         }
     }

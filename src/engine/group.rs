@@ -166,6 +166,13 @@ struct Group {
     /// would have expired (Kafka's `pendingMembers`): a join with any other id it does not
     /// know, such as that of a member removed meanwhile, gets UNKNOWN_MEMBER_ID.
     pending_members: BTreeMap<String, Instant>,
+    /// When the group last became Empty, in ms (Kafka's `currentStateTimestamp` while
+    /// empty): offsets retention counts from it.
+    empty_since: Option<i64>,
+    /// Until when (ms) a commit appended to the log may still be replicating: retention
+    /// leaves the group alone meanwhile, or the commit could land in memory after the
+    /// tombstone that expired its partition (Kafka checks its pending commits).
+    commit_pending_until: i64,
 }
 
 impl Group {
@@ -182,6 +189,8 @@ impl Group {
             initial_delay_until: None,
             pending_assignment: None,
             pending_members: BTreeMap::new(),
+            empty_since: None,
+            commit_pending_until: i64::MIN,
         }
     }
 
@@ -248,6 +257,7 @@ impl Group {
         group.generation = metadata.generation;
         group.protocol = metadata.protocol;
         group.leader = metadata.leader;
+        let stored_at = metadata.current_state_timestamp;
         for m in metadata.members {
             *next_member += 1;
             let protocols = group
@@ -273,16 +283,40 @@ impl Group {
             group.leader = None;
         }
         group.state = if group.members.is_empty() {
+            group.empty_since = Some(stored_at);
             GroupState::Empty
         } else {
             GroupState::Stable
         };
         group
     }
+
+    /// The committed offsets retention deletes at `now_ms` (Kafka's
+    /// `GroupMetadata.removeExpiredOffsets`): all of a consumer group's once it has been
+    /// empty for `retention_ms`; a standalone consumer's (commits without a group
+    /// protocol) each `retention_ms` after its commit. A group with members keeps them.
+    fn expired_offsets(&self, now_ms: i64, retention_ms: i64) -> Vec<TopicPartition> {
+        if self.state != GroupState::Empty || now_ms < self.commit_pending_until {
+            return Vec::new();
+        }
+        let counted_from = |c: &CommitRecordMetadataAndOffset| match self.empty_since {
+            Some(since) if !self.protocol_type.is_empty() => since,
+            _ => c.offset.commit_timestamp,
+        };
+        self.offsets
+            .iter()
+            .filter(|(_, c)| now_ms.saturating_sub(counted_from(c)) >= retention_ms)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
 }
 
 fn millis(ms: i32) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+fn millis_i64(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn millis_i32(d: Duration) -> i32 {
@@ -472,8 +506,10 @@ impl GroupCoordinator {
 
     /// Writes the group record of a group that just emptied, so a new coordinator loads it
     /// empty at its generation. Nobody waits for it; a failure is only logged, as in Kafka.
-    fn store_empty_group(&self, partitions: &HashMap<i32, Load>, group_id: &str, group: &Group) {
-        let batch = group_metadata_batch(group_id, &group.metadata(&BTreeMap::new(), self.clock.now_ms()));
+    fn store_empty_group(&self, partitions: &HashMap<i32, Load>, group_id: &str, group: &mut Group) {
+        let now_ms = self.clock.now_ms();
+        group.empty_since = Some(now_ms);
+        let batch = group_metadata_batch(group_id, &group.metadata(&BTreeMap::new(), now_ms));
         if let Err(error) = self.append(partitions, group_id, batch) {
             tracing::warn!(group = group_id, ?error, "could not write the empty group's record");
         }
@@ -808,7 +844,7 @@ impl GroupCoordinator {
         member_id: &str,
         offsets: &[(TopicPartition, CommittedOffset)],
     ) -> Result<Option<PendingWrite>, ErrorCode> {
-        let state = self.lock();
+        let mut state = self.lock();
         let error = self.validate_commit(&state, group_id, generation, member_id);
         if error != ErrorCode::None {
             return Err(error);
@@ -816,8 +852,11 @@ impl GroupCoordinator {
         if offsets.is_empty() {
             return Ok(None);
         }
-        self.append(&state.partitions, group_id, offset_commit_batch(group_id, offsets))
-            .map(Some)
+        let write = self.append(&state.partitions, group_id, offset_commit_batch(group_id, offsets))?;
+        let pending_until = self.clock.now_ms().saturating_add(millis_i64(OFFSETS_COMMIT_TIMEOUT));
+        let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
+        group.commit_pending_until = pending_until;
+        Ok(Some(write))
     }
 
     /// The commit records from `first_offset` on are replicated: expose the offsets, unless
@@ -946,10 +985,67 @@ impl GroupCoordinator {
             .collect()
     }
 
+    /// Offsets retention (Kafka's `cleanupGroupMetadata`, every
+    /// `offsets.retention.check.interval.ms`): deletes the expired offsets of the groups
+    /// served here (see [`Group::expired_offsets`]) by writing tombstones, and an empty
+    /// group left with no offsets is removed with a tombstone of its own. Compaction then
+    /// drops their records, so `__consumer_offsets` holds only live groups. Returns the
+    /// number of groups and offsets removed.
+    pub fn expire_offsets(&self, retention_ms: i64) -> (usize, usize) {
+        let now_ms = self.clock.now_ms();
+        let mut state = self.lock();
+        let CoordinatorState { partitions, groups, .. } = &mut *state;
+        let (mut groups_removed, mut offsets_removed) = (Vec::new(), 0);
+        for (id, group) in groups.iter_mut() {
+            let expired = group.expired_offsets(now_ms, retention_ms);
+            let dead = group.state == GroupState::Empty
+                && now_ms >= group.commit_pending_until
+                && group.offsets.len() == expired.len();
+            if expired.is_empty() && !dead {
+                continue;
+            }
+            let mut recs: Vec<records::Record> = expired
+                .iter()
+                .enumerate()
+                .map(|(i, tp)| records::record(i as i64, now_ms, Some(record::offset_commit_key(id, tp)), None))
+                .collect();
+            if dead {
+                let delta = recs.len() as i64;
+                recs.push(records::record(delta, now_ms, Some(record::group_metadata_key(id)), None));
+            }
+            // Nobody waits for the tombstones, as in Kafka; a failure only keeps the records
+            // for the next pass or the next coordinator.
+            if let Err(error) = self.append(partitions, id, encode(&recs)) {
+                tracing::warn!(group = %id, ?error, "could not write the expired offsets' tombstones");
+                continue;
+            }
+            offsets_removed += expired.len();
+            for tp in &expired {
+                group.offsets.remove(tp);
+            }
+            if dead {
+                groups_removed.push(id.clone());
+            }
+        }
+        for id in &groups_removed {
+            groups.remove(id);
+        }
+        drop(state);
+        if offsets_removed > 0 || !groups_removed.is_empty() {
+            tracing::info!(
+                groups = groups_removed.len(),
+                offsets = offsets_removed,
+                "offsets retention removed expired offsets and empty groups"
+            );
+        }
+        (groups_removed.len(), offsets_removed)
+    }
+
     /// Timers: completes join phases and expires silent members. Called periodically and
     /// after every join.
     pub fn tick(&self) {
         let now = Instant::now();
+        let now_ms = self.clock.now_ms();
         let mut state = self.lock();
         let mut events = Vec::new();
         let CoordinatorState { partitions, groups, .. } = &mut *state;
@@ -986,6 +1082,11 @@ impl GroupCoordinator {
             }
             if before != GroupState::Empty && group.state == GroupState::Empty {
                 self.store_empty_group(partitions, id, group);
+            }
+            if group.state == GroupState::Empty {
+                group.empty_since.get_or_insert(now_ms);
+            } else {
+                group.empty_since = None;
             }
         }
         drop(state);

@@ -701,6 +701,15 @@ impl Partition {
         self.while_following(leader_epoch, || self.cut_to(offset))
     }
 
+    /// Forgets the idempotent producers that wrote nothing to this replica for
+    /// `expiration_ms`; returns how many.
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .expire(now_ms, expiration_ms)
+    }
+
     fn cut_to(&self, offset: i64) -> Result<(), LogError> {
         self.log.truncate_to(offset)?;
         let after = self.log.log_end_offset();

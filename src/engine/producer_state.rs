@@ -24,6 +24,9 @@ struct BatchMetadata {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
+    /// The newest max timestamp of its batches (Kafka's `lastTimestamp`): the state expires
+    /// `producer.id.expiration.ms` after it.
+    last_timestamp: i64,
 }
 
 /// What the leader should do with an incoming batch.
@@ -97,6 +100,7 @@ impl ProducerState {
             entry.batches.clear();
         }
         entry.epoch = entry.epoch.max(header.producer_epoch);
+        entry.last_timestamp = entry.last_timestamp.max(header.max_timestamp);
         entry.batches.push_back(BatchMetadata {
             first_seq: header.base_sequence,
             last_seq: last_seq(header),
@@ -118,6 +122,28 @@ impl ProducerState {
 
     pub fn clear(&mut self) {
         self.producers.clear();
+    }
+
+    /// Forgets producers that wrote nothing for `expiration_ms` (Kafka's
+    /// `producer.id.expiration.ms`, one day): a producer id is state a client may leave
+    /// behind for ever, so each one costs memory only while it is in use. Returns how many
+    /// went. A producer that comes back later starts afresh, as a new one would.
+    pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        before - self.producers.len()
+    }
+
+    /// Producer ids tracked.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
     }
 }
 
@@ -175,6 +201,39 @@ mod tests {
             s.check(&header(7, 2, 4, 1, 0)),
             Err(ErrorCode::OutOfOrderSequenceNumber)
         );
+    }
+
+    #[test]
+    fn producers_silent_for_the_expiration_are_forgotten_and_active_ones_kept() {
+        let mut s = ProducerState::default();
+        let mut old = header(7, 0, 0, 1, 0);
+        old.max_timestamp = 1_000;
+        let mut recent = header(8, 0, 0, 1, 1);
+        recent.max_timestamp = 50_000;
+        s.record(&old);
+        s.record(&recent);
+        assert_eq!(s.expire(60_999, 60_000), 0, "neither silent for a full minute yet");
+        assert_eq!(s.expire(61_000, 60_000), 1);
+        assert_eq!(s.len(), 1);
+        // The expired producer's retry is no longer recognised: it is a new producer now.
+        assert_eq!(s.check(&header(7, 0, 0, 1, 0)), Ok(SequenceCheck::Append));
+        assert_eq!(
+            s.check(&header(8, 0, 0, 1, 0)),
+            Ok(SequenceCheck::Duplicate {
+                first_offset: 1,
+                last_offset: 1
+            }),
+            "the active producer keeps its state"
+        );
+        // Thousands of one-shot producers leave nothing behind once they expire.
+        for id in 100..10_100 {
+            let mut h = header(id, 0, 0, 1, id);
+            h.max_timestamp = 70_000;
+            s.record(&h);
+        }
+        assert_eq!(s.len(), 10_001);
+        s.expire(200_000, 60_000);
+        assert!(s.is_empty());
     }
 
     #[test]

@@ -258,6 +258,8 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         offsets_topic_partitions: setup.offsets_topic_partitions,
         offsets_topic_replication_factor: 3,
         group_initial_rebalance_delay_ms: setup.group_initial_rebalance_delay_ms,
+        offsets_retention_minutes: 10_080,
+        producer_id_expiration_ms: 86_400_000,
         log: LogConfig {
             segment_bytes: setup.segment_bytes,
             flush: setup.flush,

@@ -27,6 +27,18 @@ async fn load(coordinator: &GroupCoordinator, log: Log) -> (Arc<Partition>, Vec<
     (partition, unreadable)
 }
 
+/// A consumer's JoinGroup with a 10 s session and the range protocol.
+fn join_request(group: &str, member_id: &str) -> JoinGroupRequest {
+    JoinGroupRequest {
+        group_id: group.into(),
+        member_id: member_id.into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 30_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
+    }
+}
+
 fn commit(offset: i64) -> CommittedOffset {
     CommittedOffset {
         offset,
@@ -185,16 +197,7 @@ async fn a_sync_whose_group_record_cannot_be_written_answers_not_coordinator_and
     let coordinator = coordinator();
     // The replica is not its partition's leader, so no append succeeds.
     let _partition = load(&coordinator, offsets_log(dir.path())).await;
-    let join = |member_id: &str| {
-        coordinator.join(JoinGroupRequest {
-            group_id: "analytics".into(),
-            member_id: member_id.into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 30_000,
-            protocol_type: "consumer".into(),
-            protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
-        })
-    };
+    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id));
     let member_id = join("").await.expect("answered").member_id;
     let joined = join(&member_id).await.expect("answered");
     assert_eq!((joined.error, joined.leader.as_str()), (None, member_id.as_str()));
@@ -215,16 +218,7 @@ async fn a_join_with_an_id_the_coordinator_does_not_know_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let coordinator = coordinator();
     let _partition = load(&coordinator, offsets_log(dir.path())).await;
-    let join = |member_id: &str| {
-        coordinator.join(JoinGroupRequest {
-            group_id: "analytics".into(),
-            member_id: member_id.into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 30_000,
-            protocol_type: "consumer".into(),
-            protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
-        })
-    };
+    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id));
     // Never given out (or given out by an earlier coordinator, or its member was removed):
     // the member must start afresh, giving up what it owned, as Kafka answers.
     let stale = join("analytics-0-1").await.expect("answered");
@@ -253,4 +247,91 @@ async fn a_leader_that_missed_epochs_reloads_its_groups_from_the_log() {
     // rebuilt from the log.
     assert!(coordinator.begin_loading(&partition, 2));
     assert!(!coordinator.begin_loading(&partition, 2));
+}
+
+/// Loads partition 0 as its only replica and leader, so that the coordinator's writes
+/// succeed (acks=all is met by the leader alone).
+async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partition> {
+    let partition = Arc::new(Partition::new(TopicPartition::new(OFFSETS_TOPIC, 0), 1, log, 10_000));
+    let registration = crate::engine::controller::PartitionRegistration {
+        replicas: vec![1],
+        leader: 1,
+        leader_epoch: 0,
+        partition_epoch: 0,
+        isr: vec![1],
+        recovering: false,
+    };
+    partition.apply(&registration, 1, |_| true, 0).expect("lead");
+    assert!(coordinator.begin_loading(&partition, 0));
+    coordinator.finish_loading(0, 0, replay(&partition.tp, &partition.log).await);
+    partition
+}
+
+/// Commits `offset` for `tp` as `member` of `generation` and lets it complete.
+fn commit_now(coordinator: &GroupCoordinator, clock: Clock, group: &str, generation: i32, member: &str, tp: &TopicPartition, offset: i64) {
+    let offsets = [(
+        tp.clone(),
+        CommittedOffset {
+            offset,
+            commit_timestamp: clock.now_ms(),
+        },
+    )];
+    let write = coordinator
+        .commit_offsets(group, generation, member, &offsets)
+        .expect("commit accepted")
+        .expect("written");
+    coordinator.committed(group, &offsets, write.appended.first_offset);
+}
+
+#[tokio::test(start_paused = true)]
+async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
+    const DAY: Duration = Duration::from_secs(86_400);
+    const RETENTION_MS: i64 = 7 * 86_400_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = Clock::new();
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock);
+    let partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
+    let views = TopicPartition::new("views", 0);
+
+    // A consumer group with one member commits, and a standalone consumer (no group
+    // protocol, generation -1) commits too.
+    let member_id = coordinator.join(join_request("analytics", "")).await.expect("answered").member_id;
+    let joined = coordinator.join(join_request("analytics", &member_id)).await.expect("answered");
+    let (_synced, _write) = coordinator.sync(
+        "analytics",
+        joined.generation_id,
+        &member_id,
+        vec![(member_id.clone(), Bytes::from_static(b"views"))],
+    );
+    coordinator.group_stored("analytics", joined.generation_id, ErrorCode::None);
+    commit_now(&coordinator, clock, "analytics", joined.generation_id, &member_id, &views, 40);
+    commit_now(&coordinator, clock, "tool", -1, "", &views, 7);
+
+    // Eight days on, the live group's member keeps heartbeating: its offsets stay however
+    // old they are. The standalone commit is older than the retention and goes.
+    for _ in 0..8 {
+        tokio::time::advance(DAY).await;
+        assert_eq!(coordinator.heartbeat("analytics", joined.generation_id, &member_id), ErrorCode::None);
+    }
+    assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
+    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(views.clone(), 40)]));
+    assert_eq!(coordinator.describe("tool"), Ok(None));
+
+    // The member leaves: the group's offsets now count from when it emptied, not from the
+    // (eight-day-old) commit.
+    assert_eq!(coordinator.leave("analytics", &member_id), ErrorCode::None);
+    tokio::time::advance(6 * DAY).await;
+    assert_eq!(coordinator.expire_offsets(RETENTION_MS), (0, 0));
+    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(views.clone(), 40)]));
+    tokio::time::advance(DAY).await;
+    assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
+    assert_eq!(coordinator.describe("analytics"), Ok(None));
+    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![]));
+
+    // The tombstones are in the log: a new coordinator loading it finds neither group.
+    let successor = self::coordinator();
+    let replayed = replay(&partition.tp, &partition.log).await;
+    assert!(successor.begin_loading(&partition, 1));
+    successor.finish_loading(0, 1, replayed);
+    assert_eq!(successor.list_groups(), vec![]);
 }
