@@ -456,3 +456,125 @@ async fn batches_in_flight_together_are_appended_in_the_order_they_arrive() {
     assert_eq!(committed, expected);
     cluster.shutdown().await;
 }
+
+/// A batch of one record with this key and value (None: a tombstone).
+fn keyed_batch(key: &str, value: Option<&str>) -> Vec<u8> {
+    let rec = kdeck::storage::records::record(
+        0,
+        common::engine::wall_clock_ms(),
+        Some(bytes::Bytes::from(key.to_string())),
+        value.map(|v| bytes::Bytes::from(v.to_string())),
+    );
+    kdeck::storage::records::encode_batch(&[rec], kdeck::storage::records::Compression::None)
+        .expect("encodable")
+        .to_vec()
+}
+
+/// Each key's last value (None for a tombstone) and the number of records, in `bytes`
+/// from `from` on, and the offset after the last record.
+fn latest_by_key(
+    bytes: &[u8],
+    from: i64,
+    latest: &mut std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+) -> (usize, i64) {
+    let mut count = 0;
+    let mut next = from;
+    for r in kdeck::storage::records::decode(bytes).expect("valid batches") {
+        if r.offset < from {
+            continue;
+        }
+        assert!(r.offset >= next, "offsets only grow");
+        let key = r.key.expect("every record of a compacted topic has a key").to_vec();
+        latest.insert(key, r.value.map(|v| v.to_vec()));
+        count += 1;
+        next = r.offset + 1;
+    }
+    (count, next)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_compacted_topic_keeps_the_latest_value_of_every_key_on_every_replica() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        retention_check_interval_ms: 1_000,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    cluster
+        .create_topic(
+            "profiles",
+            TopicConfig::new(1, 3)
+                .with_segment_bytes(1024)
+                .with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
+        )
+        .await
+        .expect("create");
+    ready(&cluster, "profiles", 1).await;
+    let t = TopicPartition::new("profiles", 0);
+    let mut expected = std::collections::BTreeMap::new();
+    const WRITES: usize = 400;
+    for n in 0..WRITES {
+        let key = format!("user-{}", n % 12);
+        // Every 50th write deletes its key; a later write may bring it back.
+        let value = (n % 50 != 49).then(|| format!("profile {n}"));
+        let batch = keyed_batch(&key, value.as_deref());
+        cluster
+            .produce(&t, batch, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+        expected.insert(key.into_bytes(), value.map(String::into_bytes));
+    }
+    // The cleaner runs on each replica on its own, between retention passes.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let high_watermark = cluster.list_offset(&t, -1).await.expect("end");
+    assert_eq!(high_watermark, WRITES as i64, "compaction never moves the log end");
+
+    // A consumer reading from 0 sees every key's latest value, tombstones included (they
+    // stay for delete.retention.ms), and far fewer records than were written; it moves
+    // across the gaps compaction left.
+    let mut consumer = kdeck::client::consumer::Consumer::new(
+        cluster.clone(),
+        kdeck::client::consumer::ConsumerConfig {
+            auto_offset_reset: kdeck::client::consumer::OffsetReset::Earliest,
+            ..kdeck::client::consumer::ConsumerConfig::default()
+        },
+    );
+    consumer.assign(vec![t.clone()]);
+    let mut consumed = std::collections::BTreeMap::new();
+    let mut records_read = 0;
+    for _ in 0..100 {
+        for r in consumer.poll(Duration::from_millis(500)).await.expect("poll") {
+            consumed.insert(r.key.expect("keyed").to_vec(), r.value.map(|v| v.to_vec()));
+            records_read += 1;
+        }
+        if consumer.position(&t) == Some(high_watermark) {
+            break;
+        }
+    }
+    assert_eq!(consumer.position(&t), Some(high_watermark));
+    assert_eq!(consumed, expected);
+    assert!(
+        records_read < WRITES / 4,
+        "the consumer read {records_read} of {WRITES} records"
+    );
+
+    // Each replica cleaned its own log, and they agree.
+    for broker in 0..3 {
+        let mut replica = std::collections::BTreeMap::new();
+        let (mut offset, mut kept) = (0, 0);
+        while offset < high_watermark {
+            let bytes = cluster
+                .read_replica(broker, &t, offset, high_watermark, 1 << 16)
+                .expect("replica readable");
+            let (count, _) = latest_by_key(&bytes, offset, &mut replica);
+            let next = kdeck::storage::records::next_offset_after(&bytes).expect("a whole batch");
+            assert!(next > offset);
+            kept += count;
+            offset = next;
+        }
+        assert_eq!(replica, expected, "replica on broker {broker}");
+        assert!(kept < WRITES / 4, "broker {broker} kept {kept} of {WRITES} records");
+    }
+    cluster.shutdown().await;
+}

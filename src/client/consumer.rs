@@ -308,6 +308,7 @@ impl Consumer {
                     let buffered = &mut self.buffered;
                     // The records before a batch that does not decode are handed out and the
                     // position stops at that batch, as in Kafka's consumer.
+                    let batch_end = records::next_offset_after(&data.records);
                     let decoded = records::for_each_shared(data.records, |r| {
                         if r.offset < offset || r.control {
                             return;
@@ -328,8 +329,11 @@ impl Consumer {
                             leader_epoch: (r.partition_leader_epoch >= 0).then_some(r.partition_leader_epoch),
                         });
                     });
-                    if let Err(e) = decoded {
-                        tracing::warn!(%tp, offset = next, error = %e, "undecodable batch");
+                    match decoded {
+                        // Past the whole last batch, also when compaction left no record
+                        // at its end (a fetch of it would otherwise come back for ever).
+                        Ok(()) => next = next.max(batch_end.unwrap_or(next)),
+                        Err(e) => tracing::warn!(%tp, offset = next, error = %e, "undecodable batch"),
                     }
                     self.positions.insert(tp, next);
                     if !self.buffered.is_empty() {

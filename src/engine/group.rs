@@ -1011,7 +1011,12 @@ impl GroupCoordinator {
                 .collect();
             if dead {
                 let delta = recs.len() as i64;
-                recs.push(records::record(delta, now_ms, Some(record::group_metadata_key(id)), None));
+                recs.push(records::record(
+                    delta,
+                    now_ms,
+                    Some(record::group_metadata_key(id)),
+                    None,
+                ));
             }
             // Nobody waits for the tombstones, as in Kafka; a failure only keeps the records
             // for the next pass or the next coordinator.

@@ -26,6 +26,17 @@ pub fn for_each_shared(mut buf: Bytes, mut f: impl FnMut(Record)) -> Result<(), 
     Ok(())
 }
 
+/// The offset after the last whole batch in `bytes` (its last offset + 1), None when there
+/// is none. A consumer moves its position there once it has the batch's records: past
+/// records compaction removed from the end of a batch (an emptied batch may stay for its
+/// producer's state) and past control batches, as Kafka's consumer does.
+pub fn next_offset_after(bytes: &[u8]) -> Option<i64> {
+    super::batch::Batches::checked_before(bytes)
+        .map_while(Result::ok)
+        .last()
+        .map(|(_, header, _)| header.next_offset())
+}
+
 /// A plain (non-idempotent, non-transactional) record at `offset_delta` within its batch.
 pub fn record(offset_delta: i64, timestamp: i64, key: Option<Bytes>, value: Option<Bytes>) -> Record {
     Record {

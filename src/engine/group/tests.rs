@@ -268,7 +268,15 @@ async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partiti
 }
 
 /// Commits `offset` for `tp` as `member` of `generation` and lets it complete.
-fn commit_now(coordinator: &GroupCoordinator, clock: Clock, group: &str, generation: i32, member: &str, tp: &TopicPartition, offset: i64) {
+fn commit_now(
+    coordinator: &GroupCoordinator,
+    clock: Clock,
+    group: &str,
+    generation: i32,
+    member: &str,
+    tp: &TopicPartition,
+    offset: i64,
+) {
     let offsets = [(
         tp.clone(),
         CommittedOffset {
@@ -295,8 +303,15 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
 
     // A consumer group with one member commits, and a standalone consumer (no group
     // protocol, generation -1) commits too.
-    let member_id = coordinator.join(join_request("analytics", "")).await.expect("answered").member_id;
-    let joined = coordinator.join(join_request("analytics", &member_id)).await.expect("answered");
+    let member_id = coordinator
+        .join(join_request("analytics", ""))
+        .await
+        .expect("answered")
+        .member_id;
+    let joined = coordinator
+        .join(join_request("analytics", &member_id))
+        .await
+        .expect("answered");
     let (_synced, _write) = coordinator.sync(
         "analytics",
         joined.generation_id,
@@ -304,17 +319,31 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
         vec![(member_id.clone(), Bytes::from_static(b"views"))],
     );
     coordinator.group_stored("analytics", joined.generation_id, ErrorCode::None);
-    commit_now(&coordinator, clock, "analytics", joined.generation_id, &member_id, &views, 40);
+    commit_now(
+        &coordinator,
+        clock,
+        "analytics",
+        joined.generation_id,
+        &member_id,
+        &views,
+        40,
+    );
     commit_now(&coordinator, clock, "tool", -1, "", &views, 7);
 
     // Eight days on, the live group's member keeps heartbeating: its offsets stay however
     // old they are. The standalone commit is older than the retention and goes.
     for _ in 0..8 {
         tokio::time::advance(DAY).await;
-        assert_eq!(coordinator.heartbeat("analytics", joined.generation_id, &member_id), ErrorCode::None);
+        assert_eq!(
+            coordinator.heartbeat("analytics", joined.generation_id, &member_id),
+            ErrorCode::None
+        );
     }
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
-    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(views.clone(), 40)]));
+    assert_eq!(
+        coordinator.fetch_offsets("analytics", None),
+        Ok(vec![(views.clone(), 40)])
+    );
     assert_eq!(coordinator.describe("tool"), Ok(None));
 
     // The member leaves: the group's offsets now count from when it emptied, not from the
@@ -322,7 +351,10 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     assert_eq!(coordinator.leave("analytics", &member_id), ErrorCode::None);
     tokio::time::advance(6 * DAY).await;
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (0, 0));
-    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(views.clone(), 40)]));
+    assert_eq!(
+        coordinator.fetch_offsets("analytics", None),
+        Ok(vec![(views.clone(), 40)])
+    );
     tokio::time::advance(DAY).await;
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
     assert_eq!(coordinator.describe("analytics"), Ok(None));
