@@ -25,8 +25,8 @@ use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, Electio
 use crate::engine::{TopicConfig, TopicPartition};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
-    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition, Severity, SourceKind, TailBuffer, TailHandle,
-    TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, Severity, SourceKind, TailBuffer,
+    TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -622,6 +622,12 @@ impl ViewBuilder {
                     size_bytes: Some(t.size_bytes),
                     messages_per_sec: t.messages_per_sec,
                     total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
+                    retention: Some(Retention {
+                        compact: t.log.cleanup_policy.compacts(),
+                        delete: t.log.cleanup_policy.deletes(),
+                        ms: t.log.retention_ms,
+                        bytes: t.log.retention_bytes,
+                    }),
                 }
             })
             .collect();

@@ -188,6 +188,18 @@ pub struct TopicRow {
     pub messages_per_sec: f64,
     /// Sum of every group's lag on this topic; `None` when no group reads it.
     pub total_lag: Option<i64>,
+    /// What the topic keeps; `None` when the source cannot tell.
+    pub retention: Option<Retention>,
+}
+
+/// A topic's effective `cleanup.policy`, `retention.ms` and `retention.bytes` (-1: no
+/// limit); time and size apply only when the policy deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub compact: bool,
+    pub delete: bool,
+    pub ms: i64,
+    pub bytes: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]

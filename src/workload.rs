@@ -33,6 +33,14 @@ pub struct DemoConfig {
     pub users: u32,
     /// How long the slow `billing` consumer spends per record.
     pub billing_ms_per_record: u64,
+    /// `segment.bytes` of the demo topics: small, so that retention can delete within
+    /// minutes (user topics keep Kafka's 1 GiB).
+    pub segment_bytes: u64,
+    /// `retention.ms` of the demo topics.
+    pub retention_ms: i64,
+    /// `retention.bytes` of each demo partition: a day-long demo stays within a few hundred
+    /// MB on disk.
+    pub retention_bytes: i64,
 }
 
 impl Default for DemoConfig {
@@ -42,6 +50,9 @@ impl Default for DemoConfig {
             clicks_per_sec: 100,
             users: 200,
             billing_ms_per_record: 8,
+            segment_bytes: 2 << 20,
+            retention_ms: 3_600_000,
+            retention_bytes: 8 << 20,
         }
     }
 }
@@ -65,7 +76,10 @@ impl Workload {
                 cluster
                     .create_topic(
                         topic,
-                        TopicConfig::new(partitions, rf).with_min_insync_replicas(min_isr),
+                        TopicConfig::new(partitions, rf)
+                            .with_min_insync_replicas(min_isr)
+                            .with_segment_bytes(config.segment_bytes)
+                            .with_retention(Some(config.retention_ms), Some(config.retention_bytes)),
                     )
                     .await?;
             }

@@ -113,6 +113,12 @@ fn large_view(partitions: u32) -> ClusterView {
             size_bytes: Some(10 << 30),
             messages_per_sec: 12_345.0,
             total_lag: Some(42),
+            retention: Some(crate::view::Retention {
+                compact: false,
+                delete: true,
+                ms: 604_800_000,
+                bytes: -1,
+            }),
         })
         .collect();
     view

@@ -117,6 +117,8 @@ pub struct TopicView {
     pub messages: i64,
     /// Sum of the leaders' log sizes.
     pub size_bytes: u64,
+    /// The topic's effective log settings (its overrides on the cluster's defaults).
+    pub log: crate::storage::LogConfig,
     /// Rates over the last second or more between snapshots.
     pub messages_per_sec: f64,
     pub bytes_per_sec: f64,
@@ -767,6 +769,7 @@ impl Cluster {
                     offline: mine.filter(|p| p.leader.is_none()).count(),
                     messages,
                     size_bytes: bytes,
+                    log: t.config.log_config(&self.inner.ctx.config.log),
                     messages_per_sec: sample.messages_per_sec,
                     bytes_per_sec: sample.bytes_per_sec,
                 }

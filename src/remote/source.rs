@@ -621,6 +621,8 @@ impl ViewBuilder {
                         .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
                         .fold(0.0, |sum, r| sum + r),
                     total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
+                    // DescribeConfigs per topic on every refresh is more than a view needs.
+                    retention: None,
                 }
             })
             .collect();

@@ -75,6 +75,55 @@ pub fn bytes(n: f64) -> String {
     }
 }
 
+/// A duration in ms as its largest whole unit: `500ms`, `30s`, `15m`, `12h`, `7d`
+/// (one decimal when it is not whole: `1.5h`).
+pub fn duration_ms(ms: i64) -> String {
+    const UNITS: [(i64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")];
+    for (size, unit) in UNITS {
+        if ms >= size {
+            return if ms % size == 0 {
+                format!("{}{unit}", ms / size)
+            } else {
+                format!("{:.1}{unit}", ms as f64 / size as f64)
+            };
+        }
+    }
+    format!("{}ms", ms.max(0))
+}
+
+/// Bytes as a short limit: `512B`, `8M`, `1G`, `1.5G` (binary units).
+fn bytes_limit(n: i64) -> String {
+    const UNITS: [(i64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return if n % size == 0 {
+                format!("{}{unit}", n / size)
+            } else {
+                format!("{:.1}{unit}", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n}B")
+}
+
+/// What a topic keeps, in a Topics column: `7d`, `1h/8M` (time and size, whichever comes
+/// first), `compact`, `cmp+7d` (compact,delete), `forever` (delete with no limit).
+pub fn retention(r: &crate::view::Retention) -> String {
+    let mut limits = Vec::new();
+    if r.delete && r.ms >= 0 {
+        limits.push(duration_ms(r.ms));
+    }
+    if r.delete && r.bytes >= 0 {
+        limits.push(bytes_limit(r.bytes));
+    }
+    match (r.compact, limits.is_empty()) {
+        (true, true) => "compact".into(),
+        (true, false) => format!("cmp+{}", limits.join("/")),
+        (false, true) => "forever".into(),
+        (false, false) => limits.join("/"),
+    }
+}
+
 /// A count per second as `950/s`, `12.3k/s`.
 pub fn rate(n: f64) -> String {
     if n >= 1_000_000.0 {
@@ -106,6 +155,31 @@ pub fn sparkline(samples: &[u64], width: usize) -> String {
 mod tests {
     use super::*;
     use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn retention_names_what_the_topic_keeps() {
+        use crate::view::Retention;
+        let r = |compact, delete, ms, bytes| {
+            retention(&Retention {
+                compact,
+                delete,
+                ms,
+                bytes,
+            })
+        };
+        assert_eq!(r(false, true, 604_800_000, -1), "7d");
+        assert_eq!(r(false, true, 3_600_000, 8 << 20), "1h/8M");
+        assert_eq!(r(false, true, 5_400_000, -1), "1.5h");
+        assert_eq!(r(false, true, -1, -1), "forever");
+        assert_eq!(
+            r(true, false, 604_800_000, -1),
+            "compact",
+            "time applies only to delete"
+        );
+        assert_eq!(r(true, true, 86_400_000, 1 << 30), "cmp+1d/1G");
+        assert_eq!(duration_ms(250), "250ms");
+        assert_eq!(duration_ms(90_000), "1.5m");
+    }
 
     #[test]
     fn fit_counts_display_columns_not_bytes() {

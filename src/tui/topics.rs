@@ -1,5 +1,5 @@
 //! Topics: partitions, replication factor, under-replicated and offline partitions, rate,
-//! size and the total lag of the groups reading it.
+//! size, retention and the total lag of the groups reading it.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -9,7 +9,10 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::layout::{block, scroll};
-use super::text::{bytes, fit, rate};
+use super::text::{bytes, fit, rate, retention};
+
+/// Where RETAIN sits among the columns.
+const RETENTION_COLUMN: usize = 6;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
@@ -18,7 +21,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Topics);
-    let name_width = (inner.width as usize).saturating_sub(42).clamp(8, 40);
+    // RETAIN only where the names keep room (it goes first in a narrow pane).
+    let show_retention = inner.width as usize >= 51 + 14;
+    let fixed = if show_retention { 51 } else { 42 };
+    let name_width = (inner.width as usize).saturating_sub(fixed).clamp(8, 40);
     let rows = topics
         .iter()
         .enumerate()
@@ -38,35 +44,46 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             } else {
                 tp.under_replicated.to_string()
             };
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(Span::styled(fit(&tp.name, name_width), name_style)),
                 Cell::from(Line::from(tp.partitions.to_string()).right_aligned()),
                 Cell::from(Line::from(tp.replication_factor.to_string()).right_aligned()),
                 Cell::from(Line::from(Span::styled(urp, urp_style)).right_aligned()),
                 Cell::from(Line::from(rate(tp.messages_per_sec)).right_aligned()),
                 Cell::from(Line::from(tp.size_bytes.map_or("–".into(), |b| bytes(b as f64))).right_aligned()),
+                Cell::from(Line::from(tp.retention.as_ref().map_or("–".into(), retention)).right_aligned()),
                 Cell::from(Line::from(tp.total_lag.map_or("-".into(), |l| l.to_string())).right_aligned()),
-            ]);
+            ];
+            if !show_retention {
+                cells.remove(RETENTION_COLUMN);
+            }
+            let row = Row::new(cells);
             if i == cursor { row.style(t.selected) } else { row }
         });
-    let header = Row::new(vec![
+    let mut header = vec![
         Cell::from("TOPIC"),
         Cell::from(Line::from("PARTS").right_aligned()),
         Cell::from(Line::from("RF").right_aligned()),
         Cell::from(Line::from("URP").right_aligned()),
         Cell::from(Line::from("MSG/S").right_aligned()),
         Cell::from(Line::from("SIZE").right_aligned()),
+        Cell::from(Line::from("RETAIN").right_aligned()),
         Cell::from(Line::from("LAG").right_aligned()),
-    ])
-    .style(t.column_header);
-    let widths = [
+    ];
+    let mut widths = vec![
         Constraint::Length(name_width as u16),
         Constraint::Length(5),
         Constraint::Length(2),
         Constraint::Length(5),
         Constraint::Length(8),
         Constraint::Length(9),
+        Constraint::Length(8),
         Constraint::Length(7),
     ];
+    if !show_retention {
+        header.remove(RETENTION_COLUMN);
+        widths.remove(RETENTION_COLUMN);
+    }
+    let header = Row::new(header).style(t.column_header);
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
 }

@@ -14,8 +14,8 @@ use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow,
-    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Severity, SourceKind, TailBuffer,
-    TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, Severity, SourceKind,
+    TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -145,6 +145,21 @@ pub fn view() -> ClusterView {
         size_bytes: Some(987_654),
         messages_per_sec: rate,
         total_lag: lag,
+        retention: Some(if name.starts_with("__") {
+            Retention {
+                compact: true,
+                delete: false,
+                ms: 604_800_000,
+                bytes: -1,
+            }
+        } else {
+            Retention {
+                compact: false,
+                delete: true,
+                ms: 3_600_000,
+                bytes: 8 << 20,
+            }
+        }),
     };
     let groups = vec![
         GroupRow {

@@ -219,6 +219,7 @@ mod tests {
             size_bytes: None,
             messages_per_sec: 0.0,
             total_lag: None,
+            retention: None,
         }
     }
 
