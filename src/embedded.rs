@@ -23,6 +23,7 @@ use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::config::{ConsoleConfig, KdeckConfig};
 use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind};
 use crate::engine::{TopicConfig, TopicPartition};
+use crate::storage::CleanupPolicy;
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
     OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, Severity, SourceKind, TailBuffer,
@@ -326,9 +327,13 @@ impl Shared {
                 name,
                 partitions,
                 replication_factor,
+                cleanup_policy,
             } => {
                 let min_isr = cluster.config().min_insync_replicas.min(*replication_factor).max(1);
-                let config = TopicConfig::new(*partitions, *replication_factor).with_min_insync_replicas(min_isr);
+                let policy: CleanupPolicy = cleanup_policy.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                let config = TopicConfig::new(*partitions, *replication_factor)
+                    .with_min_insync_replicas(min_isr)
+                    .with_cleanup_policy(policy);
                 cluster.create_topic(name, config).await?;
                 Ok(format!("topic {name} created"))
             }

@@ -360,6 +360,8 @@ pub enum Command {
         name: String,
         partitions: i32,
         replication_factor: i32,
+        /// `cleanup.policy` in Kafka's spelling: `delete`, `compact` or `compact,delete`.
+        cleanup_policy: String,
     },
     DeleteTopic {
         name: String,
@@ -386,9 +388,10 @@ impl std::fmt::Display for Command {
                 name,
                 partitions,
                 replication_factor,
+                cleanup_policy,
             } => write!(
                 f,
-                "create topic {name} ({partitions} partitions, RF {replication_factor})"
+                "create topic {name} ({partitions} partitions, RF {replication_factor}, cleanup.policy {cleanup_policy})"
             ),
             Command::DeleteTopic { name } => write!(f, "delete topic {name}"),
             Command::PauseDemo => write!(f, "pause the demo workload"),

@@ -58,6 +58,7 @@ async fn a_persistent_data_dir_keeps_its_topics_across_runs() {
             name: "orders".into(),
             partitions: 2,
             replication_factor: 3,
+            cleanup_policy: "delete".into(),
         },
         tx,
     );
@@ -106,10 +107,14 @@ async fn commands_report_outcomes_and_tails_read_records() {
             name: "t".into(),
             partitions: 1,
             replication_factor: 3,
+            cleanup_policy: "compact".into(),
         },
         tx.clone(),
     );
     assert!(next().await.result.is_ok());
+    let compacted = wait_view(&embedded, "t", |v| v.topic("t").is_some()).await;
+    let retention = compacted.topic("t").and_then(|t| t.retention).expect("known");
+    assert!(retention.compact && !retention.delete, "{retention:?}");
     embedded.submit(
         Command::Produce(ProduceRequest {
             topic: "t".into(),

@@ -218,6 +218,7 @@ async fn the_remote_view_matches_the_embedded_one() {
             name: "orders".into(),
             partitions: 3,
             replication_factor: 3,
+            cleanup_policy: "delete".into(),
         },
     )
     .await;
@@ -304,6 +305,7 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
             name: "payments".into(),
             partitions: 6,
             replication_factor: 3,
+            cleanup_policy: "delete".into(),
         },
     )
     .await;
@@ -443,6 +445,7 @@ async fn a_read_only_source_refuses_every_change() {
             name: "nope".into(),
             partitions: 1,
             replication_factor: 1,
+            cleanup_policy: "delete".into(),
         },
         produce("nope", 0, "x"),
         Command::ElectPreferredLeaders { topic: None },

@@ -153,12 +153,49 @@ fn create_and_delete_topics() {
             Command::CreateTopic {
                 name: "orders".into(),
                 partitions: 6,
-                replication_factor: 3
+                replication_factor: 3,
+                cleanup_policy: "delete".into(),
             },
             Command::DeleteTopic {
                 name: "page-views".into()
             },
         ]
+    );
+}
+
+#[test]
+fn a_compacted_topic_is_created_from_the_dialog_and_a_bad_policy_keeps_it_open() {
+    let mut h = harness();
+    h.press(KeyCode::Char('c'));
+    h.chars("profiles");
+    for _ in 0..3 {
+        h.press(KeyCode::Tab);
+    }
+    for _ in 0.."delete".len() {
+        h.press(KeyCode::Backspace);
+    }
+    h.chars("compaction");
+    h.press(KeyCode::Enter);
+    assert!(h.source.commands().is_empty());
+    match &h.app.mode {
+        Mode::Dialog(d) => assert!(
+            d.error.as_deref().is_some_and(|e| e.contains("compact,delete")),
+            "{d:?}"
+        ),
+        other => panic!("the dialog closed: {other:?}"),
+    }
+    for _ in 0.."ion".len() {
+        h.press(KeyCode::Backspace);
+    }
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::CreateTopic {
+            name: "profiles".into(),
+            partitions: 3,
+            replication_factor: 3,
+            cleanup_policy: "compact".into(),
+        }]
     );
 }
 

@@ -248,10 +248,12 @@ async fn execute(
             name,
             partitions,
             replication_factor,
+            cleanup_policy,
         } => {
             let rf = i16::try_from(*replication_factor)
                 .map_err(|_| format!("replication factor {replication_factor} is too large"))?;
-            ops::create_topic(client, name, *partitions, rf, &[])
+            let configs = [("cleanup.policy".to_string(), cleanup_policy.clone())];
+            ops::create_topic(client, name, *partitions, rf, &configs)
                 .await
                 .map_err(kafka)?;
             Ok(format!("topic {name} created"))

@@ -518,6 +518,7 @@ impl App {
                             &self.view.brokers.len().clamp(1, 3).to_string(),
                             "",
                         ),
+                        field("cleanup policy", "delete", "delete · compact · compact,delete"),
                     ],
                     focus: 0,
                     error: None,
@@ -749,10 +750,17 @@ impl App {
                     .ok()
                     .filter(|r| *r >= 1)
                     .ok_or("the replication factor must be a number of at least 1")?;
+                let cleanup_policy = match value(3).replace(' ', "").to_ascii_lowercase().as_str() {
+                    "" | "delete" => "delete",
+                    "compact" => "compact",
+                    "compact,delete" | "delete,compact" => "compact,delete",
+                    _ => return Err("the cleanup policy is delete, compact or compact,delete".into()),
+                };
                 self.submit(Command::CreateTopic {
                     name: name.to_string(),
                     partitions,
                     replication_factor,
+                    cleanup_policy: cleanup_policy.into(),
                 });
             }
             DialogKind::SeekOffset => {
