@@ -330,6 +330,32 @@ pub enum BenchCommand {
     /// Deterministic simulation: seeded schedules of faults and clients, invariants checked
     /// after every step.
     Sim(SimBenchArgs),
+    /// Running for days, sped up: the demo at a multiple of its rate plus clients that come
+    /// and go; prints RSS and disk use each minute and the RSS growth per hour.
+    Soak(SoakBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SoakBenchArgs {
+    /// How long to run, in minutes.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub minutes: u64,
+    /// Minutes left out of the growth figure (caches, pools and buffers filling up).
+    #[arg(long, default_value_t = 5)]
+    pub warmup_minutes: u64,
+    /// The demo's rates are multiplied by this.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub rate_multiplier: u32,
+    /// producer.id.expiration.ms for the run (Kafka's is a day): short, so that the bound on
+    /// producer state is reached within the run.
+    #[arg(long, default_value_t = 300_000)]
+    pub producer_id_expiration_ms: u64,
+    /// Directory for the cluster's data (default: the system's temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -59,6 +59,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench {
             what: BenchCommand::Sim(args),
         }) => bench::sim::run(&args),
+        Some(Command::Bench {
+            what: BenchCommand::Soak(args),
+        }) => bench::soak::run(&args),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod engine;
 pub mod produce;
 pub mod render;
 pub mod sim;
+pub mod soak;
 pub mod storage;
 
 use std::future::Future;

@@ -1253,24 +1253,34 @@ fn read_or_warn<T>(result: Result<Option<T>, LogError>) -> Option<T> {
     }
 }
 
+/// The files of a log directory as `(base offset, extension after the first dot, path)`;
+/// the base offset is `None` unless the stem is a 20-digit offset. Names that are not UTF-8
+/// or have no dot are left out.
+fn segment_files(dir: &Path) -> Result<Vec<(Option<i64>, String, PathBuf)>, LogError> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).map_err(segment::io("list", dir))? {
+        let entry = entry.map_err(segment::io("list", dir))?;
+        let name = entry.file_name();
+        let Some((stem, ext)) = name.to_str().and_then(|n| n.split_once('.')) else {
+            continue;
+        };
+        let base = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten();
+        files.push((base, ext.to_string(), entry.path()));
+    }
+    Ok(files)
+}
+
 /// Base offsets of the `.log` files in `dir`, ascending; removes orphaned indexes and
 /// temporary files left by an interrupted checkpoint write.
 fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut logs = Vec::new();
     let mut indexes = Vec::new();
-    for entry in fs::read_dir(dir).map_err(segment::io("list", dir))? {
-        let entry = entry.map_err(segment::io("list", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((stem, ext)) = name.split_once('.') else {
-            continue;
-        };
-        let base = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten();
-        match (base, ext) {
+    for (base, ext, path) in segment_files(dir)? {
+        match (base, ext.as_str()) {
             (Some(b), "log") => logs.push(b),
-            (Some(b), "index" | "timeindex") => indexes.push((b, entry.path())),
+            (Some(b), "index" | "timeindex") => indexes.push((b, path)),
             (_, "tmp") => {
-                let _ = fs::remove_file(entry.path());
+                let _ = fs::remove_file(path);
             }
             _ => {}
         }
@@ -1291,21 +1301,13 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
 fn complete_interrupted_cleans(dir: &Path) -> Result<(), LogError> {
     let mut swaps = Vec::new();
     let mut segment_bases = Vec::new();
-    for entry in fs::read_dir(dir).map_err(segment::io("list", dir))? {
-        let entry = entry.map_err(segment::io("list", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((stem, ext)) = name.split_once('.') else {
-            continue;
-        };
-        let Some(base) = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten() else {
-            continue;
-        };
-        match ext {
+    for (base, ext, path) in segment_files(dir)? {
+        let Some(base) = base else { continue };
+        match ext.as_str() {
             "log" => segment_bases.push(base),
             "log.cleaned" => {
-                tracing::warn!(file = %entry.path().display(), "deleting the output of an interrupted clean");
-                fs::remove_file(entry.path()).map_err(segment::io("delete", &entry.path()))?;
+                tracing::warn!(file = %path.display(), "deleting the output of an interrupted clean");
+                fs::remove_file(&path).map_err(segment::io("delete", &path))?;
             }
             "log.swap" => swaps.push(base),
             _ => {}
