@@ -473,6 +473,20 @@ impl ViewBuilder {
         self.events.push_back(event);
     }
 
+    /// Drops the change times and histories of partitions, topics and groups the snapshot no
+    /// longer has: created and deleted by the thousand over days, they would otherwise stay.
+    fn forget_what_is_gone(&mut self, snapshot: &ClusterSnapshot) {
+        let partitions: std::collections::HashSet<(&str, i32)> = snapshot
+            .partitions
+            .iter()
+            .map(|p| (p.tp.topic.as_str(), p.tp.partition))
+            .collect();
+        self.partition_changed
+            .retain(|(topic, partition), _| partitions.contains(&(topic.as_str(), *partition)));
+        let groups: std::collections::HashSet<&str> = snapshot.groups.iter().map(|g| g.group_id.as_str()).collect();
+        self.lag_history.retain(|group, _| groups.contains(group.as_str()));
+    }
+
     fn record(&mut self, event: &ClusterEvent) {
         let at = event.at;
         match &event.kind {
@@ -497,6 +511,7 @@ impl ViewBuilder {
     }
 
     fn build(&mut self, snapshot: &ClusterSnapshot, demo: Option<bool>, now: DateTime<Utc>) -> ClusterView {
+        self.forget_what_is_gone(snapshot);
         let brokers = snapshot
             .brokers
             .iter()
@@ -862,5 +877,44 @@ mod ephemeral_tests {
         assert!(live.exists(), "a running kdeck's directory stays");
         assert!(unmarked.exists(), "a directory kdeck did not mark stays");
         assert!(other.exists(), "only kdeck-* directories are considered");
+    }
+}
+
+#[cfg(test)]
+mod view_builder_tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deleted_topic_and_a_vanished_group_leave_nothing_in_the_view_builder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cluster = Cluster::start(crate::engine::ClusterConfig {
+            data_dir: dir.path().to_path_buf(),
+            brokers: 1,
+            ..crate::engine::ClusterConfig::default()
+        })
+        .await
+        .expect("start");
+        let mut builder = ViewBuilder::new(&ConsoleConfig::default(), &[]);
+        for i in 0..20 {
+            let name = format!("run-{i}");
+            cluster
+                .create_topic(&name, TopicConfig::new(2, 1))
+                .await
+                .expect("create");
+            builder.partition_changed.insert((name.clone(), 0), Utc::now());
+            builder.partition_changed.insert((name, 1), Utc::now());
+            builder
+                .lag_history
+                .insert(format!("group-{i}"), VecDeque::from([1, 2, 3]));
+        }
+        builder.build(&cluster.snapshot(), None, Utc::now());
+        assert_eq!(builder.partition_changed.len(), 40);
+        assert!(builder.lag_history.is_empty(), "no such groups in the cluster");
+        for i in 0..20 {
+            cluster.delete_topic(&format!("run-{i}")).await.expect("delete");
+        }
+        builder.build(&cluster.snapshot(), None, Utc::now());
+        assert!(builder.partition_changed.is_empty());
+        cluster.shutdown().await;
     }
 }

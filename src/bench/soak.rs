@@ -61,11 +61,7 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
         .cluster()
         .create_topic(IDEMPOTENT_TOPIC, TopicConfig::new(1, 3.min(config.cluster.brokers)))
         .await?;
-    let bootstrap: Vec<String> = embedded
-        .wire_listeners()
-        .iter()
-        .map(|l| l.addr.to_string())
-        .collect();
+    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
     println!(
         "soak: {} minutes, demo at {multiplier}x ({} page views/s, {} clicks/s), a wire client \
          connecting and an idempotent producer each second, a tail every 10 s; \
@@ -100,7 +96,7 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
         let view = embedded.views().borrow().clone();
         let messages: i64 = view.topics.iter().filter(|t| !t.internal).map(|t| t.messages).sum();
         println!(
-            "minute {minute:>4}: rss {:>7.1} MB (anon {:>7.1} MB), disk {:>7.1} MB, {} records kept, \
+            "minute {minute:>4}: rss {:>7.1} MB (anon {:>7.1} MB), disk {:>7.1} MB, {} records written, \
              {} connections, {} idempotent producers",
             sample.rss_mb,
             sample.anon_mb,
@@ -114,7 +110,10 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
     churn.abort();
     embedded.shutdown().await;
 
-    let warm: Vec<&Sample> = samples.iter().filter(|s| s.minute > args.warmup_minutes as f64).collect();
+    let warm: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.minute > args.warmup_minutes as f64)
+        .collect();
     let max_disk = samples.iter().map(|s| s.disk_mb).fold(0.0, f64::max);
     let max_rss = samples.iter().map(|s| s.rss_mb).fold(0.0, f64::max);
     match (slope(&warm, |s| s.rss_mb), slope(&warm, |s| s.anon_mb)) {
@@ -138,7 +137,12 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
 
 /// The clients that come and go: each second a wire connection and an idempotent producer,
 /// every ten seconds a tail.
-async fn client_churn(embedded: Arc<Embedded>, bootstrap: String, connections: Arc<AtomicU64>, producers: Arc<AtomicU64>) {
+async fn client_churn(
+    embedded: Arc<Embedded>,
+    bootstrap: String,
+    connections: Arc<AtomicU64>,
+    producers: Arc<AtomicU64>,
+) {
     let settings = ClientSettings::from_config(&crate::remote::RemoteConfig {
         bootstrap,
         ..crate::remote::RemoteConfig::default()
@@ -147,7 +151,8 @@ async fn client_churn(embedded: Arc<Embedded>, bootstrap: String, connections: A
     for second in 0u64.. {
         tick.tick().await;
         let skip = std::env::var("SOAK_SKIP").unwrap_or_default();
-        if !skip.contains('c') && let Ok(settings) = &settings
+        if !skip.contains('c')
+            && let Ok(settings) = &settings
             && let Ok(client) = KafkaClient::connect(settings.clone()).await
         {
             drop(client);
@@ -157,7 +162,9 @@ async fn client_churn(embedded: Arc<Embedded>, bootstrap: String, connections: A
             enable_idempotence: true,
             ..ProducerConfig::default()
         };
-        if !skip.contains('p') && let Ok(producer) = Producer::new(embedded.cluster().clone(), config).await {
+        if !skip.contains('p')
+            && let Ok(producer) = Producer::new(embedded.cluster().clone(), config).await
+        {
             for i in 0..5 {
                 let _ = producer
                     .send(ProducerRecord {
@@ -173,7 +180,7 @@ async fn client_churn(embedded: Arc<Embedded>, bootstrap: String, connections: A
             producer.close().await;
             producers.fetch_add(1, Ordering::Relaxed);
         }
-        if !skip.contains('t') && second % 10 == 0 {
+        if second % 10 == 0 {
             let tail = embedded.tail(
                 TailSpec {
                     topic: crate::workload::PAGE_VIEWS.into(),

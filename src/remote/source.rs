@@ -497,6 +497,17 @@ impl ViewBuilder {
                 self.mark_changes(&old, &view, now);
             }
         }
+        // What the cluster no longer has leaves nothing behind (topics and groups come and go
+        // by the thousand over days).
+        let partitions: std::collections::HashSet<(&str, i32)> = view
+            .partitions
+            .iter()
+            .map(|p| (p.topic.as_str(), p.partition))
+            .collect();
+        self.partition_changed
+            .retain(|(topic, partition), _| partitions.contains(&(topic.as_str(), *partition)));
+        let groups: std::collections::HashSet<&str> = view.groups.iter().map(|g| g.group_id.as_str()).collect();
+        self.lag_history.retain(|group, _| groups.contains(group.as_str()));
         for b in &mut view.brokers {
             b.changed_at = self.broker_changed.get(&b.id).copied();
         }
@@ -1003,6 +1014,45 @@ mod tests {
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::seconds(1_800_000_000 + seconds)
+    }
+
+    #[test]
+    fn histories_of_groups_and_partitions_that_went_leave_nothing_behind() {
+        let mut builder = ViewBuilder::new(None, "10.0.0.1:9092".into(), 100);
+        let mut seen = observation(metadata(&[0, 1, 2], Some(1), &[1, 2]), 110);
+        let group = |id: &str| -> GroupObservation {
+            (
+                ops::GroupDescription {
+                    group_id: id.into(),
+                    state: "Empty".into(),
+                    protocol_type: "consumer".into(),
+                    protocol: String::new(),
+                    coordinator: 0,
+                    members: Vec::new(),
+                },
+                vec![ops::CommittedOffset {
+                    topic: "orders".into(),
+                    partition: 0,
+                    offset: 100,
+                }],
+            )
+        };
+        seen.groups = Some((0..500).map(|i| group(&format!("test-run-{i}"))).collect());
+        builder.build(&seen, at(0));
+        assert_eq!(builder.lag_history.len(), 500);
+        // A leader change marks the partition as changed; the groups are gone (expired).
+        let mut later = observation(metadata(&[0, 1, 2], Some(2), &[1, 2]), 120);
+        later.groups = Some(Vec::new());
+        builder.build(&later, at(1));
+        assert_eq!(builder.partition_changed.len(), 1);
+        assert!(builder.lag_history.is_empty(), "the groups expired");
+        let mut gone = observation(metadata(&[0, 1, 2], Some(2), &[1, 2]), 130);
+        gone.offsets.clear();
+        if let Some(m) = gone.metadata.as_mut() {
+            Arc::make_mut(m).topics.clear();
+        }
+        builder.build(&gone, at(2));
+        assert!(builder.partition_changed.is_empty(), "the topic was deleted");
     }
 
     #[test]
