@@ -756,9 +756,10 @@ impl Broker {
         }
     }
 
-    /// One pass of Kafka's log cleaner over a compacted log; whether it cleaned anything.
+    /// One pass of Kafka's log cleaner over a compacted log, below the replica's HW; whether
+    /// it cleaned anything.
     fn clean(&self, p: &Partition, now: i64) -> bool {
-        match p.log.clean(now) {
+        match p.log.clean_below(now, p.high_watermark()) {
             Ok(Some(stats)) => {
                 tracing::info!(
                     broker = self.id,

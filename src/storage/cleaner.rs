@@ -338,23 +338,46 @@ pub(crate) fn for_each_batch(
     Ok(())
 }
 
-/// Key -> offset of its latest record in the dirty section (Kafka's `OffsetMap`, unbounded),
-/// and, per producer, the last offset of its last batch in the cleanable range.
+/// Kafka's `log.cleaner.dedupe.buffer.size` (128 MiB for all cleaner threads): the most
+/// memory one clean's key map may take. A dirty section with more keys is cleaned in
+/// several passes, each up to the segment where the map filled.
+pub(crate) const DEDUPE_BUFFER_BYTES: usize = 64 << 20;
+
+/// What one key costs in the map besides its bytes: the `Bytes` handle, the offset and the
+/// table's own overhead.
+const MAP_ENTRY_OVERHEAD: usize = 64;
+
+/// Key -> offset of its latest record in the dirty section (Kafka's `OffsetMap`), and, per
+/// producer, the last offset of its last batch in the cleanable range.
 pub(crate) struct CleanPlan {
     pub latest: HashMap<Bytes, i64>,
     pub producer_last: HashMap<i64, i64>,
+    /// Where the dirty section was cut because the map was full (the base offset of the
+    /// first segment left out); `None` when every dirty segment fit.
+    pub end: Option<i64>,
 }
 
-pub(crate) fn build_plan(segments: &[SegmentSnapshot], first_dirty: i64) -> Result<CleanPlan, LogError> {
+/// Maps the keys of the dirty segments, whole segments at a time, while the map stays within
+/// `max_map_bytes` (the first dirty segment always goes in, as Kafka requires).
+pub(crate) fn build_plan(
+    segments: &[SegmentSnapshot],
+    first_dirty: i64,
+    max_map_bytes: usize,
+) -> Result<CleanPlan, LogError> {
     let mut plan = CleanPlan {
         latest: HashMap::new(),
         producer_last: HashMap::new(),
+        end: None,
     };
+    let mut map_bytes = 0usize;
+    let mut mapped_any = false;
     for seg in segments {
         let dirty = seg.upper > first_dirty;
+        let mut keys: Vec<(Bytes, i64)> = Vec::new();
+        let mut producers: Vec<(i64, i64)> = Vec::new();
         for_each_batch(seg, |position, header, bytes| {
             if header.producer_id >= 0 {
-                plan.producer_last.insert(header.producer_id, header.last_offset());
+                producers.push((header.producer_id, header.last_offset()));
             }
             if !dirty || header.last_offset() < first_dirty || header.is_control() {
                 return Ok(());
@@ -365,11 +388,25 @@ pub(crate) fn build_plan(segments: &[SegmentSnapshot], first_dirty: i64) -> Resu
                 if let Some(key) = r.key
                     && offset >= first_dirty
                 {
-                    plan.latest.insert(Bytes::copy_from_slice(key), offset);
+                    keys.push((Bytes::copy_from_slice(key), offset));
                 }
             }
             Ok(())
         })?;
+        let cost: usize = keys.iter().map(|(k, _)| k.len() + MAP_ENTRY_OVERHEAD).sum();
+        if dirty && mapped_any && map_bytes.saturating_add(cost) > max_map_bytes {
+            plan.end = Some(seg.base_offset);
+            break;
+        }
+        if dirty {
+            mapped_any = true;
+        }
+        for (key, offset) in keys {
+            if plan.latest.insert(key.clone(), offset).is_none() {
+                map_bytes = map_bytes.saturating_add(key.len() + MAP_ENTRY_OVERHEAD);
+            }
+        }
+        plan.producer_last.extend(producers);
     }
     Ok(plan)
 }

@@ -288,6 +288,70 @@ fn a_clean_keeps_the_latest_record_per_key_and_shrinks_the_segment_count() {
     assert_eq!(log.clean(200).expect("clean"), None);
 }
 
+/// The keys and offsets of every record left in the log.
+fn kept(log: &Log) -> Vec<(Option<Vec<u8>>, i64)> {
+    read_batches(log)
+        .iter()
+        .flat_map(|(_, b)| records::decode(b).expect("decodes"))
+        .map(|r| (r.key.map(|k| k.to_vec()), r.offset))
+        .collect()
+}
+
+#[test]
+fn a_replica_cleans_only_below_its_high_watermark() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = Log::open(dir.path().join("t-0"), config(0.0), 0).expect("open");
+    // Key 1 at offsets 0..=3 in four sealed segments; the HW is 2: offsets 2 and 3 may still be
+    // truncated away by a new leader, so they must not remove offset 1's value.
+    for v in 0..4u8 {
+        append(&log, &[(Some(1), Some(vec![v]))], 0, 0);
+        log.roll(0).expect("roll");
+    }
+    let stats = log.clean_below(0, 2).expect("clean").expect("due");
+    assert_eq!(stats.end_offset, 2, "{stats:?}");
+    assert_eq!(
+        kept(&log).iter().map(|(_, o)| *o).collect::<Vec<_>>(),
+        vec![1, 2, 3],
+        "offset 0 is superseded by the committed offset 1; 2 and 3 do not count yet"
+    );
+    // Once the HW passes them, they do.
+    log.clean_below(0, 4).expect("clean");
+    assert_eq!(kept(&log).iter().map(|(_, o)| *o).collect::<Vec<_>>(), vec![3]);
+}
+
+#[test]
+fn a_full_key_map_cleans_in_several_passes_and_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = Log::open(dir.path().join("t-0"), config(0.0), 0).expect("open");
+    // Ten segments of 20 distinct keys each, then the same 200 keys again: every one of the
+    // first 200 records is superseded. A map room for about two segments' keys cleans in
+    // passes of a couple of segments each.
+    for round in 0..2 {
+        for seg in 0..10u8 {
+            let batch: Vec<Written> = (0..20u8).map(|k| (Some(seg * 20 + k), Some(vec![round]))).collect();
+            append(&log, &batch, 0, 0);
+            log.roll(0).expect("roll");
+        }
+    }
+    let map_limit = 2 * 20 * (1 + 64) + 10;
+    let first = log.clean_with_map_limit(0, map_limit).expect("clean").expect("due");
+    assert!(
+        first.end_offset < 400,
+        "the first pass stops where the map filled: {first:?}"
+    );
+    let mut passes = 1;
+    while log.first_dirty_offset() < 400 {
+        log.clean_with_map_limit(0, map_limit).expect("clean");
+        passes += 1;
+        assert!(passes < 50, "the passes make progress");
+    }
+    assert!(passes > 2, "{passes} passes");
+    // The latest record of every key, and nothing else.
+    let left = kept(&log);
+    assert_eq!(left.len(), 200, "{left:?}");
+    assert!(left.iter().all(|(_, offset)| *offset >= 200));
+}
+
 #[test]
 fn a_fetch_inside_a_gap_returns_the_next_batch() {
     let dir = tempfile::tempdir().expect("tempdir");

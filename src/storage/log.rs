@@ -909,16 +909,39 @@ impl Log {
     /// `max.compaction.lag.ms`, or a cleaned range's tombstones may now go. `Ok(None)` when
     /// nothing was due.
     pub fn clean(&self, now_ms: i64) -> Result<Option<CleanStats>, LogError> {
-        self.clean_until(now_ms, None)
+        self.clean_below(now_ms, i64::MAX)
+    }
+
+    /// [`Log::clean`] of the segments wholly below `upper`: a replica passes its high
+    /// watermark, as Kafka's cleaner stops at the last stable offset. A record above it may
+    /// still be truncated away, and must not have removed the older value of its key.
+    pub fn clean_below(&self, now_ms: i64, upper: i64) -> Result<Option<CleanStats>, LogError> {
+        self.clean_until(now_ms, upper, cleaner::DEDUPE_BUFFER_BYTES, None)
     }
 
     /// [`Log::clean`], stopping dead at `crash` as a crash would (tests reopen the log then).
     #[cfg(test)]
     pub(crate) fn clean_and_crash(&self, now_ms: i64, crash: CrashPoint) -> Result<Option<CleanStats>, LogError> {
-        self.clean_until(now_ms, Some(crash))
+        self.clean_until(now_ms, i64::MAX, cleaner::DEDUPE_BUFFER_BYTES, Some(crash))
     }
 
-    fn clean_until(&self, now_ms: i64, crash: Option<CrashPoint>) -> Result<Option<CleanStats>, LogError> {
+    /// [`Log::clean`] with a key map of at most `max_map_bytes`.
+    #[cfg(test)]
+    pub(crate) fn clean_with_map_limit(
+        &self,
+        now_ms: i64,
+        max_map_bytes: usize,
+    ) -> Result<Option<CleanStats>, LogError> {
+        self.clean_until(now_ms, i64::MAX, max_map_bytes, None)
+    }
+
+    fn clean_until(
+        &self,
+        now_ms: i64,
+        upper: i64,
+        max_map_bytes: usize,
+        crash: Option<CrashPoint>,
+    ) -> Result<Option<CleanStats>, LogError> {
         let config = &self.config;
         if !config.cleanup_policy.compacts() {
             return Ok(None);
@@ -949,9 +972,9 @@ impl Log {
                 .collect();
             (sealed, state.log_start_offset)
         };
-        // Kafka's first uncleanable offset: the active segment, and any segment holding a
-        // record younger than min.compaction.lag.ms.
-        let cleanable_count = if config.min_compaction_lag_ms > 0 {
+        // Kafka's first uncleanable offset: the active segment, any segment holding a record
+        // younger than min.compaction.lag.ms, and any reaching `upper` (the HW).
+        let too_young = if config.min_compaction_lag_ms > 0 {
             sealed
                 .iter()
                 .position(|s| s.max_timestamp > now_ms.saturating_sub(config.min_compaction_lag_ms))
@@ -959,7 +982,8 @@ impl Log {
         } else {
             sealed.len()
         };
-        let cleanable = &sealed[..cleanable_count];
+        let uncommitted = sealed.iter().position(|s| s.upper > upper).unwrap_or(sealed.len());
+        let cleanable = &sealed[..too_young.min(uncommitted)];
         let Some(last) = cleanable.last() else {
             return Ok(None);
         };
@@ -986,7 +1010,18 @@ impl Log {
             return Ok(None);
         }
 
-        let plan = cleaner::build_plan(cleanable, first_dirty)?;
+        let plan = cleaner::build_plan(cleanable, first_dirty, max_map_bytes)?;
+        // A full key map cuts this pass short; the next one goes on from there.
+        let (cleanable, first_uncleanable) = match plan.end {
+            Some(end) => (
+                &cleanable[..cleanable
+                    .iter()
+                    .position(|s| s.base_offset >= end)
+                    .unwrap_or(cleanable.len())],
+                end,
+            ),
+            None => (cleanable, first_uncleanable),
+        };
         let retention = cleaner::Retention {
             plan: &plan,
             checkpoint: &ckpt,
@@ -997,7 +1032,7 @@ impl Log {
             first_dirty_offset: first_dirty,
             end_offset: first_uncleanable,
             segments_before: cleanable.len(),
-            bytes_before: total,
+            bytes_before: cleanable.iter().map(|s| s.size).sum(),
             ..CleanStats::default()
         };
         for group in cleaner::group_by_size(cleanable, config.segment_bytes, config.max_index_entries()) {
