@@ -714,3 +714,75 @@ async fn listener_configuration_errors_are_clear() {
     assert!(matches!(error, WireError::NonLoopback(_)), "{error}");
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_topics_takes_topic_configs_and_refuses_bad_ones_with_invalid_config() {
+    let s = setup(free_ports()).await;
+    let mut stream = connect(s.addr(0)).await;
+    let create = |name: &str, configs: &[(&str, &str)]| {
+        CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![creatable_topic(name, configs)])
+    };
+    let answer = |response: &CreateTopicsResponse| {
+        let t = &response.topics[0];
+        (
+            t.error_code,
+            t.error_message.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+        )
+    };
+    let version = 5;
+    let ok: CreateTopicsResponse = call(
+        &mut stream,
+        ApiKey::CreateTopics,
+        version,
+        &create(
+            "profiles",
+            &[("cleanup.policy", "compact"), ("delete.retention.ms", "1000")],
+        ),
+    )
+    .await;
+    assert_eq!(answer(&ok).0, 0, "{:?}", answer(&ok));
+    let log = s.cluster.metadata().topics["profiles"]
+        .config
+        .log_config(&s.cluster.config().log);
+    assert!(log.cleanup_policy.compacts() && !log.cleanup_policy.deletes());
+    assert_eq!(log.delete_retention_ms, 1000);
+
+    for (configs, says) in [
+        (&[("min.cleanable.dirty.ratio", "2")][..], "min_cleanable_dirty_ratio"),
+        (&[("delete.retention.ms", "-5")][..], "delete_retention_ms"),
+        (&[("cleanup.policy", "shred")][..], "shred"),
+        (&[("retention.ms", "soon")][..], "retention.ms"),
+        (&[("compression.codec", "zstd")][..], "not supported"),
+    ] {
+        let refused: CreateTopicsResponse =
+            call(&mut stream, ApiKey::CreateTopics, version, &create("bad", configs)).await;
+        let (code, message) = answer(&refused);
+        assert_eq!(code, 40, "INVALID_CONFIG for {configs:?}: {message}");
+        assert!(message.contains(says), "{configs:?}: {message}");
+    }
+    assert!(!s.cluster.metadata().topics.contains_key("bad"));
+    s.stop().await;
+}
+
+fn creatable_topic(
+    name: &str,
+    configs: &[(&str, &str)],
+) -> kafka_protocol::messages::create_topics_request::CreatableTopic {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_string(name.to_string())))
+        .with_num_partitions(1)
+        .with_replication_factor(3)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(k, v)| {
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_string(k.to_string()))
+                        .with_value(Some(StrBytes::from_string(v.to_string())))
+                })
+                .collect(),
+        )
+}

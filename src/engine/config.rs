@@ -131,6 +131,38 @@ pub struct TopicConfig {
 impl Eq for TopicConfig {}
 
 impl TopicConfig {
+    /// Sets the topic config Kafka calls `name` (`retention.ms`, `cleanup.policy`...) from its
+    /// text, or says why it cannot. Only the type is checked here; the ranges are
+    /// [`LogConfig::validate`]'s, on the topic's effective log settings.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        fn parse<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
+            value
+                .trim()
+                .parse()
+                .map_err(|_| format!("invalid value {value:?} for {name}"))
+        }
+        match name {
+            "min.insync.replicas" => self.min_insync_replicas = parse(name, value)?,
+            "unclean.leader.election.enable" => self.unclean_leader_election = parse(name, value)?,
+            "retention.ms" => self.retention_ms = Some(parse(name, value)?),
+            "retention.bytes" => self.retention_bytes = Some(parse(name, value)?),
+            "segment.bytes" => self.segment_bytes = Some(parse(name, value)?),
+            "cleanup.policy" => self.cleanup_policy = Some(value.parse()?),
+            "delete.retention.ms" => self.delete_retention_ms = Some(parse(name, value)?),
+            "min.cleanable.dirty.ratio" => {
+                let ratio: f64 = parse(name, value)?;
+                if ratio.is_nan() {
+                    return Err(format!("invalid value {value:?} for {name}"));
+                }
+                self.min_cleanable_dirty_ratio = Some(ratio);
+            }
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = Some(parse(name, value)?),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = Some(parse(name, value)?),
+            other => return Err(format!("topic config {other} is not supported by kdeck")),
+        }
+        Ok(())
+    }
+
     pub fn new(partitions: i32, replication_factor: i32) -> Self {
         TopicConfig {
             partitions,

@@ -526,7 +526,7 @@ impl Controller {
     pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<Arc<MetadataImage>, ControllerError> {
         validate_topic_name(name)?;
         if let Err(e) = config.log_config(&self.config.log).validate() {
-            return Err(ControllerError::rejected(ErrorCode::InvalidRequest, e.to_string()));
+            return Err(ControllerError::rejected(ErrorCode::InvalidConfig, e.to_string()));
         }
         if config.partitions < 1 {
             return Err(ControllerError::rejected(

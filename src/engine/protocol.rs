@@ -40,6 +40,7 @@ pub enum ErrorCode {
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     NotController = 41,
+    InvalidConfig = 40,
     InvalidRequest = 42,
     KafkaStorageError = 56,
     FencedLeaderEpoch = 74,

@@ -55,40 +55,6 @@ pub async fn create_with_defaults(ctx: &Context, name: &str) -> Result<(), (Erro
     ctx.cluster.create_topic_checked(name, config).await
 }
 
-/// Applies one `name=value` topic config, or says why it cannot.
-fn apply_config(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Result<(), String> {
-    let Some(value) = value else {
-        return Ok(());
-    };
-    let bad = || format!("invalid value {value:?} for {name}");
-    match name {
-        "min.insync.replicas" => config.min_insync_replicas = value.parse().map_err(|_| bad())?,
-        "retention.ms" => config.retention_ms = Some(value.parse().map_err(|_| bad())?),
-        "retention.bytes" => config.retention_bytes = Some(value.parse().map_err(|_| bad())?),
-        "segment.bytes" => config.segment_bytes = Some(value.parse().map_err(|_| bad())?),
-        "unclean.leader.election.enable" => config.unclean_leader_election = value.parse().map_err(|_| bad())?,
-        "cleanup.policy" => config.cleanup_policy = Some(value.parse()?),
-        "delete.retention.ms" => {
-            config.delete_retention_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 0).ok_or_else(bad)?);
-        }
-        "min.cleanable.dirty.ratio" => {
-            let ratio: f64 = value.parse().map_err(|_| bad())?;
-            if !(0.0..=1.0).contains(&ratio) {
-                return Err(bad());
-            }
-            config.min_cleanable_dirty_ratio = Some(ratio);
-        }
-        "min.compaction.lag.ms" => {
-            config.min_compaction_lag_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 0).ok_or_else(bad)?);
-        }
-        "max.compaction.lag.ms" => {
-            config.max_compaction_lag_ms = Some(value.parse().ok().filter(|ms: &i64| *ms >= 1).ok_or_else(bad)?);
-        }
-        other => return Err(format!("topic config {other} is not supported by kdeck")),
-    }
-    Ok(())
-}
-
 async fn create_one(ctx: &Context, topic: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
     let name = topic.name.0.to_string();
     let partitions = if topic.num_partitions == -1 {
@@ -120,9 +86,13 @@ async fn create_one(ctx: &Context, topic: &CreatableTopic, validate_only: bool) 
     }
     let mut config = topic_config(ctx, partitions, replication_factor);
     for c in &topic.configs {
-        if let Err(message) = apply_config(&mut config, &c.name, c.value.as_deref()) {
+        let Some(value) = c.value.as_deref() else { continue };
+        if let Err(message) = config.set(&c.name, value) {
             return fail(codes::INVALID_CONFIG, message);
         }
+    }
+    if let Err(e) = config.log_config(&ctx.cluster.config().log).validate() {
+        return fail(codes::INVALID_CONFIG, e.to_string());
     }
     if validate_only {
         if ctx.cluster.metadata().topics.contains_key(&name) {
