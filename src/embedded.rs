@@ -633,7 +633,7 @@ impl ViewBuilder {
                     .collect();
                 TopicRow {
                     name: t.name.clone(),
-                    internal: t.name.starts_with("__"),
+                    internal: crate::engine::is_internal_topic(&t.name),
                     partitions: t.partitions,
                     replication_factor: t.replication_factor,
                     under_replicated: t.under_replicated,

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::engine::{Acked, config, read_committed, ready};
+use common::engine::{Acked, config, coordinators_ready, read_committed, ready};
 use common::{producer_batch, scratch_dir};
 use kdeck::engine::{Acks, Cluster, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
 
@@ -22,6 +22,14 @@ async fn topic_admin_validates_and_grows_and_deletes() {
         .await
         .expect_err("illegal name");
     assert!(err.to_string().contains("legal topic name"), "{err}");
+    coordinators_ready(&cluster).await;
+    let (code, message) = cluster
+        .delete_topic_checked("__consumer_offsets")
+        .await
+        .expect_err("an internal topic stays");
+    assert_eq!(code, ErrorCode::InvalidRequest);
+    assert!(message.contains("internal topic"), "{message}");
+    assert!(cluster.metadata().topics.contains_key("__consumer_offsets"));
     cluster
         .create_topic("grow", TopicConfig::new(2, 2))
         .await

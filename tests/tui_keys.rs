@@ -31,12 +31,46 @@ fn no_cancels_a_destructive_action() {
 }
 
 #[test]
+fn enter_alone_does_not_confirm_a_kill_and_the_prompt_names_the_broker() {
+    let mut h = harness();
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('x'));
+    match &h.app.mode {
+        Mode::Confirm { question, .. } => assert!(question.contains("broker 2"), "{question}"),
+        other => panic!("no confirmation: {other:?}"),
+    }
+    h.press(KeyCode::Enter);
+    assert!(h.source.commands().is_empty(), "Enter says no");
+    assert_eq!(h.app.mode, Mode::Normal);
+}
+
+#[test]
+fn internal_topics_cannot_be_deleted_from_the_console() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('j'));
+    assert_eq!(
+        h.app.selected_topic().map(|t| t.name.clone()),
+        Some("__consumer_offsets".into())
+    );
+    h.press(KeyCode::Char('d'));
+    assert_eq!(h.app.mode, Mode::Normal, "no confirmation is even offered");
+    h.press(KeyCode::Char('y'));
+    assert!(h.source.commands().is_empty());
+    let status = h.app.status.as_ref().expect("a footer note");
+    assert!(status.text.contains("internal topic"), "{}", status.text);
+}
+
+#[test]
 fn stop_restart_and_pause_act_on_the_selected_broker() {
     let mut h = harness();
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::Char('s'));
-    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('y'));
     h.press(KeyCode::Char('z'));
     h.press(KeyCode::Char('k'));
     h.press(KeyCode::Char('r'));

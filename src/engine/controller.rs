@@ -653,6 +653,13 @@ impl Controller {
     }
 
     pub fn delete_topic(&self, name: &str) -> Result<Arc<MetadataImage>, ControllerError> {
+        if is_internal_topic(name) {
+            // Kafka refuses too: the cluster's own state (groups, offsets) lives there.
+            return Err(ControllerError::rejected(
+                ErrorCode::InvalidRequest,
+                format!("{name} is an internal topic and cannot be deleted"),
+            ));
+        }
         let (_, changed) = self.mutate(|image, events, _| {
             if image.topics.remove(name).is_none() {
                 return Err(ControllerError::rejected(
@@ -818,6 +825,12 @@ fn assign_replicas(
             replicas
         })
         .collect()
+}
+
+/// Kafka's internal topics (`__consumer_offsets`, `__transaction_state`...) and, as kdeck
+/// treats them, any topic whose name starts with `__`.
+pub fn is_internal_topic(name: &str) -> bool {
+    name.starts_with("__")
 }
 
 fn validate_topic_name(name: &str) -> Result<(), ControllerError> {

@@ -31,7 +31,9 @@ pub use cluster::{
     ReplicaProbe, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
-pub use controller::{BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata};
+pub use controller::{
+    BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata, is_internal_topic,
+};
 pub use events::{ClusterEvent, ElectionReason, EventKind};
 pub use network::{LinkFault, NodeId};
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};

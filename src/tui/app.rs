@@ -404,8 +404,9 @@ impl App {
             }
             Mode::Filter => self.on_filter_key(key),
             Mode::Confirm { question, command } => match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => self.submit(command),
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => self.hint("cancelled"),
+                // Only an explicit yes: Enter alone, the key that opened many a dialog, says no.
+                KeyCode::Char('y') | KeyCode::Char('Y') => self.submit(command),
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => self.hint("cancelled"),
                 _ => self.mode = Mode::Confirm { question, command },
             },
             Mode::Dialog(dialog) => self.on_dialog_key(dialog, key),
@@ -524,8 +525,11 @@ impl App {
                     error: None,
                 });
             }
-            Action::DeleteTopic => match self.selected_topic().map(|t| t.name.clone()) {
-                Some(name) => self.submit_destructive(
+            Action::DeleteTopic => match self.selected_topic().map(|t| (t.name.clone(), t.internal)) {
+                Some((name, true)) => self.hint(&format!(
+                    "{name} is an internal topic (the cluster's own state): it cannot be deleted"
+                )),
+                Some((name, false)) => self.submit_destructive(
                     Command::DeleteTopic { name: name.clone() },
                     format!("Delete topic {name} and all its data?"),
                 ),

@@ -49,7 +49,7 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     let lines = vec![
         Line::styled(question.to_string(), t.warn),
         Line::raw(""),
-        Line::styled("y / Enter: yes    n / Esc: no", t.dim),
+        Line::styled("y: yes    n / Esc / Enter: no", t.dim),
     ];
     let area = popup(area, (question.chars().count() as u16 + 4).max(40), 5);
     draw_popup(frame, area, app, lines, " Confirm ".to_string());

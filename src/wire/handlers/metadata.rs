@@ -9,7 +9,6 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest};
 
 use super::{CLUSTER_ID, Context, OPERATIONS_NOT_REQUESTED, admin, codes, str_bytes, topic_name};
-use crate::engine::group::OFFSETS_TOPIC;
 use crate::engine::{ErrorCode, NO_LEADER};
 
 pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) -> MetadataResponse {
@@ -82,7 +81,7 @@ pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) ->
         topics.push(
             MetadataResponseTopic::default()
                 .with_name(Some(topic_name(name.clone())))
-                .with_is_internal(name == OFFSETS_TOPIC)
+                .with_is_internal(crate::engine::is_internal_topic(&name))
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
         );
