@@ -59,17 +59,19 @@ pub fn fit_end(text: &str, width: usize) -> String {
     std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
-/// Bytes as `12.3 KiB`.
+/// Bytes in at most three significant digits and 8 columns: `512 B`, `12.3 KiB`,
+/// `119 KiB`, `1.0 MiB` (a value that would print as 1000 or more moves to the next unit, so
+/// no column ever cuts a leading digit).
 pub fn bytes(n: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n.max(0.0);
+    let mut v = if n.is_finite() { n.max(0.0) } else { 0.0 };
     let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
+    while v.round() >= 1000.0 && unit + 1 < UNITS.len() {
         v /= 1024.0;
         unit += 1;
     }
-    if unit == 0 {
-        format!("{v:.0} B")
+    if unit == 0 || v.round() >= 100.0 {
+        format!("{v:.0} {}", UNITS[unit])
     } else {
         format!("{v:.1} {}", UNITS[unit])
     }
@@ -126,9 +128,12 @@ pub fn retention(r: &crate::view::Retention) -> String {
 
 /// A count per second as `950/s`, `12.3k/s`.
 pub fn rate(n: f64) -> String {
-    if n >= 1_000_000.0 {
+    let n = if n.is_finite() { n.max(0.0) } else { 0.0 };
+    if n >= 999_950_000.0 {
+        format!("{:.1}G/s", n / 1e9)
+    } else if n >= 999_950.0 {
         format!("{:.1}M/s", n / 1_000_000.0)
-    } else if n >= 10_000.0 {
+    } else if n >= 9_999.5 {
         format!("{:.1}k/s", n / 1000.0)
     } else {
         format!("{n:.0}/s")
@@ -155,6 +160,60 @@ pub fn sparkline(samples: &[u64], width: usize) -> String {
 mod tests {
     use super::*;
     use unicode_width::UnicodeWidthStr;
+
+    /// The number a formatted value stands for, from its digits and unit, and half its last
+    /// digit (how far off a correct rounding may be).
+    fn value_of(text: &str, units: &[(&str, f64)]) -> (f64, f64) {
+        let (digits, unit) = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map_or((text, ""), |i| text.split_at(i));
+        let number: f64 = digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{text:?} starts with a number"));
+        let scale = units
+            .iter()
+            .find(|(u, _)| unit.trim() == *u)
+            .unwrap_or_else(|| panic!("{text:?}: unknown unit {unit:?}"))
+            .1;
+        let last_digit = if digits.contains('.') { 0.1 } else { 1.0 };
+        (number * scale, last_digit * scale / 2.0 + 1e-9 * number * scale)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn byte_figures_keep_every_digit_and_fit_eight_columns(exponent in 0.0f64..50.0, per_sec in proptest::bool::ANY) {
+            let n = 2f64.powf(exponent).floor();
+            let text = if per_sec { format!("{}/s", bytes(n)) } else { bytes(n) };
+            let width = if per_sec { 10 } else { 8 };
+            proptest::prop_assert!(text.width() <= width, "{n} -> {text:?}");
+            let units = [("B", 1.0), ("KiB", 1024.0), ("MiB", 1024f64.powi(2)), ("GiB", 1024f64.powi(3)), ("TiB", 1024f64.powi(4)),
+                ("B/s", 1.0), ("KiB/s", 1024.0), ("MiB/s", 1024f64.powi(2)), ("GiB/s", 1024f64.powi(3)), ("TiB/s", 1024f64.powi(4))];
+            let (shown, tolerance) = value_of(&text, &units);
+            proptest::prop_assert!((shown - n).abs() <= tolerance, "{n} -> {text:?} = {shown}");
+            proptest::prop_assert!(shown >= n * 0.9, "no leading digit lost: {n} -> {text:?}");
+        }
+
+        #[test]
+        fn counts_per_second_keep_every_digit_and_fit_the_column(exponent in 0.0f64..40.0) {
+            let n = 2f64.powf(exponent);
+            let text = rate(n);
+            proptest::prop_assert!(text.width() <= 8, "{n} -> {text:?}");
+            let (shown, tolerance) = value_of(&text, &[("/s", 1.0), ("k/s", 1e3), ("M/s", 1e6), ("G/s", 1e9)]);
+            proptest::prop_assert!((shown - n).abs() <= tolerance, "{n} -> {text:?} = {shown}");
+        }
+    }
+
+    #[test]
+    fn figures_of_a_hundred_and_more_are_whole() {
+        assert_eq!(bytes(101.9 * 1024.0), "102 KiB");
+        assert_eq!(bytes(1019.2 * 1024.0), "1.0 MiB");
+        assert_eq!(bytes(999.0), "999 B");
+        assert_eq!(bytes(1000.0), "1.0 KiB");
+        assert_eq!(bytes(12.34 * 1024.0), "12.3 KiB");
+        assert_eq!(rate(999_999.0), "1.0M/s");
+        assert_eq!(rate(9_999.4), "9999/s");
+        assert_eq!(rate(123_456.0), "123.5k/s");
+    }
 
     #[test]
     fn retention_names_what_the_topic_keeps() {
