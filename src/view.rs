@@ -157,8 +157,16 @@ pub struct PartitionRow {
 }
 
 impl PartitionRow {
+    /// No leader, or a leader whose broker is down (a cluster whose only broker died, or
+    /// whose controller has not moved the leadership yet): nothing can be read or written.
     pub fn offline(&self) -> bool {
-        self.leader.is_none()
+        match self.leader {
+            None => true,
+            Some(leader) => self
+                .replicas
+                .iter()
+                .any(|r| r.broker == leader && r.role == ReplicaRole::Offline),
+        }
     }
 
     pub fn preferred_leads(&self) -> bool {

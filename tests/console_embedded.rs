@@ -169,3 +169,42 @@ async fn commands_report_outcomes_and_tails_read_records() {
     embedded.shutdown().await;
     assert!(!path.exists(), "the ephemeral data directory is removed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_its_only_broker_killed_every_partition_counts_as_offline() {
+    let args = ClusterArgs {
+        ephemeral: true,
+        no_demo: true,
+        brokers: Some(1),
+        ..ClusterArgs::default()
+    };
+    let embedded = Embedded::start(&config(), &args).await.expect("start");
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    embedded.submit(
+        Command::CreateTopic {
+            name: "solo".into(),
+            partitions: 3,
+            replication_factor: 1,
+            cleanup_policy: "delete".into(),
+        },
+        tx.clone(),
+    );
+    let created = tokio::time::timeout(PATIENCE, outcomes.recv())
+        .await
+        .expect("outcome")
+        .expect("sent");
+    assert!(created.result.is_ok(), "{created:?}");
+    let up = wait_view(&embedded, "all partitions online", |v| {
+        v.topic("solo").is_some() && v.partitions_online() == v.partitions.len()
+    })
+    .await;
+    let total = up.partitions.len();
+    embedded.submit(Command::KillBroker(0), tx);
+    let down = wait_view(&embedded, "the broker down", |v| {
+        v.brokers.iter().all(|b| b.status != BrokerStatus::Online)
+    })
+    .await;
+    assert_eq!(down.partitions_online(), 0, "no broker, no partition: {total} offline");
+    assert_eq!(down.topic("solo").map(|t| t.offline), Some(3));
+    embedded.shutdown().await;
+}

@@ -176,6 +176,15 @@ pub struct ClusterSnapshot {
     pub groups: Vec<GroupView>,
 }
 
+impl PartitionView {
+    /// A leader that is up: its broker runs, unfenced. A partition whose leader died is
+    /// unavailable until the controller moves the leadership (never, when no broker is left).
+    pub fn available(&self) -> bool {
+        self.leader
+            .is_some_and(|leader| self.replicas.iter().any(|r| r.broker == leader && r.online))
+    }
+}
+
 impl ClusterSnapshot {
     pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionView> {
         self.partitions.iter().find(|p| &p.tp == tp)
@@ -768,7 +777,7 @@ impl Cluster {
                     partitions: t.partitions.len() as i32,
                     replication_factor: t.config.replication_factor,
                     under_replicated: mine.clone().filter(|p| p.under_replicated).count(),
-                    offline: mine.filter(|p| p.leader.is_none()).count(),
+                    offline: mine.filter(|p| !p.available()).count(),
                     messages,
                     size_bytes: bytes,
                     log: t.config.log_config(&self.inner.ctx.config.log),
