@@ -367,3 +367,59 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     successor.finish_loading(0, 1, replayed);
     assert_eq!(successor.list_groups(), vec![]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps_tombstoned_groups_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = Clock::new();
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock);
+    let config = LogConfig {
+        segment_bytes: 2048,
+        cleanup_policy: crate::storage::CleanupPolicy::Compact,
+        min_cleanable_dirty_ratio: 0.0,
+        ..LogConfig::default()
+    };
+    let log = Log::open(dir.path().join("__consumer_offsets-0"), config, 0).expect("open the log");
+    let partition = load_as_leader(&coordinator, log).await;
+    let views = TopicPartition::new("views", 0);
+    let clicks = TopicPartition::new("clicks", 0);
+    // A standalone consumer commits 500 times; another commits once and its offsets expire.
+    for n in 0..500 {
+        commit_now(&coordinator, clock, "billing", -1, "", &views, n);
+        commit_now(&coordinator, clock, "billing", -1, "", &clicks, 1000 + n);
+    }
+    commit_now(&coordinator, clock, "gone", -1, "", &views, 7);
+    tokio::time::advance(Duration::from_secs(8 * 86_400)).await;
+    commit_now(&coordinator, clock, "billing", -1, "", &views, 500);
+    assert_eq!(
+        coordinator.expire_offsets(7 * 86_400_000),
+        (1, 1),
+        "gone's offsets expired"
+    );
+    partition.log.roll(clock.now_ms()).expect("roll");
+    let before = partition.log.size_bytes();
+    let stats = partition
+        .log
+        .clean_below(clock.now_ms(), partition.high_watermark())
+        .expect("clean")
+        .expect("due");
+    assert!(stats.records_removed >= 998, "{stats:?}");
+    assert!(
+        partition.log.size_bytes() < before / 10,
+        "{} of {before} bytes left",
+        partition.log.size_bytes()
+    );
+
+    // A new coordinator replays the cleaned log: the latest commits, and no trace of "gone"
+    // beyond its tombstones (kept for delete.retention.ms).
+    let successor = self::coordinator();
+    let replayed = replay(&partition.tp, &partition.log).await;
+    assert!(replayed.unreadable.is_empty(), "{:?}", replayed.unreadable);
+    assert!(successor.begin_loading(&partition, 1));
+    successor.finish_loading(0, 1, replayed);
+    assert_eq!(
+        successor.fetch_offsets("billing", None),
+        Ok(vec![(clicks, 1499), (views, 500)])
+    );
+    assert_eq!(successor.describe("gone"), Ok(None));
+}
