@@ -694,6 +694,10 @@ fn describe(kind: &EventKind) -> (Severity, String) {
         EventKind::BrokerStarted { broker, broker_epoch } => {
             (Info, format!("broker {broker} started (broker epoch {broker_epoch})"))
         }
+        EventKind::BrokerFenced { broker, reason } if reason == crate::engine::CONTROLLED_SHUTDOWN => (
+            Info,
+            format!("broker {broker} controlled shutdown: its leaderships move before it stops"),
+        ),
         EventKind::BrokerFenced { broker, reason } => (Warn, format!("broker {broker} fenced: {reason}")),
         EventKind::BrokerUnfenced { broker } => (Info, format!("broker {broker} unfenced: back in service")),
         EventKind::BrokerStopped { broker, how } => (Warn, format!("broker {broker} down: {how}")),
@@ -725,6 +729,7 @@ fn describe(kind: &EventKind) -> (Severity, String) {
             let (severity, why) = match reason {
                 ElectionReason::Created => (Info, "created"),
                 ElectionReason::LeaderUnavailable => (Warn, "leader unavailable"),
+                ElectionReason::ControlledShutdown => (Info, "controlled shutdown"),
                 ElectionReason::ReplicaReturned => (Info, "an in-sync replica returned"),
                 ElectionReason::Preferred => (Info, "preferred leader"),
                 ElectionReason::Unclean => (Error, "UNCLEAN: out-of-sync replica, data may be lost"),

@@ -326,13 +326,21 @@ async fn a_controlled_shutdown_moves_leadership_first_and_restarts_without_recov
         "leaders moved at once"
     );
     assert!(s.partitions.iter().all(|p| !p.isr.contains(&leader)));
-    let mut fenced_for_shutdown = false;
+    let (mut fenced_for_shutdown, mut moved) = (false, 0);
     while let Ok(e) = events.try_recv() {
-        if let kdeck::engine::EventKind::BrokerFenced { broker, reason } = e.kind {
-            fenced_for_shutdown |= broker == leader && reason == "controlled shutdown";
+        match e.kind {
+            kdeck::engine::EventKind::BrokerFenced { broker, reason } => {
+                fenced_for_shutdown |= broker == leader && reason == kdeck::engine::CONTROLLED_SHUTDOWN;
+            }
+            kdeck::engine::EventKind::LeaderElected { old, reason, .. } if old == Some(leader) => {
+                assert_eq!(reason, kdeck::engine::ElectionReason::ControlledShutdown);
+                moved += 1;
+            }
+            _ => {}
         }
     }
     assert!(fenced_for_shutdown, "the timeline says why the broker left");
+    assert!(moved > 0, "its leaderships moved, for the controlled shutdown");
     for n in 10..20 {
         acked
             .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))

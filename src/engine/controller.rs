@@ -358,7 +358,7 @@ impl Controller {
     pub fn controlled_shutdown(&self, broker: BrokerId) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
         let (_, changed) = self.mutate(|image, events, _| {
             if image.brokers.contains_key(&broker) {
-                self.fence(image, events, broker, "controlled shutdown", Isr::Leave);
+                self.fence(image, events, broker, CONTROLLED_SHUTDOWN, Isr::Leave);
                 if let Some(reg) = image.brokers.get_mut(&broker) {
                     reg.shutting_down = true;
                 }
@@ -413,7 +413,11 @@ impl Controller {
                         old,
                         new,
                         leader_epoch: p.leader_epoch,
-                        reason: ElectionReason::LeaderUnavailable,
+                        reason: if reason == CONTROLLED_SHUTDOWN {
+                            ElectionReason::ControlledShutdown
+                        } else {
+                            ElectionReason::LeaderUnavailable
+                        },
                     });
                 } else if let Some(new) = (unclean && leave)
                     .then(|| {
@@ -826,6 +830,10 @@ fn assign_replicas(
         })
         .collect()
 }
+
+/// The reason a broker in a controlled shutdown is fenced with (Kafka moves its leaderships
+/// first, then lets it go).
+pub const CONTROLLED_SHUTDOWN: &str = "controlled shutdown";
 
 /// Kafka's internal topics (`__consumer_offsets`, `__transaction_state`...) and, as kdeck
 /// treats them, any topic whose name starts with `__`.

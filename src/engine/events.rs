@@ -11,8 +11,11 @@ use super::{BrokerId, TopicPartition};
 pub enum ElectionReason {
     /// The partition was created.
     Created,
-    /// The leader was fenced or shut down; an in-sync replica took over.
+    /// The leader was fenced (a crash, missed heartbeats); an in-sync replica took over.
     LeaderUnavailable,
+    /// The leader's broker is in a controlled shutdown: an in-sync replica takes over before
+    /// it stops, so nothing is unavailable.
+    ControlledShutdown,
     /// The partition had no leader and an in-sync replica came back.
     ReplicaReturned,
     /// Preferred-leader election (on demand or by the automatic rebalance).

@@ -32,7 +32,8 @@ pub use cluster::{
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
-    BrokerRegistration, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata, is_internal_topic,
+    BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
+    is_internal_topic,
 };
 pub use events::{ClusterEvent, ElectionReason, EventKind};
 pub use network::{LinkFault, NodeId};
