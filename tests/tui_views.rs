@@ -250,3 +250,20 @@ fn read_only_help_hides_every_mutating_action() {
     h.press(KeyCode::Char('?'));
     assert_draw!("help_read_only", h, 120, 40);
 }
+
+#[test]
+fn a_footer_note_goes_after_a_few_seconds() {
+    let mut h = harness();
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::Char('x'));
+    let mut footer = |at| {
+        let text = tui_fixture::text(&tui_fixture::draw_at(&mut h.app, 120, 40, at));
+        text.lines().nth(39).unwrap_or_default().to_string()
+    };
+    let now = tui_fixture::now();
+    assert!(footer(now).contains("broker 1 is already down"), "{}", footer(now));
+    let later = footer(now + chrono::Duration::seconds(7));
+    assert!(!later.contains("already down"), "{later}");
+    assert!(later.contains("kill"), "the key hints are back: {later}");
+}

@@ -21,6 +21,23 @@ use crate::view::{
 pub struct Status {
     pub text: String,
     pub severity: Severity,
+    /// When it was said (the view's time then): the footer lets it go after a while.
+    pub at: DateTime<Utc>,
+}
+
+impl Status {
+    /// How long the footer shows a note: errors twice as long.
+    pub fn shown_for(&self) -> chrono::Duration {
+        match self.severity {
+            Severity::Error => chrono::Duration::seconds(12),
+            _ => chrono::Duration::seconds(6),
+        }
+    }
+
+    /// Whether the footer still shows it at `now`.
+    pub fn current(&self, now: DateTime<Utc>) -> bool {
+        now.signed_duration_since(self.at) < self.shown_for()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,16 +167,10 @@ impl App {
     }
 
     pub fn on_outcome(&mut self, outcome: CommandOutcome) {
-        self.status = Some(match outcome.result {
-            Ok(text) => Status {
-                text,
-                severity: Severity::Info,
-            },
-            Err(e) => Status {
-                text: format!("{} failed: {e}", outcome.command),
-                severity: Severity::Error,
-            },
-        });
+        match outcome.result {
+            Ok(text) => self.say(text, Severity::Info),
+            Err(e) => self.say(format!("{} failed: {e}", outcome.command), Severity::Error),
+        }
     }
 
     /// Why the console does not offer `action`, if it does not: hidden by read-only, or not
@@ -351,17 +362,20 @@ impl App {
     }
 
     fn hint(&mut self, text: &str) {
+        self.say(text.to_string(), Severity::Warn);
+    }
+
+    /// A note in the footer, stamped with the view's time.
+    fn say(&mut self, text: String, severity: Severity) {
         self.status = Some(Status {
-            text: text.to_string(),
-            severity: Severity::Warn,
+            text,
+            severity,
+            at: self.view.taken_at,
         });
     }
 
     fn submit(&mut self, command: Command) {
-        self.status = Some(Status {
-            text: format!("{command}..."),
-            severity: Severity::Info,
-        });
+        self.say(format!("{command}..."), Severity::Info);
         self.source.submit(command, self.outcomes.clone());
     }
 

@@ -1,5 +1,6 @@
 //! The footer: the filter being typed, the last command's outcome, or key hints.
 
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,7 +11,7 @@ use super::app::{App, Mode};
 use super::keymap::Action;
 use super::text::fit;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
     let line = if app.mode == Mode::Filter {
@@ -22,7 +23,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     } else {
         let mut spans = Vec::new();
         let mut used = 0;
-        if let Some(status) = &app.status {
+        if let Some(status) = app.status.as_ref().filter(|s| s.current(now)) {
             let text = fit(&status.text, width.saturating_sub(2) * 2 / 3);
             used += text.chars().count() + 4;
             spans.push(Span::styled(format!(" {text}  "), t.severity(status.severity)));

@@ -36,7 +36,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: DateTime<Utc>) {
     } else {
         compact(frame, rows[1], app, now);
     }
-    footer::draw(frame, rows[2], app);
+    footer::draw(frame, rows[2], app, now);
     match &app.mode {
         Mode::Help => help::draw(frame, area, app),
         Mode::Dialog(d) => dialog::draw_dialog(frame, area, app, d),

@@ -455,10 +455,13 @@ macro_rules! assert_draw {
 }
 
 pub fn draw(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer {
+    draw_at(app, width, height, now())
+}
+
+/// [`draw`] at another moment.
+pub fn draw_at(app: &mut App, width: u16, height: u16, at: DateTime<Utc>) -> ratatui::buffer::Buffer {
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
-    terminal
-        .draw(|f| kdeck::tui::layout::draw(f, app, now()))
-        .expect("draw");
+    terminal.draw(|f| kdeck::tui::layout::draw(f, app, at)).expect("draw");
     terminal.backend().buffer().clone()
 }
 
