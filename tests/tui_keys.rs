@@ -392,3 +392,36 @@ fn broker_control_on_an_external_cluster_explains_itself() {
         "elections work"
     );
 }
+
+#[test]
+fn a_too_small_terminal_ignores_keys_but_quit() {
+    let mut h = harness();
+    tui_fixture::draw(&mut h.app, 60, 20);
+    for key in ['?', 'x', 'y', 'd', 'c', 'p'] {
+        h.press(KeyCode::Char(key));
+        assert_eq!(h.app.mode, Mode::Normal, "{key} opens nothing unseen");
+    }
+    assert!(h.source.commands().is_empty());
+    tui_fixture::draw(&mut h.app, 120, 40);
+    h.press(KeyCode::Char('?'));
+    assert_eq!(h.app.mode, Mode::Help, "at a usable size the keys work again");
+    h.press(KeyCode::Esc);
+    tui_fixture::draw(&mut h.app, 60, 20);
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.quit);
+}
+
+#[test]
+fn a_confirmation_left_open_by_a_shrinking_terminal_is_not_answered_unseen() {
+    let mut h = harness();
+    h.press(KeyCode::Char('x'));
+    assert!(matches!(h.app.mode, Mode::Confirm { .. }));
+    tui_fixture::draw(&mut h.app, 60, 20);
+    h.press(KeyCode::Char('y'));
+    assert!(
+        h.source.commands().is_empty(),
+        "no kill confirmed behind the too-small line"
+    );
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.mode, Mode::Normal);
+}

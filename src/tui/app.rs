@@ -115,6 +115,9 @@ pub struct App {
     pub tail_partition: Option<i32>,
     /// The pane areas of the last frame, for mouse clicks.
     pub pane_areas: Vec<(Pane, ratatui::layout::Rect)>,
+    /// The last frame was too small to show the console: keys other than quit do nothing,
+    /// rather than act behind a "terminal too small" line (a kill confirmed unseen).
+    pub too_small: bool,
     pub quit: bool,
 }
 
@@ -148,6 +151,7 @@ impl App {
             tail: None,
             tail_partition: None,
             pane_areas: Vec::new(),
+            too_small: false,
             quit: false,
         };
         app.ensure_tail();
@@ -408,6 +412,14 @@ impl App {
     }
 
     pub fn on_key(&mut self, key: KeyEvent) {
+        if self.too_small && self.mode != Mode::Normal {
+            // A dialog or confirmation opened before the terminal shrank: nothing is answered
+            // unseen; Esc closes it.
+            if key.code == KeyCode::Esc {
+                self.mode = Mode::Normal;
+            }
+            return;
+        }
         match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Normal => self.on_normal_key(key),
             Mode::Help => {}
@@ -474,6 +486,9 @@ impl App {
         let Some(action) = self.keymap.action(&key) else {
             return;
         };
+        if self.too_small && action != Action::Quit {
+            return;
+        }
         let tail_action = matches!(
             action,
             Action::Follow

@@ -21,9 +21,10 @@ pub const FULL_HEIGHT: u16 = 36;
 pub fn draw(frame: &mut Frame, app: &mut App, now: DateTime<Utc>) {
     let area = frame.area();
     app.pane_areas.clear();
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+    app.too_small = area.width < MIN_WIDTH || area.height < MIN_HEIGHT;
+    if app.too_small {
         let text = format!(
-            "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT}",
+            "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
             area.width, area.height
         );
         frame.render_widget(Paragraph::new(Line::styled(text, app.theme.warn)), area);
