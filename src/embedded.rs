@@ -889,6 +889,30 @@ mod ephemeral_tests {
 mod view_builder_tests {
     use super::*;
 
+    #[test]
+    fn the_event_ring_and_the_histories_keep_only_the_newest() {
+        let console = ConsoleConfig {
+            event_history: 5,
+            ..ConsoleConfig::default()
+        };
+        let mut builder = ViewBuilder::new(&console, &[]);
+        for n in 0..100 {
+            builder.push_event(ViewEvent {
+                at: Utc::now(),
+                severity: Severity::Info,
+                text: format!("event {n}"),
+            });
+        }
+        let texts: Vec<&str> = builder.events.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, vec!["event 95", "event 96", "event 97", "event 98", "event 99"]);
+        let mut history = VecDeque::new();
+        for n in 0..1_000 {
+            push_sample(&mut history, n);
+        }
+        assert_eq!(history.len(), HISTORY);
+        assert_eq!(history.back(), Some(&999));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_deleted_topic_and_a_vanished_group_leave_nothing_in_the_view_builder() {
         let dir = tempfile::tempdir().expect("tempdir");
