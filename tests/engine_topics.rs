@@ -336,6 +336,9 @@ async fn a_controlled_shutdown_moves_leadership_first_and_restarts_without_recov
                 assert_eq!(reason, kdeck::engine::ElectionReason::ControlledShutdown);
                 moved += 1;
             }
+            kdeck::engine::EventKind::IsrShrunk { removed, reason, .. } if removed == vec![leader] => {
+                assert_eq!(reason, format!("broker {leader} controlled shutdown"));
+            }
             _ => {}
         }
     }

@@ -458,7 +458,11 @@ impl Controller {
                     tp: tp.clone(),
                     removed: vec![broker],
                     isr: p.isr.clone(),
-                    reason: format!("broker {broker} fenced: {reason}"),
+                    reason: if reason == CONTROLLED_SHUTDOWN {
+                        format!("broker {broker} controlled shutdown")
+                    } else {
+                        format!("broker {broker} fenced: {reason}")
+                    },
                 });
             }
         }
