@@ -77,26 +77,10 @@ pub fn bytes(n: f64) -> String {
     }
 }
 
-/// A duration in ms as its largest whole unit: `500ms`, `30s`, `15m`, `12h`, `7d`
-/// (one decimal when it is not whole: `1.5h`).
-pub fn duration_ms(ms: i64) -> String {
-    const UNITS: [(i64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")];
-    for (size, unit) in UNITS {
-        if ms >= size {
-            return if ms % size == 0 {
-                format!("{}{unit}", ms / size)
-            } else {
-                format!("{:.1}{unit}", ms as f64 / size as f64)
-            };
-        }
-    }
-    format!("{}ms", ms.max(0))
-}
-
-/// Bytes as a short limit: `512B`, `8M`, `1G`, `1.5G` (binary units).
-fn bytes_limit(n: i64) -> String {
-    const UNITS: [(i64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
-    for (size, unit) in UNITS {
+/// `n` in the largest of `units` (largest first) it reaches, whole or with one decimal;
+/// in `base` when it reaches none.
+fn in_largest_unit(n: i64, units: &[(i64, &str)], base: &str) -> String {
+    for &(size, unit) in units {
         if n >= size {
             return if n % size == 0 {
                 format!("{}{unit}", n / size)
@@ -105,7 +89,22 @@ fn bytes_limit(n: i64) -> String {
             };
         }
     }
-    format!("{n}B")
+    format!("{}{base}", n.max(0))
+}
+
+/// A duration in ms as its largest whole unit: `500ms`, `30s`, `15m`, `12h`, `7d`
+/// (one decimal when it is not whole: `1.5h`).
+pub fn duration_ms(ms: i64) -> String {
+    in_largest_unit(
+        ms,
+        &[(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")],
+        "ms",
+    )
+}
+
+/// Bytes as a short limit: `512B`, `8M`, `1G`, `1.5G` (binary units).
+fn bytes_limit(n: i64) -> String {
+    in_largest_unit(n, &[(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")], "B")
 }
 
 /// What a topic keeps, in a Topics column: `7d`, `1h/8M` (time and size, whichever comes
