@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::engine::ClusterConfig;
 use crate::remote::RemoteConfig;
 use crate::storage::LogConfig;
+pub use crate::tui::keymap::KeysConfig;
 use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
 
@@ -48,6 +49,9 @@ pub struct ConsoleConfig {
     pub event_history: usize,
     /// How long a changed cell stays highlighted, in ms.
     pub flash_ms: u64,
+    /// The colour theme: a name from `assets/themes/` (`default`, `high-contrast`,
+    /// `monochrome`), or the path of a theme file. `NO_COLOR` always means `monochrome`.
+    pub theme: String,
 }
 
 impl Default for ConsoleConfig {
@@ -61,81 +65,7 @@ impl Default for ConsoleConfig {
             tail_start_last: 50,
             event_history: 500,
             flash_ms: 2000,
-        }
-    }
-}
-
-/// `[keys]`: every action's keys. A key is a character (`x`, `G`, `?`), a name (`enter`,
-/// `esc`, `tab`, `backtab`, `space`, `up`, `down`, `left`, `right`, `home`, `end`, `pageup`,
-/// `pagedown`, `f1`..`f12`), optionally prefixed by `ctrl-` or `alt-`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct KeysConfig {
-    pub quit: Vec<String>,
-    pub help: Vec<String>,
-    pub next_pane: Vec<String>,
-    pub prev_pane: Vec<String>,
-    pub up: Vec<String>,
-    pub down: Vec<String>,
-    pub page_up: Vec<String>,
-    pub page_down: Vec<String>,
-    pub drill: Vec<String>,
-    pub back: Vec<String>,
-    pub filter: Vec<String>,
-    pub produce: Vec<String>,
-    pub kill_broker: Vec<String>,
-    pub stop_broker: Vec<String>,
-    pub restart_broker: Vec<String>,
-    pub pause_broker: Vec<String>,
-    pub rebalance: Vec<String>,
-    pub create_topic: Vec<String>,
-    pub delete_topic: Vec<String>,
-    pub pause_demo: Vec<String>,
-    pub follow: Vec<String>,
-    pub pause_tail: Vec<String>,
-    pub seek_beginning: Vec<String>,
-    pub seek_end: Vec<String>,
-    pub seek_offset: Vec<String>,
-    pub seek_time: Vec<String>,
-    pub next_partition: Vec<String>,
-    pub prev_partition: Vec<String>,
-}
-
-fn keys(list: &[&str]) -> Vec<String> {
-    list.iter().map(|k| k.to_string()).collect()
-}
-
-impl Default for KeysConfig {
-    fn default() -> Self {
-        KeysConfig {
-            quit: keys(&["q", "ctrl-c"]),
-            help: keys(&["?"]),
-            next_pane: keys(&["tab"]),
-            prev_pane: keys(&["backtab"]),
-            up: keys(&["k", "up"]),
-            down: keys(&["j", "down"]),
-            page_up: keys(&["pageup"]),
-            page_down: keys(&["pagedown"]),
-            drill: keys(&["enter"]),
-            back: keys(&["esc"]),
-            filter: keys(&["/"]),
-            produce: keys(&["p"]),
-            kill_broker: keys(&["x"]),
-            stop_broker: keys(&["s"]),
-            restart_broker: keys(&["r"]),
-            pause_broker: keys(&["z"]),
-            rebalance: keys(&["b"]),
-            create_topic: keys(&["c"]),
-            delete_topic: keys(&["d"]),
-            pause_demo: keys(&["w"]),
-            follow: keys(&["f"]),
-            pause_tail: keys(&["space"]),
-            seek_beginning: keys(&["g", "home"]),
-            seek_end: keys(&["G", "end"]),
-            seek_offset: keys(&["o"]),
-            seek_time: keys(&["t"]),
-            next_partition: keys(&["]"]),
-            prev_partition: keys(&["["]),
+            theme: "default".into(),
         }
     }
 }
@@ -230,7 +160,7 @@ fn placed(name: &str, text: &str, error: &toml::de::Error) -> ConfigError {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -73,8 +73,8 @@ fn run_console(args: &ClusterArgs) -> Result<()> {
         anyhow::bail!("the console needs a terminal (stdin and stdout); for the headless commands see `kdeck --help`");
     }
     let config = KdeckConfig::load(args.config.as_deref())?;
-    // A bad key binding is reported before the terminal switches to the console.
-    tui::keymap::Keymap::from_config(&config.keys)?;
+    // A bad key binding or theme is reported before the terminal switches to the console.
+    tui::check_config(&config)?;
     let data_dir = DataDir::prepare(args)?;
     let log_path = data_dir.path().join("kdeck.log");
     let _flush_guard = log_to_file(data_dir.path());
@@ -119,8 +119,8 @@ fn remote_bootstrap(cli: &Cli) -> Result<Option<(KdeckConfig, remote::RemoteConf
 fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteConfig)) -> Result<()> {
     use std::io::IsTerminal;
     let settings = remote::ClientSettings::from_config(&remote).map_err(|e| anyhow::anyhow!("[remote] {e}"))?;
-    // A bad key binding is reported before anything else happens.
-    tui::keymap::Keymap::from_config(&config.keys)?;
+    // A bad key binding or theme is reported before anything else happens.
+    tui::check_config(&config)?;
     let bootstrap = remote.bootstrap.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -339,13 +339,15 @@ pub fn publish_if_changed(tx: &watch::Sender<Arc<ClusterView>>, view: ClusterVie
 }
 
 /// A record to produce from the console.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProduceRequest {
     pub topic: String,
     /// `None`: the partitioner chooses (by key, or sticky without one).
     pub partition: Option<i32>,
     pub key: Option<String>,
     pub value: String,
+    #[serde(default)]
     pub headers: Vec<(String, String)>,
 }
 
@@ -418,7 +420,8 @@ pub struct CommandOutcome {
 pub type OutcomeSender = mpsc::UnboundedSender<CommandOutcome>;
 
 /// Where a message tail starts reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SeekPosition {
     Beginning,
     End,

@@ -2,6 +2,7 @@
 //! reported at their file, line and column.
 
 use kdeck::config::{ConfigError, KdeckConfig};
+use kdeck::tui::keymap::{Binding, Keymap, parse_key};
 
 fn error(text: &str) -> String {
     KdeckConfig::from_layers(Some(("my.toml", text)))
@@ -17,7 +18,7 @@ fn user_values_override_the_defaults_key_by_key() {
         "[cluster]\nbrokers = 5\n\n[console]\nconfirm_destructive = false\n\n[keys]\nkill_broker = [\"K\"]\n",
     )))
     .expect("valid");
-    let defaults = KdeckConfig::default();
+    let defaults = KdeckConfig::from_layers(None).expect("the defaults load");
     assert_eq!(config.cluster.brokers, 5);
     assert_eq!(
         config.cluster.replica_lag_time_max_ms,
@@ -25,8 +26,8 @@ fn user_values_override_the_defaults_key_by_key() {
     );
     assert!(!config.console.confirm_destructive);
     assert_eq!(config.console.refresh_ms, defaults.console.refresh_ms);
-    assert_eq!(config.keys.kill_broker, vec!["K".to_string()]);
-    assert_eq!(config.keys.quit, defaults.keys.quit);
+    assert_eq!(config.keys[&Binding::KillBroker], vec![parse_key("K").expect("a key")]);
+    assert_eq!(config.keys[&Binding::Quit], defaults.keys[&Binding::Quit]);
     assert_eq!(config.log, defaults.log);
 }
 
@@ -64,4 +65,47 @@ fn a_missing_explicit_file_is_an_error_naming_it() {
         Err(ConfigError::Read { path: p, .. }) => assert_eq!(p, path),
         other => panic!("expected a read error, got {other:?}"),
     }
+}
+
+#[test]
+fn a_bad_key_or_an_unknown_action_in_keys_is_placed() {
+    let message = error("[keys]\nkill_broker = [\"hyper-x\"]\n");
+    assert!(message.starts_with("my.toml:2:"), "{message}");
+    assert!(message.contains("hyper-x"), "{message}");
+    let message = error("[keys]\nkil_broker = [\"x\"]\n");
+    assert!(message.starts_with("my.toml:2:1:"), "{message}");
+    assert!(
+        message.contains("kil_broker") && message.contains("kill_broker"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_key_taken_from_another_action_is_an_error_naming_both() {
+    // `x` kills a broker by default: giving it to `follow` as well is ambiguous.
+    let config = KdeckConfig::from_layers(Some(("my.toml", "[keys]\nfollow = [\"x\"]\n"))).expect("parses");
+    let message = Keymap::from_config(&config.keys).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        message.contains("kill_broker") && message.contains("follow") && message.contains("x"),
+        "{message}"
+    );
+    // Moving kill_broker away first makes it fine; an empty list unbinds.
+    let config = KdeckConfig::from_layers(Some((
+        "my.toml",
+        "[keys]\nfollow = [\"x\"]\nkill_broker = [\"K\"]\npause_broker = []\n",
+    )))
+    .expect("parses");
+    let keymap = Keymap::from_config(&config.keys).expect("no conflict");
+    assert_eq!(keymap.hint(Binding::Follow), "x");
+    assert_eq!(keymap.hint(Binding::PauseBroker), "-");
+}
+
+#[test]
+fn a_theme_that_does_not_exist_is_a_clear_error() {
+    let config = KdeckConfig::from_layers(Some(("my.toml", "[console]\ntheme = \"solarised\"\n"))).expect("parses");
+    let message = kdeck::tui::check_config(&config).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        message.contains("solarised") && message.contains("high-contrast"),
+        "{message}"
+    );
 }

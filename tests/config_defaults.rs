@@ -1,8 +1,9 @@
 //! `assets/kdeck.toml` documents the defaults; it must say what the code does.
 
-use kdeck::config::{ConsoleConfig, KdeckConfig, KeysConfig};
+use kdeck::config::{ConsoleConfig, KdeckConfig};
 use kdeck::engine::ClusterConfig;
 use kdeck::storage::LogConfig;
+use kdeck::tui::keymap::{Binding, Keymap};
 use kdeck::workload::DemoConfig;
 
 #[test]
@@ -55,19 +56,29 @@ fn the_documented_console_and_key_defaults_are_the_real_ones() {
         .try_into()
         .expect("[console] is a valid console config");
     assert_eq!(console, ConsoleConfig::default());
-    let keys: KeysConfig = table
-        .get("keys")
-        .expect("a [keys] section")
-        .clone()
-        .try_into()
-        .expect("[keys] is a valid key config");
-    assert_eq!(keys, KeysConfig::default());
+}
+
+#[test]
+fn every_action_has_a_documented_key_and_no_key_does_two_things() {
+    // The keys' defaults live only in assets/kdeck.toml: there is no copy in the code.
+    let loaded = KdeckConfig::from_layers(None).expect("the defaults load");
+    for binding in Binding::ALL {
+        assert!(
+            loaded.keys.get(&binding).is_some_and(|k| !k.is_empty()),
+            "{binding} has no key in assets/kdeck.toml"
+        );
+    }
+    Keymap::from_config(&loaded.keys).expect("the default keys do not conflict");
 }
 
 #[test]
 fn the_whole_documented_file_is_the_default_configuration() {
     let loaded = KdeckConfig::from_layers(None).expect("the defaults load");
-    assert_eq!(loaded, KdeckConfig::default());
+    let no_keys = KdeckConfig {
+        keys: Default::default(),
+        ..loaded
+    };
+    assert_eq!(no_keys, KdeckConfig::default());
 }
 
 #[test]

@@ -3,9 +3,10 @@
 mod tui_fixture;
 
 use crossterm::event::KeyCode;
-use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::config::ConsoleConfig;
 use kdeck::tui::Pane;
-use kdeck::tui::app::Mode;
+use kdeck::tui::keymap::{Binding, parse_key};
+use kdeck::tui::overlay::Overlay;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{Command, ProduceRequest, SeekPosition};
 use tui_fixture::{external_harness, harness, harness_with, view};
@@ -15,7 +16,7 @@ fn kill_asks_first_then_kills_the_selected_broker() {
     let mut h = harness();
     h.press(KeyCode::Char('1'));
     h.press(KeyCode::Char('x'));
-    assert!(matches!(h.app.mode, Mode::Confirm { .. }));
+    assert!(matches!(h.app.overlay(), Some(Overlay::Confirm { .. })));
     assert!(h.source.commands().is_empty(), "nothing happens before the answer");
     h.press(KeyCode::Char('y'));
     assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
@@ -27,7 +28,7 @@ fn no_cancels_a_destructive_action() {
     h.press(KeyCode::Char('s'));
     h.press(KeyCode::Char('n'));
     assert!(h.source.commands().is_empty());
-    assert_eq!(h.app.mode, Mode::Normal);
+    assert_eq!(h.app.overlay(), None);
 }
 
 #[test]
@@ -37,13 +38,13 @@ fn enter_alone_does_not_confirm_a_kill_and_the_prompt_names_the_broker() {
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::Char('x'));
-    match &h.app.mode {
-        Mode::Confirm { question, .. } => assert!(question.contains("broker 2"), "{question}"),
+    match h.app.overlay() {
+        Some(Overlay::Confirm { question, .. }) => assert!(question.contains("broker 2"), "{question}"),
         other => panic!("no confirmation: {other:?}"),
     }
     h.press(KeyCode::Enter);
     assert!(h.source.commands().is_empty(), "Enter says no");
-    assert_eq!(h.app.mode, Mode::Normal);
+    assert_eq!(h.app.overlay(), None);
 }
 
 #[test]
@@ -57,7 +58,7 @@ fn internal_topics_cannot_be_deleted_from_the_console() {
         Some("__consumer_offsets".into())
     );
     h.press(KeyCode::Char('d'));
-    assert_eq!(h.app.mode, Mode::Normal, "no confirmation is even offered");
+    assert_eq!(h.app.overlay(), None, "no confirmation is even offered");
     h.press(KeyCode::Char('y'));
     assert!(h.source.commands().is_empty());
     let status = h.app.status.as_ref().expect("a footer note");
@@ -86,7 +87,7 @@ fn without_confirmations_kill_acts_at_once() {
         confirm_destructive: false,
         ..ConsoleConfig::default()
     };
-    let mut h = harness_with(view(), console, KeysConfig::default(), Theme::colored());
+    let mut h = harness_with(view(), console, tui_fixture::default_keys(), Theme::colored());
     h.press(KeyCode::Char('x'));
     assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
 }
@@ -98,7 +99,7 @@ fn a_paused_broker_resumes_with_z_or_r() {
     let mut h = harness_with(
         paused,
         ConsoleConfig::default(),
-        KeysConfig::default(),
+        tui_fixture::default_keys(),
         Theme::colored(),
     );
     h.press(KeyCode::Char('G'));
@@ -163,8 +164,8 @@ fn a_bad_partition_keeps_the_dialog_open_with_the_reason() {
     h.chars("two");
     h.press(KeyCode::Enter);
     assert!(h.source.commands().is_empty());
-    match &h.app.mode {
-        Mode::Dialog(d) => assert!(d.error.as_deref().is_some_and(|e| e.contains("two")), "{d:?}"),
+    match h.app.overlay() {
+        Some(Overlay::Dialog(d)) => assert!(d.error.as_deref().is_some_and(|e| e.contains("two")), "{d:?}"),
         other => panic!("the dialog closed: {other:?}"),
     }
 }
@@ -187,7 +188,8 @@ fn create_and_delete_topics() {
             Command::CreateTopic {
                 name: "orders".into(),
                 partitions: 6,
-                replication_factor: 3,
+                // The dialog offers at most the live brokers (broker 1 is down).
+                replication_factor: 2,
                 cleanup_policy: "delete".into(),
             },
             Command::DeleteTopic {
@@ -211,8 +213,8 @@ fn a_compacted_topic_is_created_from_the_dialog_and_a_bad_policy_keeps_it_open()
     h.chars("compaction");
     h.press(KeyCode::Enter);
     assert!(h.source.commands().is_empty());
-    match &h.app.mode {
-        Mode::Dialog(d) => assert!(
+    match h.app.overlay() {
+        Some(Overlay::Dialog(d)) => assert!(
             d.error.as_deref().is_some_and(|e| e.contains("compact,delete")),
             "{d:?}"
         ),
@@ -227,7 +229,7 @@ fn a_compacted_topic_is_created_from_the_dialog_and_a_bad_policy_keeps_it_open()
         vec![Command::CreateTopic {
             name: "profiles".into(),
             partitions: 3,
-            replication_factor: 3,
+            replication_factor: 2,
             cleanup_policy: "compact".into(),
         }]
     );
@@ -239,7 +241,7 @@ fn w_pauses_and_resumes_the_demo() {
     h.press(KeyCode::Char('w'));
     let mut paused = view();
     paused.demo = Some(false);
-    h.app.set_view(std::sync::Arc::new(paused));
+    h.set_view(std::sync::Arc::new(paused));
     h.press(KeyCode::Char('w'));
     assert_eq!(h.source.commands(), vec![Command::PauseDemo, Command::ResumeDemo]);
 }
@@ -308,7 +310,7 @@ fn seek_to_a_time_accepts_relative_and_local_times() {
     h.chars("yesterday");
     h.press(KeyCode::Enter);
     assert!(
-        matches!(h.app.mode, Mode::Dialog(_)),
+        matches!(h.app.overlay(), Some(Overlay::Dialog(_))),
         "a bad time keeps the dialog open"
     );
 }
@@ -328,13 +330,11 @@ fn the_message_filter_matches_keys_values_and_headers() {
 
 #[test]
 fn keys_come_from_the_configuration() {
-    let keys = KeysConfig {
-        kill_broker: vec!["K".into()],
-        ..KeysConfig::default()
-    };
+    let mut keys = tui_fixture::default_keys();
+    keys.insert(Binding::KillBroker, vec![parse_key("K").expect("a key")]);
     let mut h = harness_with(view(), ConsoleConfig::default(), keys, Theme::colored());
     h.press(KeyCode::Char('x'));
-    assert_eq!(h.app.mode, Mode::Normal, "x is no longer bound");
+    assert_eq!(h.app.overlay(), None, "x is no longer bound");
     h.press(KeyCode::Char('K'));
     h.press(KeyCode::Char('y'));
     assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
@@ -350,7 +350,7 @@ fn the_selected_topic_stays_selected_when_a_topic_is_created_before_it() {
     let mut first = grown.topics[1].clone();
     first.name = "accounts".into();
     grown.topics.insert(0, first);
-    h.app.set_view(std::sync::Arc::new(grown));
+    h.set_view(std::sync::Arc::new(grown));
     assert_eq!(h.app.selected_topic().map(|t| t.name.clone()), Some("clicks".into()));
 }
 
@@ -361,7 +361,7 @@ fn a_read_only_console_submits_nothing_and_says_why() {
         h.press(KeyCode::Char(pane));
         for key in ['p', 'x', 's', 'r', 'z', 'b', 'c', 'd', 'w'] {
             h.press(KeyCode::Char(key));
-            assert_eq!(h.app.mode, Mode::Normal, "{key} opens nothing");
+            assert_eq!(h.app.overlay(), None, "{key} opens nothing");
             h.press(KeyCode::Enter);
             h.press(KeyCode::Esc);
         }
@@ -377,7 +377,7 @@ fn broker_control_on_an_external_cluster_explains_itself() {
     let mut h = external_harness(false);
     h.press(KeyCode::Char('1'));
     h.press(KeyCode::Char('x'));
-    assert_eq!(h.app.mode, Mode::Normal, "no confirmation for what cannot happen");
+    assert_eq!(h.app.overlay(), None, "no confirmation for what cannot happen");
     assert!(h.source.commands().is_empty());
     let status = h.app.status.as_ref().expect("a footer note");
     assert!(
@@ -396,17 +396,20 @@ fn broker_control_on_an_external_cluster_explains_itself() {
 #[test]
 fn a_too_small_terminal_ignores_keys_but_quit() {
     let mut h = harness();
-    tui_fixture::draw(&mut h.app, 60, 20);
+    tui_fixture::draw(&mut h.console, 60, 20);
     for key in ['?', 'x', 'y', 'd', 'c', 'p'] {
         h.press(KeyCode::Char(key));
-        assert_eq!(h.app.mode, Mode::Normal, "{key} opens nothing unseen");
+        assert_eq!(h.app.overlay(), None, "{key} opens nothing unseen");
     }
     assert!(h.source.commands().is_empty());
-    tui_fixture::draw(&mut h.app, 120, 40);
+    tui_fixture::draw(&mut h.console, 120, 40);
     h.press(KeyCode::Char('?'));
-    assert_eq!(h.app.mode, Mode::Help, "at a usable size the keys work again");
+    assert!(
+        matches!(h.app.overlay(), Some(Overlay::Help { .. })),
+        "at a usable size the keys work again"
+    );
     h.press(KeyCode::Esc);
-    tui_fixture::draw(&mut h.app, 60, 20);
+    tui_fixture::draw(&mut h.console, 60, 20);
     h.press(KeyCode::Char('q'));
     assert!(h.app.quit);
 }
@@ -415,13 +418,80 @@ fn a_too_small_terminal_ignores_keys_but_quit() {
 fn a_confirmation_left_open_by_a_shrinking_terminal_is_not_answered_unseen() {
     let mut h = harness();
     h.press(KeyCode::Char('x'));
-    assert!(matches!(h.app.mode, Mode::Confirm { .. }));
-    tui_fixture::draw(&mut h.app, 60, 20);
+    assert!(matches!(h.app.overlay(), Some(Overlay::Confirm { .. })));
+    tui_fixture::draw(&mut h.console, 60, 20);
     h.press(KeyCode::Char('y'));
     assert!(
         h.source.commands().is_empty(),
         "no kill confirmed behind the too-small line"
     );
     h.press(KeyCode::Esc);
-    assert_eq!(h.app.mode, Mode::Normal);
+    assert_eq!(h.app.overlay(), None);
+}
+
+#[test]
+fn the_create_dialog_refuses_what_kafka_would_and_keeps_the_input() {
+    let mut h = harness();
+    h.press(KeyCode::Char('c'));
+    h.chars("orders");
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Backspace);
+    h.chars("3");
+    h.press(KeyCode::Enter);
+    let error = |h: &tui_fixture::Harness| match h.app.overlay() {
+        Some(Overlay::Dialog(d)) => (d.error.clone().unwrap_or_default(), d.fields[0].value.clone()),
+        other => panic!("the dialog closed: {other:?}"),
+    };
+    let (message, name) = error(&h);
+    assert!(
+        message.contains("replication factor 3") && message.contains("2 live brokers"),
+        "{message}"
+    );
+    assert_eq!(name, "orders", "the typed name is kept");
+    // A name Kafka refuses, and one that exists.
+    h.press(KeyCode::Backspace);
+    h.chars("2");
+    h.press(KeyCode::BackTab);
+    h.press(KeyCode::BackTab);
+    h.chars("/eu");
+    h.press(KeyCode::Enter);
+    let (message, _) = error(&h);
+    assert!(message.contains("'/'"), "{message}");
+    for _ in 0.."orders/eu".len() {
+        h.press(KeyCode::Backspace);
+    }
+    h.chars("clicks");
+    h.press(KeyCode::Enter);
+    assert!(error(&h).0.contains("already exists"));
+    h.press(KeyCode::Backspace);
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.overlay(), None);
+    assert!(matches!(
+        h.source.commands().as_slice(),
+        [Command::CreateTopic { name, replication_factor: 2, .. }] if name == "click"
+    ));
+}
+
+#[test]
+fn the_produce_dialog_refuses_a_partition_the_topic_does_not_have() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('p'));
+    h.press(KeyCode::BackTab);
+    h.press(KeyCode::BackTab);
+    h.chars("7");
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Tab);
+    h.chars("hello");
+    h.press(KeyCode::Enter);
+    match h.app.overlay() {
+        Some(Overlay::Dialog(d)) => {
+            let e = d.error.as_deref().unwrap_or_default();
+            assert!(e.contains("partition 7 is out of range") && e.contains("(0-2)"), "{e}");
+            assert_eq!(d.fields[2].value, "hello", "the value is kept");
+        }
+        other => panic!("the dialog closed: {other:?}"),
+    }
+    assert!(h.source.commands().is_empty());
 }

@@ -5,7 +5,7 @@
 mod tui_fixture;
 
 use crossterm::event::KeyCode;
-use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::config::ConsoleConfig;
 use kdeck::tui::Pane;
 use kdeck::tui::theme::Theme;
 use ratatui::buffer::Buffer;
@@ -45,7 +45,7 @@ fn compact_layout_shows_the_focused_pane() {
 fn below_80x24_one_line_says_the_terminal_is_too_small() {
     let mut h = harness();
     assert_draw!("too_small", h, 79, 24);
-    let buffer = tui_fixture::draw(&mut h.app, 60, 10);
+    let buffer = tui_fixture::draw(&mut h.console, 60, 10);
     let text = tui_fixture::text(&buffer);
     assert!(
         text.starts_with("terminal too small: 60x10, kdeck needs at least 80x24"),
@@ -124,11 +124,12 @@ fn events_focused() {
 /// The style of the first replica glyph `glyph` followed by a broker id in the Partitions
 /// pane.
 fn glyph_style(app: &kdeck::tui::app::App, buffer: &Buffer, glyph: &str) -> ratatui::style::Style {
-    let (_, area) = app
-        .pane_areas
+    let area = app
+        .layout
+        .panes
         .iter()
-        .find(|(p, _)| *p == Pane::Partitions)
-        .copied()
+        .find(|p| p.pane == Pane::Partitions)
+        .map(|p| p.area)
         .expect("the partitions pane is shown");
     for y in area.y..area.y + area.height {
         for x in area.x..(area.x + area.width).saturating_sub(1) {
@@ -144,7 +145,7 @@ fn glyph_style(app: &kdeck::tui::app::App, buffer: &Buffer, glyph: &str) -> rata
 #[test]
 fn replica_roles_have_their_own_colours() {
     let mut h = harness();
-    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
     let leader = glyph_style(&h.app, &buffer, "★");
     assert_eq!(leader.fg, Some(Color::Green));
     assert!(leader.add_modifier.contains(Modifier::BOLD));
@@ -160,10 +161,10 @@ fn without_colour_roles_read_by_glyph_and_modifier() {
     let mut h = harness_with(
         view(),
         ConsoleConfig::default(),
-        KeysConfig::default(),
+        tui_fixture::default_keys(),
         Theme::monochrome(),
     );
-    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
     for y in 0..buffer.area.height {
         for x in 0..buffer.area.width {
             let style = buffer[(x, y)].style();
@@ -191,19 +192,25 @@ fn without_colour_roles_read_by_glyph_and_modifier() {
 fn a_changed_partition_flashes_then_settles() {
     let mut h = harness();
     let theme = Theme::colored();
-    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
     let flashed = (0..buffer.area.height).any(|y| {
         (0..buffer.area.width).any(|x| buffer[(x, y)].style().bg == theme.flash.bg && buffer[(x, y)].symbol() == "2")
     });
     assert!(flashed, "page-views-1's new leader 2 flashes");
     let mut later = view();
     later.taken_at += chrono::Duration::seconds(10);
-    let h2 = &mut harness_with(later, ConsoleConfig::default(), KeysConfig::default(), Theme::colored());
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).expect("terminal");
-    terminal
-        .draw(|f| kdeck::tui::layout::draw(f, &mut h2.app, tui_fixture::now() + chrono::Duration::seconds(10)))
-        .expect("draw");
-    let buffer = terminal.backend().buffer();
+    let h2 = &mut harness_with(
+        later,
+        ConsoleConfig::default(),
+        tui_fixture::default_keys(),
+        Theme::colored(),
+    );
+    let buffer = &tui_fixture::draw_at(
+        &mut h2.console,
+        120,
+        40,
+        tui_fixture::now() + chrono::Duration::seconds(10),
+    );
     let still =
         (0..buffer.area.height).any(|y| (0..buffer.area.width).any(|x| buffer[(x, y)].style().bg == theme.flash.bg));
     assert!(!still, "nothing flashes 10 s later");
@@ -213,7 +220,7 @@ fn a_changed_partition_flashes_then_settles() {
 fn external_cluster_shows_its_first_connection_problem_in_the_header() {
     let mut h = external_harness(false);
     assert_draw!("external_problem", h, 120, 40);
-    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
     let first_row: String = (0..120).map(|x| buffer[(x, 0)].symbol()).collect();
     let at = first_row
         .find("⚠ 2 problems · broker 1 127.0.0.1:9093: connection refused")
@@ -231,7 +238,7 @@ fn external_help_greys_out_broker_control_with_the_reason() {
     let mut h = external_harness(false);
     h.press(KeyCode::Char('?'));
     assert_draw!("help_external", h, 120, 40);
-    let buffer = tui_fixture::draw(&mut h.app, 120, 40);
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
     let dim = Theme::colored().dim.fg;
     let kill_row = (0..40)
         .find(|&y| {
@@ -258,7 +265,7 @@ fn a_footer_note_goes_after_a_few_seconds() {
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::Char('x'));
     let mut footer = |at| {
-        let text = tui_fixture::text(&tui_fixture::draw_at(&mut h.app, 120, 40, at));
+        let text = tui_fixture::text(&tui_fixture::draw_at(&mut h.console, 120, 40, at));
         text.lines().nth(39).unwrap_or_default().to_string()
     };
     let now = tui_fixture::now();

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 use crate::cli::{ClusterArgs, RenderBenchArgs};
 use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
-use crate::tui::{self, layout};
+use crate::tui;
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, OutcomeSender, PartitionRow,
     ReplicaRole, ReplicaRow, SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
@@ -125,20 +125,20 @@ fn large_view(partitions: u32) -> ClusterView {
 }
 
 async fn run_async(args: &RenderBenchArgs) -> Result<()> {
-    let config = KdeckConfig::default();
+    let config = KdeckConfig::from_layers(None)?;
     let started = Instant::now();
     let view = Arc::new(large_view(args.partitions));
     let build = started.elapsed();
     let (tx, _) = watch::channel(Arc::clone(&view));
     let source: Arc<dyn ClusterSource> = Arc::new(StaticSource(tx));
-    let (mut app, _outcomes) = tui::new_app(source, &config, None)?;
+    let (mut console, _outcomes) = tui::new_console(source, &config, None)?;
     let mut terminal = Terminal::new(TestBackend::new(args.width, args.height))?;
     let mut frames = Vec::with_capacity(args.frames as usize);
     for _ in 0..args.frames {
         let start = Instant::now();
         // A new Arc per frame, as when the snapshot task sends a view.
-        app.set_view(Arc::new(ClusterView::clone(&view)));
-        terminal.draw(|f| layout::draw(f, &mut app, Utc::now()))?;
+        console.set_view(Arc::new(ClusterView::clone(&view)));
+        console.draw(&mut terminal, Utc::now())?;
         frames.push(start.elapsed());
     }
     frames.sort();
@@ -184,7 +184,7 @@ fn process_cpu_secs() -> Result<f64> {
 }
 
 async fn idle(args: &RenderBenchArgs) -> Result<()> {
-    let config = KdeckConfig::default();
+    let config = KdeckConfig::from_layers(None)?;
     let cluster_args = ClusterArgs {
         ephemeral: true,
         no_demo: true,
@@ -192,7 +192,7 @@ async fn idle(args: &RenderBenchArgs) -> Result<()> {
     };
     let embedded = Arc::new(Embedded::start_in(&config, &cluster_args, DataDir::prepare(&cluster_args)?).await?);
     let source: Arc<dyn ClusterSource> = Arc::clone(&embedded) as Arc<dyn ClusterSource>;
-    let (mut app, mut outcomes) = tui::new_app(source, &config, None)?;
+    let (mut console, mut outcomes) = tui::new_console(source, &config, None)?;
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
     let (input_tx, mut input) = mpsc::unbounded_channel();
     let ticker = tui::spawn_ticker(input_tx);
@@ -207,7 +207,7 @@ async fn idle(args: &RenderBenchArgs) -> Result<()> {
     };
     let measured = tokio::select! {
         r = run => r,
-        r = tui::event_loop(&mut terminal, &mut app, &mut input, &mut outcomes) => r.and(Err(anyhow::anyhow!("the console loop ended early"))),
+        r = tui::event_loop(&mut terminal, &mut console, &mut input, &mut outcomes) => r.and(Err(anyhow::anyhow!("the console loop ended early"))),
     };
     ticker.abort();
     embedded.shutdown().await;

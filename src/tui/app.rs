@@ -1,19 +1,26 @@
-//! The console's state and what each key does. Keys become [`Action`]s through the keymap;
-//! an action changes the state or becomes one [`ClusterSource`] call.
+//! The console's state and how it changes. Input (a key, a mouse click, a command's outcome,
+//! a new view) becomes an [`Action`] with an explicit target; [`App::update`] applies it and
+//! returns the [`Effect`]s the event loop is to perform. Nothing here does I/O, and time is a
+//! parameter.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use chrono::{DateTime, FixedOffset, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::Pane;
-use super::keymap::{Action, Keymap};
+use super::action::{Action, Effect, SeekBy};
+use super::keymap::{Binding, Keymap};
+use super::layout::FrameLayout;
+use super::overlay::{Context, Dialog, Overlay};
+use super::pane;
 use super::theme::Theme;
 use crate::config::ConsoleConfig;
 use crate::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, GroupRow,
-    OutcomeSender, PartitionRow, ProduceRequest, SeekPosition, Severity, TailHandle, TailRecord, TailSpec, TopicRow,
+    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, GroupRow, PartitionRow, SeekPosition,
+    Severity, TailHandle, TailRecord, TailSpec, TopicRow,
 };
 
 /// A one-line message in the footer: the last command's outcome or a hint.
@@ -21,7 +28,7 @@ use crate::view::{
 pub struct Status {
     pub text: String,
     pub severity: Severity,
-    /// When it was said (the view's time then): the footer lets it go after a while.
+    /// When it was said: the footer lets it go after a while.
     pub at: DateTime<Utc>,
 }
 
@@ -40,44 +47,25 @@ impl Status {
     }
 }
 
+/// A whole screen. The dashboard today; reassignment and scenario screens stack on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DialogKind {
-    Produce,
-    CreateTopic,
-    SeekOffset,
-    SeekTime,
+pub enum Screen {
+    Dashboard,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Field {
-    pub label: &'static str,
-    pub value: String,
-    pub hint: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Dialog {
-    pub kind: DialogKind,
-    pub title: String,
-    pub fields: Vec<Field>,
-    pub focus: usize,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    Normal,
-    Help,
-    Filter,
-    Dialog(Dialog),
-    Confirm { question: String, command: Command },
-    Detail(Box<TailRecord>),
+/// A pane's own state: where its cursor is and what it filters by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PaneState {
+    pub cursor: usize,
+    pub filter: String,
 }
 
 /// The message tail of the selected topic.
 #[derive(Debug)]
 pub struct Tail {
-    pub handle: TailHandle,
+    pub spec: TailSpec,
+    /// The running tail, once the event loop has started it.
+    pub handle: Option<TailHandle>,
     /// Keep the newest record selected.
     pub follow: bool,
     /// A frozen copy while paused.
@@ -87,107 +75,170 @@ pub struct Tail {
 
 impl Tail {
     pub fn records(&self) -> Vec<TailRecord> {
-        match &self.frozen {
-            Some(r) => r.clone(),
-            None => self.handle.buffer.records(),
+        match (&self.frozen, &self.handle) {
+            (Some(r), _) => r.clone(),
+            (None, Some(h)) => h.buffer.records(),
+            (None, None) => Vec::new(),
         }
+    }
+
+    /// Why the tail cannot read, if it cannot.
+    pub fn error(&self) -> Option<String> {
+        self.handle.as_ref().and_then(|h| h.buffer.error())
     }
 }
 
 pub struct App {
-    pub source: Arc<dyn ClusterSource>,
     /// What the source lets the console do (asked once: it does not change).
     pub capabilities: Capabilities,
-    pub outcomes: OutcomeSender,
     pub view: Arc<ClusterView>,
     pub keymap: Keymap,
     pub theme: Theme,
     pub console: ConsoleConfig,
     pub tz: FixedOffset,
     pub log_path: Option<PathBuf>,
+    pub screens: Vec<Screen>,
+    /// Bottom first; the topmost one that takes keys gets them.
+    pub overlays: Vec<Overlay>,
     pub focus: Pane,
-    pub cursor: [usize; 6],
-    pub filters: [String; 6],
-    pub mode: Mode,
+    pub panes: BTreeMap<Pane, PaneState>,
     pub status: Option<Status>,
     pub tail: Option<Tail>,
     /// The partition the message tail reads; `None` for all.
     pub tail_partition: Option<i32>,
-    /// The pane areas of the last frame, for mouse clicks.
-    pub pane_areas: Vec<(Pane, ratatui::layout::Rect)>,
-    /// The last frame was too small to show the console: keys other than quit do nothing,
-    /// rather than act behind a "terminal too small" line (a kill confirmed unseen).
-    pub too_small: bool,
+    /// Where the last frame put each pane (kept by the event loop, for mouse clicks), and
+    /// whether it was too small to show the console.
+    pub layout: FrameLayout,
     pub quit: bool,
 }
 
 impl App {
+    /// The app on its first view. Call [`App::set_view`] (or [`App::start`]) for the effects
+    /// of the first selection.
     pub fn new(
-        source: Arc<dyn ClusterSource>,
-        outcomes: OutcomeSender,
+        capabilities: Capabilities,
+        view: Arc<ClusterView>,
         keymap: Keymap,
         theme: Theme,
         console: ConsoleConfig,
         tz: FixedOffset,
         log_path: Option<PathBuf>,
     ) -> App {
-        let view = source.views().borrow().clone();
-        let capabilities = source.capabilities();
-        let mut app = App {
-            source,
+        App {
             capabilities,
-            outcomes,
             view,
             keymap,
             theme,
             console,
             tz,
             log_path,
+            screens: vec![Screen::Dashboard],
+            overlays: Vec::new(),
             focus: Pane::Brokers,
-            cursor: [0; 6],
-            filters: Default::default(),
-            mode: Mode::Normal,
+            panes: BTreeMap::new(),
             status: None,
             tail: None,
             tail_partition: None,
-            pane_areas: Vec::new(),
-            too_small: false,
+            layout: FrameLayout::default(),
             quit: false,
-        };
-        app.ensure_tail();
-        app
+        }
     }
 
-    pub fn set_view(&mut self, view: Arc<ClusterView>) {
+    /// The effects of the initial state (the tail of the first topic).
+    pub fn start(&mut self) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        self.ensure_tail(&mut effects);
+        effects
+    }
+
+    /// The screen on top.
+    pub fn screen(&self) -> Screen {
+        self.screens.last().copied().unwrap_or(Screen::Dashboard)
+    }
+
+    /// The topmost overlay that takes keys.
+    pub fn overlay(&self) -> Option<&Overlay> {
+        self.overlays.iter().rev().find(|o| o.takes_keys())
+    }
+
+    fn overlay_mut(&mut self) -> Option<&mut Overlay> {
+        self.overlays.iter_mut().rev().find(|o| o.takes_keys())
+    }
+
+    /// Removes the topmost overlay that takes keys.
+    fn close_overlay(&mut self) -> Option<Overlay> {
+        let i = self.overlays.iter().rposition(|o| o.takes_keys())?;
+        Some(self.overlays.remove(i))
+    }
+
+    pub fn pane(&self, pane: Pane) -> PaneState {
+        self.panes.get(&pane).cloned().unwrap_or_default()
+    }
+
+    fn pane_mut(&mut self, pane: Pane) -> &mut PaneState {
+        self.panes.entry(pane).or_default()
+    }
+
+    pub fn filter(&self, pane: Pane) -> &str {
+        self.panes.get(&pane).map_or("", |s| s.filter.as_str())
+    }
+
+    pub fn set_view(&mut self, view: Arc<ClusterView>) -> Vec<Effect> {
         // The selection follows the topic, not its row, when topics come and go.
         let selected = self.selected_topic().map(|t| t.name.clone());
         self.view = view;
         if let Some(name) = selected
             && let Some(i) = self.visible_topics().iter().position(|t| t.name == name)
         {
-            self.cursor[Pane::Topics.index()] = i;
+            self.pane_mut(Pane::Topics).cursor = i;
         }
-        self.ensure_tail();
+        let mut effects = Vec::new();
+        self.ensure_tail(&mut effects);
+        effects
     }
 
-    pub fn on_outcome(&mut self, outcome: CommandOutcome) {
+    pub fn on_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) {
         match outcome.result {
-            Ok(text) => self.say(text, Severity::Info),
-            Err(e) => self.say(format!("{} failed: {e}", outcome.command), Severity::Error),
+            Ok(text) => self.say(text, Severity::Info, now),
+            Err(e) => self.say(format!("{} failed: {e}", outcome.command), Severity::Error, now),
         }
     }
 
-    /// Why the console does not offer `action`, if it does not: hidden by read-only, or not
+    /// A tail the event loop started for [`Effect::Tail`].
+    pub fn attach_tail(&mut self, handle: TailHandle) {
+        if let Some(tail) = &mut self.tail
+            && tail.spec == handle.spec
+        {
+            tail.handle = Some(handle);
+            tail.seen_version = 0;
+        }
+    }
+
+    /// Why the console does not offer `binding`, if it does not: hidden by read-only, or not
     /// available from this source.
-    pub fn unavailable(&self, action: Action) -> Option<&'static str> {
+    pub fn unavailable(&self, binding: Binding) -> Option<&'static str> {
+        if self.capabilities.read_only && binding.mutates() {
+            return Some(READ_ONLY);
+        }
+        if binding.controls_broker() {
+            return self.capabilities.broker_control.err();
+        }
+        if binding == Binding::PauseDemo && !self.capabilities.demo {
+            return Some(NO_DEMO);
+        }
+        None
+    }
+
+    /// Why the console refuses `action`, whoever asked for it.
+    fn refused(&self, action: &Action) -> Option<&'static str> {
         if self.capabilities.read_only && action.mutates() {
-            return Some("read-only: this console changes nothing in the cluster (--read-only)");
+            return Some(READ_ONLY);
         }
         if action.controls_broker() {
             return self.capabilities.broker_control.err();
         }
-        if action == Action::PauseDemo && !self.capabilities.demo {
-            return Some("this cluster has no demo workload");
+        if matches!(action, Action::PauseDemo | Action::ResumeDemo) && !self.capabilities.demo {
+            return Some(NO_DEMO);
         }
         None
     }
@@ -197,17 +248,16 @@ impl App {
         let Some(tail) = &mut self.tail else {
             return false;
         };
+        let Some(handle) = &tail.handle else {
+            return false;
+        };
         if tail.frozen.is_some() {
             return false;
         }
-        let version = tail.handle.buffer.version();
+        let version = handle.buffer.version();
         let changed = version != tail.seen_version;
         tail.seen_version = version;
         changed
-    }
-
-    fn filter(&self, pane: Pane) -> &str {
-        &self.filters[pane.index()]
     }
 
     // ---- what each pane lists (after its filter) ----
@@ -282,24 +332,13 @@ impl App {
             .collect()
     }
 
-    fn len(&self, pane: Pane) -> usize {
-        match pane {
-            Pane::Brokers => self.visible_brokers().len(),
-            Pane::Topics => self.visible_topics().len(),
-            Pane::Partitions => self.visible_partitions().len(),
-            Pane::Groups => self.visible_groups().len(),
-            Pane::Messages => self.visible_messages().len(),
-            Pane::Events => self.visible_events().len(),
-        }
-    }
-
     /// The cursor of a pane, clamped to its list.
     pub fn cursor(&self, pane: Pane) -> usize {
-        let len = self.len(pane);
+        let len = pane::view_of(pane).rows(self);
         if pane == Pane::Messages && self.tail.as_ref().is_some_and(|t| t.follow) {
             return len.saturating_sub(1);
         }
-        self.cursor[pane.index()].min(len.saturating_sub(1))
+        self.pane(pane).cursor.min(len.saturating_sub(1))
     }
 
     pub fn selected_broker(&self) -> Option<&BrokerRow> {
@@ -319,156 +358,471 @@ impl App {
     }
 
     /// Starts (or restarts) the tail when the selected topic or partition changed.
-    fn ensure_tail(&mut self) {
+    fn ensure_tail(&mut self, effects: &mut Vec<Effect>) {
         let Some(topic) = self.selected_topic().map(|t| t.name.clone()) else {
             self.tail = None;
             return;
         };
-        let current = self.tail.as_ref().map(|t| &t.handle.spec);
+        let current = self.tail.as_ref().map(|t| &t.spec);
         if current.is_some_and(|s| s.topic == topic && s.partition == self.tail_partition) {
             return;
         }
-        self.start_tail(TailSpec {
-            topic,
-            partition: self.tail_partition,
-            start: SeekPosition::Last(self.console.tail_start_last),
-        });
+        self.start_tail(
+            TailSpec {
+                topic,
+                partition: self.tail_partition,
+                start: SeekPosition::Last(self.console.tail_start_last),
+            },
+            effects,
+        );
     }
 
-    fn start_tail(&mut self, spec: TailSpec) {
-        let handle = self.source.tail(spec, self.console.tail_capacity);
+    fn start_tail(&mut self, spec: TailSpec, effects: &mut Vec<Effect>) {
         self.tail = Some(Tail {
-            handle,
+            spec: spec.clone(),
+            handle: None,
             follow: true,
             frozen: None,
             seen_version: 0,
         });
+        effects.push(Effect::Tail {
+            spec,
+            capacity: self.console.tail_capacity,
+        });
     }
 
-    fn seek(&mut self, start: SeekPosition) {
-        let Some(tail) = &self.tail else {
-            return self.hint("select a topic first");
+    fn hint(&mut self, text: &str, now: DateTime<Utc>) {
+        self.say(text.to_string(), Severity::Warn, now);
+    }
+
+    /// A note in the footer.
+    fn say(&mut self, text: String, severity: Severity, now: DateTime<Utc>) {
+        self.status = Some(Status {
+            text,
+            severity,
+            at: now,
+        });
+    }
+
+    // ---- input: keys and the mouse become actions ----
+
+    pub fn on_mouse(&mut self, event: MouseEvent, now: DateTime<Utc>) -> Vec<Effect> {
+        let action = match event.kind {
+            MouseEventKind::ScrollDown => Some(Action::Move { by: 1 }),
+            MouseEventKind::ScrollUp => Some(Action::Move { by: -1 }),
+            MouseEventKind::Down(MouseButton::Left) if self.overlay().is_none() => {
+                self.layout.hit(event.column, event.row).map(|(pane, row)| match row {
+                    Some(row) => Action::Select { pane, row },
+                    None => Action::Focus { pane },
+                })
+            }
+            _ => None,
         };
-        let spec = TailSpec {
-            start,
-            ..tail.handle.spec.clone()
+        match action {
+            Some(a) => self.update(a, now),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent, now: DateTime<Utc>) -> Vec<Effect> {
+        if self.layout.too_small {
+            // Nothing is answered unseen: an overlay opened before the terminal shrank closes
+            // only with Esc, and of the other keys only quit works.
+            if self.overlay().is_some() {
+                if key.code == KeyCode::Esc {
+                    self.close_overlay();
+                }
+                return Vec::new();
+            }
+            return match self.keymap.binding(&key) {
+                Some(Binding::Quit) => self.update(Action::Quit, now),
+                _ => Vec::new(),
+            };
+        }
+        if let Some(Overlay::Filter) = self.overlay() {
+            return self.filter_key(key, now);
+        }
+        let action = match self.overlay_mut() {
+            Some(overlay) => match overlay_key(overlay, key) {
+                OverlayKey::Act(action) => Some(action),
+                OverlayKey::Submit => self.submit_dialog(now),
+                OverlayKey::Kept => None,
+            },
+            None => match self.keymap.binding(&key).map(|b| self.resolve(b)) {
+                Some(Ok(action)) => Some(action),
+                Some(Err(hint)) => {
+                    self.hint(&hint, now);
+                    None
+                }
+                None => None,
+            },
         };
-        self.start_tail(spec);
+        match action {
+            Some(a) => self.update(a, now),
+            None => Vec::new(),
+        }
+    }
+
+    /// The filter line: typing filters the focused pane as it goes; Enter keeps the filter,
+    /// Esc clears it.
+    fn filter_key(&mut self, key: KeyEvent, now: DateTime<Utc>) -> Vec<Effect> {
+        let pane = self.focus;
+        let mut text = self.filter(pane).to_string();
+        match key.code {
+            KeyCode::Esc => {
+                let mut effects = self.update(
+                    Action::Filter {
+                        pane,
+                        text: String::new(),
+                    },
+                    now,
+                );
+                effects.extend(self.update(Action::Close, now));
+                effects
+            }
+            KeyCode::Enter => self.update(Action::Close, now),
+            KeyCode::Backspace => {
+                text.pop();
+                self.update(Action::Filter { pane, text }, now)
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                text.push(c);
+                self.update(Action::Filter { pane, text }, now)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn submit_dialog(&mut self, now: DateTime<Utc>) -> Option<Action> {
+        let cx = Context {
+            view: &self.view,
+            now: self.view.taken_at.max(now),
+            tz: self.tz,
+        };
+        let result = match self.overlay() {
+            Some(Overlay::Dialog(d)) => d.submit(&cx),
+            _ => return None,
+        };
+        match result {
+            Ok(action) => {
+                self.close_overlay();
+                Some(action)
+            }
+            Err(e) => {
+                if let Some(Overlay::Dialog(d)) = self.overlay_mut() {
+                    d.error = Some(e);
+                }
+                None
+            }
+        }
+    }
+
+    /// What a binding means here: "the selected broker" becomes broker 2.
+    pub fn resolve(&self, binding: Binding) -> Result<Action, String> {
+        if let Some(reason) = self.unavailable(binding) {
+            return Err(reason.into());
+        }
+        if binding.tail_only() && self.focus != Pane::Messages {
+            // Outside the tail, beginning and end are the top and bottom of the list.
+            return match binding {
+                Binding::SeekBeginning => Ok(Action::Top),
+                Binding::SeekEnd => Ok(Action::Bottom),
+                _ => Err("that key works in the Messages pane (5)".into()),
+            };
+        }
+        let tail_topic = || {
+            self.tail
+                .as_ref()
+                .map(|t| (t.spec.topic.clone(), t.spec.partition))
+                .ok_or_else(|| "select a topic first".to_string())
+        };
+        Ok(match binding {
+            Binding::Quit => Action::Quit,
+            Binding::Help => Action::Help,
+            Binding::NextPane => Action::NextPane,
+            Binding::PrevPane => Action::PrevPane,
+            Binding::FocusPane(pane) => Action::Focus { pane },
+            Binding::Up => Action::Move { by: -1 },
+            Binding::Down => Action::Move { by: 1 },
+            Binding::PageUp => Action::Move { by: -10 },
+            Binding::PageDown => Action::Move { by: 10 },
+            Binding::Drill => Action::Drill,
+            Binding::Back => Action::Back,
+            Binding::Filter => Action::EditFilter,
+            Binding::Produce => {
+                let topic = self.selected_topic().ok_or("no topic selected")?;
+                Action::OpenProduce {
+                    topic: topic.name.clone(),
+                    partition: self.tail_partition,
+                }
+            }
+            Binding::KillBroker | Binding::StopBroker | Binding::RestartBroker | Binding::PauseBroker => {
+                let broker = self.selected_broker().ok_or("no broker selected")?;
+                let (id, status) = (broker.id, broker.status);
+                match (binding, status) {
+                    (Binding::KillBroker, _) => Action::KillBroker { broker: id },
+                    (Binding::StopBroker, _) => Action::StopBroker { broker: id },
+                    (Binding::RestartBroker | Binding::PauseBroker, BrokerStatus::Paused) => {
+                        Action::ResumeBroker { broker: id }
+                    }
+                    (Binding::RestartBroker, _) => Action::StartBroker { broker: id },
+                    _ => Action::PauseBroker { broker: id },
+                }
+            }
+            Binding::Rebalance => Action::ElectPreferredLeaders {
+                topic: matches!(self.focus, Pane::Topics | Pane::Partitions)
+                    .then(|| self.selected_topic().map(|t| t.name.clone()))
+                    .flatten(),
+            },
+            Binding::CreateTopic => Action::OpenCreateTopic,
+            Binding::DeleteTopic => Action::DeleteTopic {
+                topic: self.selected_topic().ok_or("no topic selected")?.name.clone(),
+            },
+            Binding::PauseDemo => match self.view.demo {
+                Some(true) => Action::PauseDemo,
+                Some(false) => Action::ResumeDemo,
+                None => return Err(NO_DEMO.into()),
+            },
+            Binding::Follow => Action::ToggleFollow,
+            Binding::PauseTail => Action::ToggleFreeze,
+            Binding::SeekBeginning | Binding::SeekEnd => {
+                let (topic, partition) = tail_topic()?;
+                let to = if binding == Binding::SeekBeginning {
+                    SeekPosition::Beginning
+                } else {
+                    SeekPosition::End
+                };
+                Action::Seek { topic, partition, to }
+            }
+            Binding::SeekOffset => {
+                tail_topic()?;
+                Action::OpenSeek { by: SeekBy::Offset }
+            }
+            Binding::SeekTime => {
+                tail_topic()?;
+                Action::OpenSeek { by: SeekBy::Time }
+            }
+            Binding::NextPartition | Binding::PrevPartition => {
+                let count = self.selected_topic().map_or(0, |t| t.partitions);
+                let order: Vec<Option<i32>> = std::iter::once(None).chain((0..count).map(Some)).collect();
+                let at = order.iter().position(|p| *p == self.tail_partition).unwrap_or(0);
+                let step = if binding == Binding::NextPartition {
+                    1
+                } else {
+                    order.len() - 1
+                };
+                Action::TailPartition {
+                    partition: order.get((at + step) % order.len()).copied().flatten(),
+                }
+            }
+        })
+    }
+
+    // ---- update: an action changes the state and asks for effects ----
+
+    /// Applies an action. No I/O: what must reach the world is returned.
+    pub fn update(&mut self, action: Action, now: DateTime<Utc>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let Some(reason) = self.refused(&action) {
+            self.hint(reason, now);
+            return effects;
+        }
+        match action {
+            Action::Quit => {
+                self.quit = true;
+                effects.push(Effect::Quit);
+            }
+            Action::Help => self.overlays.push(Overlay::Help { scroll: 0 }),
+            Action::Close => {
+                self.close_overlay();
+            }
+            Action::Focus { pane } => self.set_focus(pane),
+            Action::NextPane => self.set_focus(self.focus.next()),
+            Action::PrevPane => self.set_focus(self.focus.prev()),
+            Action::Move { by } => self.move_cursor(by),
+            Action::Top => self.pane_mut(self.focus).cursor = 0,
+            Action::Bottom => self.pane_mut(self.focus).cursor = usize::MAX,
+            Action::Select { pane, row } => {
+                self.set_focus(pane);
+                let current = self.cursor(pane) as i64;
+                self.move_cursor(row as i64 - current);
+            }
+            Action::Drill => self.drill(),
+            Action::Back => self.back(),
+            Action::EditFilter => self.overlays.push(Overlay::Filter),
+            Action::Filter { pane, text } => {
+                let state = self.pane_mut(pane);
+                if state.filter != text {
+                    state.filter = text;
+                    state.cursor = 0;
+                }
+            }
+            Action::OpenProduce { topic, partition } => {
+                self.overlays.push(Overlay::Dialog(Dialog::produce(&topic, partition)));
+            }
+            Action::OpenCreateTopic => {
+                let live = self.view.brokers.iter().filter(|b| b.status.is_up()).count();
+                self.overlays.push(Overlay::Dialog(Dialog::create_topic(live)));
+            }
+            Action::OpenSeek { by } => match &self.tail {
+                Some(t) => {
+                    let dialog = Dialog::seek(by, &t.spec.topic, t.spec.partition);
+                    self.overlays.push(Overlay::Dialog(dialog));
+                }
+                None => self.hint("select a topic first", now),
+            },
+            Action::ToggleFollow => {
+                if let Some(t) = &mut self.tail {
+                    t.follow = !t.follow;
+                }
+            }
+            Action::ToggleFreeze => {
+                if let Some(t) = &mut self.tail {
+                    t.frozen = match t.frozen.take() {
+                        Some(_) => None,
+                        None => Some(t.records()),
+                    };
+                }
+            }
+            Action::Seek { topic, partition, to } => self.seek(topic, partition, to, now, &mut effects),
+            Action::TailPartition { partition } => self.tail_partition = partition,
+            Action::Answer { yes } => {
+                if let Some(i) = self.overlays.iter().rposition(|o| matches!(o, Overlay::Confirm { .. }))
+                    && let Overlay::Confirm { command, .. } = self.overlays.remove(i)
+                {
+                    if yes {
+                        self.submit(command, now, &mut effects);
+                    } else {
+                        self.hint("cancelled", now);
+                    }
+                }
+            }
+            Action::Caption { title, text } => {
+                self.overlays.retain(|o| !matches!(o, Overlay::Caption { .. }));
+                self.overlays.insert(0, Overlay::Caption { title, text });
+            }
+            Action::HideCaption => self.overlays.retain(|o| !matches!(o, Overlay::Caption { .. })),
+            other => self.cluster_action(other, now, &mut effects),
+        }
+        self.ensure_tail(&mut effects);
+        effects
+    }
+
+    /// Actions that become a cluster command: checked against what the view shows, and
+    /// confirmed first when they destroy.
+    fn cluster_action(&mut self, action: Action, now: DateTime<Utc>, effects: &mut Vec<Effect>) {
+        let Some(command) = action.command() else {
+            return;
+        };
+        let broker = |id| self.view.brokers.iter().find(|b| b.id == id).map(|b| b.status);
+        let down = |s: Option<BrokerStatus>| matches!(s, Some(BrokerStatus::Stopped | BrokerStatus::Killed));
+        match &action {
+            Action::KillBroker { broker: id } | Action::StopBroker { broker: id } if down(broker(*id)) => {
+                self.hint(&format!("broker {id} is already down"), now)
+            }
+            Action::KillBroker { broker: id } => self.submit_destructive(
+                command,
+                format!("Kill broker {id} (hard crash, no controlled shutdown)?"),
+                now,
+                effects,
+            ),
+            Action::StopBroker { broker: id } => self.submit_destructive(
+                command,
+                format!("Stop broker {id} (controlled shutdown: leaders move first)?"),
+                now,
+                effects,
+            ),
+            Action::StartBroker { broker: id } if !down(broker(*id)) => {
+                self.hint(&format!("broker {id} is running; kill (x) or stop (s) it first"), now)
+            }
+            Action::PauseBroker { broker: id } if down(broker(*id)) => {
+                self.hint(&format!("broker {id} is down; restart it with r"), now)
+            }
+            Action::DeleteTopic { topic } if self.is_internal(topic) => self.hint(
+                &format!("{topic} is an internal topic (the cluster's own state): it cannot be deleted"),
+                now,
+            ),
+            Action::DeleteTopic { topic } => {
+                let question = format!("Delete topic {topic} and all its data?");
+                self.submit_destructive(command, question, now, effects)
+            }
+            _ => self.submit(command, now, effects),
+        }
+    }
+
+    /// Whether a topic is the cluster's own (`__consumer_offsets`, anything named `__*`).
+    fn is_internal(&self, topic: &str) -> bool {
+        topic.starts_with("__") || self.view.topics.iter().any(|t| t.name == topic && t.internal)
+    }
+
+    fn submit(&mut self, command: Command, now: DateTime<Utc>, effects: &mut Vec<Effect>) {
+        self.say(format!("{command}..."), Severity::Info, now);
+        effects.push(Effect::Submit(command));
+    }
+
+    /// Submits at once, or asks first when confirmations are on.
+    fn submit_destructive(
+        &mut self,
+        command: Command,
+        question: String,
+        now: DateTime<Utc>,
+        effects: &mut Vec<Effect>,
+    ) {
+        if self.console.confirm_destructive {
+            self.overlays.push(Overlay::Confirm { question, command });
+        } else {
+            self.submit(command, now, effects);
+        }
+    }
+
+    fn seek(
+        &mut self,
+        topic: String,
+        partition: Option<i32>,
+        to: SeekPosition,
+        now: DateTime<Utc>,
+        effects: &mut Vec<Effect>,
+    ) {
+        if self.selected_topic().is_none_or(|t| t.name != topic) {
+            // A script or command may seek another topic: select it first.
+            let Some(i) = self.view.topics.iter().position(|t| t.name == topic) else {
+                return self.hint(&format!("no topic {topic}"), now);
+            };
+            self.pane_mut(Pane::Topics).filter.clear();
+            self.pane_mut(Pane::Topics).cursor = i;
+        }
+        self.tail_partition = partition;
+        self.start_tail(
+            TailSpec {
+                topic,
+                partition,
+                start: to,
+            },
+            effects,
+        );
         if matches!(
-            start,
+            to,
             SeekPosition::Beginning | SeekPosition::Offset(_) | SeekPosition::Timestamp(_)
         ) && let Some(t) = &mut self.tail
         {
             t.follow = false;
-            self.cursor[Pane::Messages.index()] = 0;
+            self.pane_mut(Pane::Messages).cursor = 0;
         }
-        self.hint(&format!("messages from {start}"));
+        self.hint(&format!("messages from {to}"), now);
     }
 
-    fn hint(&mut self, text: &str) {
-        self.say(text.to_string(), Severity::Warn);
-    }
-
-    /// A note in the footer, stamped with the view's time.
-    fn say(&mut self, text: String, severity: Severity) {
-        self.status = Some(Status {
-            text,
-            severity,
-            at: self.view.taken_at,
-        });
-    }
-
-    fn submit(&mut self, command: Command) {
-        self.say(format!("{command}..."), Severity::Info);
-        self.source.submit(command, self.outcomes.clone());
-    }
-
-    /// Submits at once, or asks first when confirmations are on.
-    fn submit_destructive(&mut self, command: Command, question: String) {
-        if self.console.confirm_destructive {
-            self.mode = Mode::Confirm { question, command };
-        } else {
-            self.submit(command);
-        }
-    }
-
-    // ---- input ----
-
-    pub fn on_mouse(&mut self, event: MouseEvent) {
-        let inside = |r: &ratatui::layout::Rect| {
-            event.column >= r.x && event.column < r.x + r.width && event.row >= r.y && event.row < r.y + r.height
-        };
-        let pane = self.pane_areas.iter().find(|(_, r)| inside(r)).map(|(p, _)| *p);
-        match event.kind {
-            MouseEventKind::ScrollDown => self.move_cursor(1),
-            MouseEventKind::ScrollUp => self.move_cursor(-1),
-            MouseEventKind::Down(_) => {
-                if let Some(p) = pane {
-                    self.set_focus(p);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    pub fn on_key(&mut self, key: KeyEvent) {
-        if self.too_small && self.mode != Mode::Normal {
-            // A dialog or confirmation opened before the terminal shrank: nothing is answered
-            // unseen; Esc closes it.
-            if key.code == KeyCode::Esc {
-                self.mode = Mode::Normal;
-            }
-            return;
-        }
-        match std::mem::replace(&mut self.mode, Mode::Normal) {
-            Mode::Normal => self.on_normal_key(key),
-            Mode::Help => {}
-            Mode::Detail(record) => {
-                if !matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
-                    self.mode = Mode::Detail(record);
-                }
-            }
-            Mode::Filter => self.on_filter_key(key),
-            Mode::Confirm { question, command } => match key.code {
-                // Only an explicit yes: Enter alone, the key that opened many a dialog, says no.
-                KeyCode::Char('y') | KeyCode::Char('Y') => self.submit(command),
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => self.hint("cancelled"),
-                _ => self.mode = Mode::Confirm { question, command },
-            },
-            Mode::Dialog(dialog) => self.on_dialog_key(dialog, key),
-        }
-        self.ensure_tail();
-    }
-
-    fn on_filter_key(&mut self, key: KeyEvent) {
-        let filter = &mut self.filters[self.focus.index()];
-        match key.code {
-            KeyCode::Esc => filter.clear(),
-            KeyCode::Enter => {}
-            KeyCode::Backspace => {
-                filter.pop();
-                self.mode = Mode::Filter;
-            }
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                filter.push(c);
-                self.cursor[self.focus.index()] = 0;
-                self.mode = Mode::Filter;
-            }
-            _ => self.mode = Mode::Filter,
-        }
-    }
-
-    fn move_cursor(&mut self, delta: isize) {
+    fn move_cursor(&mut self, delta: i64) {
         let pane = self.focus;
-        let len = self.len(pane);
+        let len = pane::view_of(pane).rows(self);
         let current = self.cursor(pane);
         if pane == Pane::Messages
             && let Some(t) = &mut self.tail
         {
             t.follow = false;
         }
+        let delta = isize::try_from(delta).unwrap_or(if delta < 0 { isize::MIN } else { isize::MAX });
         let next = current.saturating_add_signed(delta).min(len.saturating_sub(1));
-        self.cursor[pane.index()] = next;
+        self.pane_mut(pane).cursor = next;
         if pane == Pane::Messages
             && next + 1 == len
             && delta > 0
@@ -477,153 +831,15 @@ impl App {
             t.follow = true;
         }
         if pane == Pane::Topics {
-            self.cursor[Pane::Partitions.index()] = 0;
+            self.pane_mut(Pane::Partitions).cursor = 0;
             self.tail_partition = None;
-        }
-    }
-
-    fn on_normal_key(&mut self, key: KeyEvent) {
-        let Some(action) = self.keymap.action(&key) else {
-            return;
-        };
-        if self.too_small && action != Action::Quit {
-            return;
-        }
-        let tail_action = matches!(
-            action,
-            Action::Follow
-                | Action::PauseTail
-                | Action::SeekBeginning
-                | Action::SeekEnd
-                | Action::SeekOffset
-                | Action::SeekTime
-                | Action::NextPartition
-                | Action::PrevPartition
-        );
-        if let Some(reason) = self.unavailable(action) {
-            return self.hint(reason);
-        }
-        if tail_action && self.focus != Pane::Messages {
-            // Outside the tail, beginning and end are the top and bottom of the list.
-            match action {
-                Action::SeekBeginning => self.cursor[self.focus.index()] = 0,
-                Action::SeekEnd => self.cursor[self.focus.index()] = usize::MAX,
-                _ => self.hint("that key works in the Messages pane (5)"),
-            }
-            return;
-        }
-        match action {
-            Action::Quit => self.quit = true,
-            Action::Help => self.mode = Mode::Help,
-            Action::NextPane => self.set_focus(self.focus.next()),
-            Action::PrevPane => self.set_focus(self.focus.prev()),
-            Action::FocusPane(p) => self.set_focus(p),
-            Action::Up => self.move_cursor(-1),
-            Action::Down => self.move_cursor(1),
-            Action::PageUp => self.move_cursor(-10),
-            Action::PageDown => self.move_cursor(10),
-            Action::Drill => self.drill(),
-            Action::Back => self.back(),
-            Action::Filter => self.mode = Mode::Filter,
-            Action::Produce => self.open_produce(),
-            Action::KillBroker => self.broker_command(action),
-            Action::StopBroker => self.broker_command(action),
-            Action::RestartBroker => self.broker_command(action),
-            Action::PauseBroker => self.broker_command(action),
-            Action::Rebalance => {
-                let topic = matches!(self.focus, Pane::Topics | Pane::Partitions)
-                    .then(|| self.selected_topic().map(|t| t.name.clone()))
-                    .flatten();
-                self.submit(Command::ElectPreferredLeaders { topic });
-            }
-            Action::CreateTopic => {
-                self.mode = Mode::Dialog(Dialog {
-                    kind: DialogKind::CreateTopic,
-                    title: "Create topic".into(),
-                    fields: vec![
-                        field("name", "", "letters, digits, . _ -"),
-                        field("partitions", "3", ""),
-                        field(
-                            "replication factor",
-                            &self.view.brokers.len().clamp(1, 3).to_string(),
-                            "",
-                        ),
-                        field("cleanup policy", "delete", "delete · compact · compact,delete"),
-                    ],
-                    focus: 0,
-                    error: None,
-                });
-            }
-            Action::DeleteTopic => match self.selected_topic().map(|t| (t.name.clone(), t.internal)) {
-                Some((name, true)) => self.hint(&format!(
-                    "{name} is an internal topic (the cluster's own state): it cannot be deleted"
-                )),
-                Some((name, false)) => self.submit_destructive(
-                    Command::DeleteTopic { name: name.clone() },
-                    format!("Delete topic {name} and all its data?"),
-                ),
-                None => self.hint("no topic selected"),
-            },
-            Action::PauseDemo => match self.view.demo {
-                Some(true) => self.submit(Command::PauseDemo),
-                Some(false) => self.submit(Command::ResumeDemo),
-                None => self.hint("this cluster has no demo workload"),
-            },
-            Action::Follow => {
-                if let Some(t) = &mut self.tail {
-                    t.follow = !t.follow;
-                }
-            }
-            Action::PauseTail => {
-                if let Some(t) = &mut self.tail {
-                    t.frozen = match t.frozen.take() {
-                        Some(_) => None,
-                        None => Some(t.handle.buffer.records()),
-                    };
-                }
-            }
-            Action::SeekBeginning => self.seek(SeekPosition::Beginning),
-            Action::SeekEnd => self.seek(SeekPosition::End),
-            Action::SeekOffset => {
-                self.mode = Mode::Dialog(Dialog {
-                    kind: DialogKind::SeekOffset,
-                    title: "Seek to offset".into(),
-                    fields: vec![field("offset", "", "in each partition read")],
-                    focus: 0,
-                    error: None,
-                })
-            }
-            Action::SeekTime => {
-                self.mode = Mode::Dialog(Dialog {
-                    kind: DialogKind::SeekTime,
-                    title: "Seek to time".into(),
-                    fields: vec![field(
-                        "time",
-                        "",
-                        "YYYY-MM-DD HH:MM:SS (local), RFC 3339, or -30s -5m -2h",
-                    )],
-                    focus: 0,
-                    error: None,
-                })
-            }
-            Action::NextPartition | Action::PrevPartition => {
-                let count = self.selected_topic().map_or(0, |t| t.partitions);
-                let order: Vec<Option<i32>> = std::iter::once(None).chain((0..count).map(Some)).collect();
-                let at = order.iter().position(|p| *p == self.tail_partition).unwrap_or(0);
-                let step = if action == Action::NextPartition {
-                    1
-                } else {
-                    order.len() - 1
-                };
-                self.tail_partition = order.get((at + step) % order.len()).copied().flatten();
-            }
         }
     }
 
     fn set_focus(&mut self, pane: Pane) {
         // The timeline opens on its newest event.
         if pane == Pane::Events && self.focus != Pane::Events {
-            self.cursor[Pane::Events.index()] = usize::MAX;
+            self.pane_mut(Pane::Events).cursor = usize::MAX;
         }
         self.focus = pane;
     }
@@ -638,7 +854,7 @@ impl App {
             Pane::Messages => {
                 let messages = self.visible_messages();
                 if let Some(r) = messages.get(self.cursor(Pane::Messages)) {
-                    self.mode = Mode::Detail(Box::new(r.clone()));
+                    self.overlays.push(Overlay::Detail(Box::new(r.clone())));
                 }
             }
             Pane::Groups | Pane::Events => {}
@@ -646,229 +862,77 @@ impl App {
     }
 
     fn back(&mut self) {
-        let filter = &mut self.filters[self.focus.index()];
-        if !filter.is_empty() {
-            filter.clear();
+        let state = self.pane_mut(self.focus);
+        if !state.filter.is_empty() {
+            state.filter.clear();
             return;
         }
         match self.focus {
             Pane::Partitions => self.focus = Pane::Topics,
             Pane::Messages => {
-                if self.tail_partition.is_some() {
-                    self.tail_partition = None;
-                }
+                self.tail_partition = None;
                 self.focus = Pane::Partitions;
             }
             _ => {}
         }
     }
+}
 
-    fn broker_command(&mut self, action: Action) {
-        let Some(broker) = self.selected_broker().cloned() else {
-            return self.hint("no broker selected");
-        };
-        let id = broker.id;
-        let down = matches!(broker.status, BrokerStatus::Stopped | BrokerStatus::Killed);
-        match action {
-            Action::KillBroker if down => self.hint(&format!("broker {id} is already down")),
-            Action::KillBroker => self.submit_destructive(
-                Command::KillBroker(id),
-                format!("Kill broker {id} (hard crash, no controlled shutdown)?"),
-            ),
-            Action::StopBroker if down => self.hint(&format!("broker {id} is already down")),
-            Action::StopBroker => self.submit_destructive(
-                Command::StopBroker(id),
-                format!("Stop broker {id} (controlled shutdown: leaders move first)?"),
-            ),
-            Action::RestartBroker if broker.status == BrokerStatus::Paused => self.submit(Command::ResumeBroker(id)),
-            Action::RestartBroker if down => self.submit(Command::StartBroker(id)),
-            Action::RestartBroker => self.hint(&format!("broker {id} is running; kill (x) or stop (s) it first")),
-            Action::PauseBroker if broker.status == BrokerStatus::Paused => self.submit(Command::ResumeBroker(id)),
-            Action::PauseBroker if down => self.hint(&format!("broker {id} is down; restart it with r")),
-            Action::PauseBroker => self.submit(Command::PauseBroker(id)),
-            _ => {}
-        }
-    }
+const READ_ONLY: &str = "read-only: this console changes nothing in the cluster (--read-only)";
+const NO_DEMO: &str = "this cluster has no demo workload";
 
-    fn open_produce(&mut self) {
-        let Some(topic) = self.selected_topic().map(|t| t.name.clone()) else {
-            return self.hint("no topic selected");
-        };
-        let partition = self.tail_partition.map(|p| p.to_string()).unwrap_or_default();
-        self.mode = Mode::Dialog(Dialog {
-            kind: DialogKind::Produce,
-            title: format!("Produce to {topic}"),
-            fields: vec![
-                field("partition", &partition, "empty: chosen by the key's hash"),
-                field("key", "", "empty: no key"),
-                field("value", "", ""),
-                field("headers", "", "k=v, k2=v2"),
-            ],
-            focus: 2,
-            error: None,
-        });
-    }
+/// What a key did to an overlay.
+enum OverlayKey {
+    /// It asks for an action.
+    Act(Action),
+    /// A dialog's Enter: check its input.
+    Submit,
+    /// It changed the overlay (or nothing).
+    Kept,
+}
 
-    fn on_dialog_key(&mut self, mut dialog: Dialog, key: KeyEvent) {
-        let last = dialog.fields.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Esc => return,
-            KeyCode::Tab | KeyCode::Down => dialog.focus = if dialog.focus >= last { 0 } else { dialog.focus + 1 },
-            KeyCode::BackTab | KeyCode::Up => dialog.focus = if dialog.focus == 0 { last } else { dialog.focus - 1 },
-            KeyCode::Backspace => {
-                if let Some(f) = dialog.fields.get_mut(dialog.focus) {
-                    f.value.pop();
-                }
+/// Keys inside an overlay: typing, moving between fields, answering.
+fn overlay_key(overlay: &mut Overlay, key: KeyEvent) -> OverlayKey {
+    let typed = |key: &KeyEvent| match key.code {
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => Some(c),
+        _ => None,
+    };
+    match overlay {
+        Overlay::Help { scroll } => match key.code {
+            KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_add(1),
+            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => *scroll = scroll.saturating_add(10),
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+            _ => return OverlayKey::Act(Action::Close),
+        },
+        Overlay::Detail(_) => {
+            if matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
+                return OverlayKey::Act(Action::Close);
             }
-            KeyCode::Enter => match self.dialog_command(&dialog) {
-                Ok(()) => return,
-                Err(e) => dialog.error = Some(e),
-            },
-            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
-                if let Some(f) = dialog.fields.get_mut(dialog.focus) {
-                    f.value.push(c);
-                }
+        }
+        Overlay::Confirm { .. } => match key.code {
+            // Only an explicit yes: Enter alone, the key that opened many a dialog, says no.
+            KeyCode::Char('y') | KeyCode::Char('Y') => return OverlayKey::Act(Action::Answer { yes: true }),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Enter => {
+                return OverlayKey::Act(Action::Answer { yes: false });
             }
             _ => {}
-        }
-        self.mode = Mode::Dialog(dialog);
-    }
-
-    /// Acts on a submitted dialog, or says what is wrong with it.
-    fn dialog_command(&mut self, dialog: &Dialog) -> Result<(), String> {
-        let value = |i: usize| dialog.fields.get(i).map_or("", |f| f.value.trim());
-        match dialog.kind {
-            DialogKind::Produce => {
-                let topic = self
-                    .selected_topic()
-                    .map(|t| t.name.clone())
-                    .ok_or("no topic selected")?;
-                let partition = match value(0) {
-                    "" => None,
-                    p => Some(
-                        p.parse::<i32>()
-                            .map_err(|_| format!("partition {p:?} is not a number"))?,
-                    ),
-                };
-                let key = Some(value(1).to_string()).filter(|k| !k.is_empty());
-                let headers = parse_headers(value(3))?;
-                let value = dialog.fields.get(2).map_or(String::new(), |f| f.value.clone());
-                self.submit(Command::Produce(ProduceRequest {
-                    topic,
-                    partition,
-                    key,
-                    value,
-                    headers,
-                }));
-            }
-            DialogKind::CreateTopic => {
-                let name = value(0);
-                let valid = !name.is_empty()
-                    && name.len() <= 249
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-                    && name != "."
-                    && name != "..";
-                if !valid {
-                    return Err("a topic name is 1-249 of letters, digits, '.', '_' and '-'".into());
+        },
+        // The filter line is typed in `filter_key`.
+        Overlay::Filter => {}
+        Overlay::Dialog(dialog) => match key.code {
+            KeyCode::Esc => return OverlayKey::Act(Action::Close),
+            KeyCode::Tab | KeyCode::Down => dialog.next_field(),
+            KeyCode::BackTab | KeyCode::Up => dialog.prev_field(),
+            KeyCode::Backspace => dialog.pop(),
+            KeyCode::Enter => return OverlayKey::Submit,
+            _ => {
+                if let Some(c) = typed(&key) {
+                    dialog.push(c);
                 }
-                let partitions = value(1)
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|p| *p >= 1)
-                    .ok_or("partitions must be a number of at least 1")?;
-                let replication_factor = value(2)
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|r| *r >= 1)
-                    .ok_or("the replication factor must be a number of at least 1")?;
-                let cleanup_policy = match value(3).replace(' ', "").to_ascii_lowercase().as_str() {
-                    "" | "delete" => "delete",
-                    "compact" => "compact",
-                    "compact,delete" | "delete,compact" => "compact,delete",
-                    _ => return Err("the cleanup policy is delete, compact or compact,delete".into()),
-                };
-                self.submit(Command::CreateTopic {
-                    name: name.to_string(),
-                    partitions,
-                    replication_factor,
-                    cleanup_policy: cleanup_policy.into(),
-                });
             }
-            DialogKind::SeekOffset => {
-                let offset = value(0)
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|o| *o >= 0)
-                    .ok_or("an offset is a number of at least 0")?;
-                self.seek(SeekPosition::Offset(offset));
-            }
-            DialogKind::SeekTime => {
-                let at = parse_time(value(0), self.view.taken_at.max(Utc::now()), self.tz)?;
-                self.seek(SeekPosition::Timestamp(at));
-            }
-        }
-        Ok(())
+        },
+        Overlay::Caption { .. } => {}
     }
-}
-
-fn field(label: &'static str, value: &str, hint: &'static str) -> Field {
-    Field {
-        label,
-        value: value.to_string(),
-        hint,
-    }
-}
-
-/// `k=v, k2=v2` into header pairs.
-pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
-    let mut headers: Vec<(String, String)> = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| format!("header {part:?} is not key=value"))?;
-        let k = k.trim();
-        if k.is_empty() {
-            return Err(format!("header {part:?} has no key"));
-        }
-        if headers.iter().any(|(h, _)| h == k) {
-            return Err(format!("header {k:?} is given twice"));
-        }
-        headers.push((k.to_string(), v.trim().to_string()));
-    }
-    Ok(headers)
-}
-
-/// A local date-time, an RFC 3339 time, or a relative `-30s`, `-5m`, `-2h`, `-1d`.
-pub fn parse_time(text: &str, now: DateTime<Utc>, tz: FixedOffset) -> Result<DateTime<Utc>, String> {
-    if let Some(rel) = text.strip_prefix('-') {
-        let (n, unit) = rel.split_at(rel.find(|c: char| !c.is_ascii_digit()).unwrap_or(rel.len()));
-        let n: i64 = n
-            .parse()
-            .map_err(|_| format!("{text:?}: expected -<number><s|m|h|d>"))?;
-        let secs = match unit {
-            "s" | "" => n,
-            "m" => n.saturating_mul(60),
-            "h" => n.saturating_mul(3600),
-            "d" => n.saturating_mul(86_400),
-            _ => return Err(format!("{text:?}: the unit is s, m, h or d")),
-        };
-        return chrono::Duration::try_seconds(secs)
-            .and_then(|d| now.checked_sub_signed(d))
-            .ok_or_else(|| format!("{text:?} is too far back"));
-    }
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    for format in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"] {
-        if let Ok(local) = NaiveDateTime::parse_from_str(text, format)
-            && let Some(t) = tz.from_local_datetime(&local).single()
-        {
-            return Ok(t.with_timezone(&Utc));
-        }
-    }
-    Err(format!(
-        "{text:?} is not a time: use YYYY-MM-DD HH:MM:SS, RFC 3339 or -30s / -5m / -2h"
-    ))
+    OverlayKey::Kept
 }

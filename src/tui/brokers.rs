@@ -11,7 +11,9 @@ use ratatui::widgets::{Cell, Row, Table};
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
 use super::layout::{block, flashing, scroll};
+use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, rate, sparkline};
 use crate::view::{BrokerRow, Throughput};
 
@@ -19,7 +21,36 @@ use crate::view::{BrokerRow, Throughput};
 const SKEW_WARN: f64 = 10.0;
 const SKEW_ALERT: f64 = 20.0;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
+pub struct BrokersPane;
+
+impl PaneView for BrokersPane {
+    fn title(&self) -> &'static str {
+        "Brokers"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        &[
+            (Binding::KillBroker, "kill"),
+            (Binding::StopBroker, "stop"),
+            (Binding::RestartBroker, "restart"),
+            (Binding::PauseBroker, "pause"),
+            (Binding::Rebalance, "rebalance"),
+            (Binding::NextPane, "pane"),
+            (Binding::Help, "help"),
+            (Binding::Quit, "quit"),
+        ]
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_brokers().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
+        draw(frame, area, app, now)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
     let t = &app.theme;
     let brokers = app.visible_brokers();
     let online: Vec<_> = app.view.brokers.iter().filter(|b| b.status.is_up()).collect();
@@ -39,6 +70,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Brokers);
     let spark_width = (inner.width as usize).saturating_sub(51).clamp(4, 30);
+    let layout = PaneLayout::table(Pane::Brokers, area, inner, scroll(cursor, height), brokers.len());
     let rows = brokers
         .iter()
         .enumerate()
@@ -104,6 +136,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Constraint::Min(4),
     ];
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    layout
 }
 
 fn throughput_in(throughput: Throughput) -> String {

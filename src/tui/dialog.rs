@@ -1,11 +1,40 @@
-//! Dialogs (produce, create topic, seek) and confirmations.
+//! Dialogs (produce, create topic, seek), confirmations and captions.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::app::{App, Dialog};
+use unicode_width::UnicodeWidthChar;
+
+use super::app::App;
+use super::overlay::Dialog;
+
+/// The dialog's width, frame included.
+const DIALOG_WIDTH: u16 = 72;
+/// The label column: 19 right-aligned characters and ": ".
+const LABEL_WIDTH: usize = 21;
+
+/// The end of a field's value that fits `width` columns with the cursor: a long value scrolls
+/// inside its field (its start gives way to `…`) rather than wrapping over the dialog.
+pub fn field_window(value: &str, width: usize) -> String {
+    let width = width.saturating_sub(1);
+    let total: usize = value.chars().map(|c| c.width().unwrap_or(0)).sum();
+    if total <= width {
+        return value.to_string();
+    }
+    let mut kept = Vec::new();
+    let mut used = 1;
+    for c in value.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
 
 fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
@@ -20,6 +49,7 @@ fn popup(area: Rect, width: u16, height: u16) -> Rect {
 
 pub fn draw_dialog(frame: &mut Frame, area: Rect, app: &App, dialog: &Dialog) {
     let t = &app.theme;
+    let value_width = usize::from(DIALOG_WIDTH.min(area.width)).saturating_sub(2 + LABEL_WIDTH);
     let mut lines = Vec::new();
     for (i, f) in dialog.fields.iter().enumerate() {
         let focused = i == dialog.focus;
@@ -27,7 +57,7 @@ pub fn draw_dialog(frame: &mut Frame, area: Rect, app: &App, dialog: &Dialog) {
         lines.push(Line::from(vec![
             Span::styled(format!("{:>19}: ", f.label), if focused { t.title } else { t.dim }),
             Span::styled(
-                format!("{}{cursor}", f.value),
+                format!("{}{cursor}", field_window(&f.value, value_width)),
                 if focused { t.selected } else { t.text },
             ),
         ]));
@@ -40,7 +70,10 @@ pub fn draw_dialog(frame: &mut Frame, area: Rect, app: &App, dialog: &Dialog) {
         lines.push(Line::styled(e.clone(), t.error));
     }
     lines.push(Line::styled("Enter submit · Tab next field · Esc cancel", t.dim));
-    let area = popup(area, 72, lines.len() as u16 + 2);
+    // Every line is shown: a long error wraps and the dialog grows to hold it.
+    let inner = usize::from(DIALOG_WIDTH.min(area.width).saturating_sub(2)).max(1);
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
+    let area = popup(area, DIALOG_WIDTH, rows as u16 + 2);
     draw_popup(frame, area, app, lines, format!(" {} ", dialog.title));
 }
 
@@ -55,6 +88,29 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     draw_popup(frame, area, app, lines, " Confirm ".to_string());
 }
 
+/// A caption at the bottom of the dashboard: a trainer's words stay on screen while the
+/// cluster moves (and under a confirmation).
+pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text: &str) {
+    let width = area.width.saturating_sub(4).min(100);
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let rows: u16 = text
+        .lines()
+        .map(|l| (unicode_width::UnicodeWidthStr::width(l).max(1)).div_ceil(inner) as u16)
+        .sum();
+    let height = (rows + 2).min(area.height / 2).max(3);
+    let caption = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: (area.y + area.height).saturating_sub(height + 1),
+        width,
+        height,
+    };
+    let lines: Vec<Line> = text
+        .lines()
+        .map(|l| Line::styled(l.to_string(), app.theme.text))
+        .collect();
+    draw_popup(frame, caption, app, lines, format!(" {title} "));
+}
+
 /// A framed, wrapped popup drawn over whatever is below it.
 fn draw_popup(frame: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'_>>, title: String) {
     frame.render_widget(Clear, area);
@@ -67,4 +123,20 @@ fn draw_popup(frame: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'_>>, ti
         ),
         area,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_value_shows_its_end_within_the_field() {
+        assert_eq!(field_window("short", 10), "short");
+        let long = "a".repeat(40) + "xyz";
+        let shown = field_window(&long, 10);
+        assert_eq!(shown, format!("…{}xyz", "a".repeat(5)));
+        assert_eq!(unicode_width::UnicodeWidthStr::width(shown.as_str()), 9);
+        // Wide characters count two columns.
+        assert_eq!(field_window("主题主题主题", 8), "…题主题");
+    }
 }

@@ -9,11 +9,33 @@ use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
+use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 
 /// The time prefix of each line, `HH:MM:SS `.
 const TIME_WIDTH: usize = 9;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+pub struct EventsPane;
+
+impl PaneView for EventsPane {
+    fn title(&self) -> &'static str {
+        "Events"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        GENERAL_HINTS
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_events().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: chrono::DateTime<chrono::Utc>) -> PaneLayout {
+        draw(frame, area, app)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let events = app.visible_events();
     let block = super::layout::block(app, Pane::Events, String::new());
@@ -47,4 +69,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), area);
+    PaneLayout::plain(Pane::Events, area)
 }

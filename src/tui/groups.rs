@@ -8,10 +8,32 @@ use ratatui::widgets::{Cell, Row, Table};
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
 use super::layout::{block, scroll};
+use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+pub struct GroupsPane;
+
+impl PaneView for GroupsPane {
+    fn title(&self) -> &'static str {
+        "Consumer groups"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        GENERAL_HINTS
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_groups().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: chrono::DateTime<chrono::Utc>) -> PaneLayout {
+        draw(frame, area, app)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let groups = app.visible_groups();
     let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
@@ -22,6 +44,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let cursor = app.cursor(Pane::Groups);
     let height = parts[0].height.saturating_sub(1) as usize;
     let id_width = (inner.width as usize).saturating_sub(33).clamp(6, 24);
+    let layout = PaneLayout::table(Pane::Groups, area, parts[0], scroll(cursor, height), groups.len());
     let rows = groups
         .iter()
         .enumerate()
@@ -56,7 +79,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Table::new(rows, widths).header(header), parts[0]);
 
     let Some(group) = app.selected_group() else {
-        return;
+        return layout;
     };
     let height = parts[1].height.saturating_sub(1) as usize;
     // What the fixed columns and their gaps leave to the member column.
@@ -97,6 +120,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         Constraint::Min(6),
     ];
     frame.render_widget(Table::new(rows, widths).header(header), parts[1]);
+    layout
 }
 
 /// Group states in at most 11 columns.

@@ -1,6 +1,7 @@
-//! The `?` overlay: every binding from the keymap, and where the log file is. Actions the
-//! source does not offer are greyed out with the reason; a read-only console hides every
-//! action that changes the cluster.
+//! The `?` overlay: every binding from the keymap, the focused pane's first, and where the
+//! log file is. It fits the terminal and scrolls (↑/↓, PgUp/PgDn); any other key closes it.
+//! Bindings the source does not offer are greyed out with the reason; a read-only console
+//! hides every binding that changes the cluster.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,32 +9,56 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::app::App;
-use super::keymap::Action;
+use super::keymap::Binding;
+use super::pane::view_of;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+/// The overlay's lines, before scrolling.
+pub fn lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
-    let mut lines = vec![Line::from(vec![
-        Span::styled(format!("{:<16}", "1-6"), t.title),
-        Span::raw(Action::FocusPane(super::Pane::Brokers).describe()),
-    ])];
     let mut reasons: Vec<&'static str> = Vec::new();
-    for (action, _) in &app.keymap.bindings {
-        let keys = format!("{:<16}", app.keymap.keys_of(*action));
-        match app.unavailable(*action) {
-            Some(_) if app.capabilities.read_only && action.mutates() => {}
+    let mut entry = |lines: &mut Vec<Line<'static>>, binding: Binding| {
+        let keys = format!("{:<16}", app.keymap.keys_of(binding));
+        match app.unavailable(binding) {
+            Some(_) if app.capabilities.read_only && binding.mutates() => {}
             Some(reason) => {
                 if !reasons.contains(&reason) {
                     reasons.push(reason);
                 }
                 lines.push(Line::from(vec![
                     Span::styled(keys, t.dim),
-                    Span::styled(format!("{} (unavailable)", action.describe()), t.dim),
+                    Span::styled(format!("{} (unavailable)", binding.describe()), t.dim),
                 ]));
             }
             None => lines.push(Line::from(vec![
                 Span::styled(keys, t.title),
-                Span::raw(action.describe()),
+                Span::raw(binding.describe()),
             ])),
+        }
+    };
+    let pane = view_of(app.focus);
+    let mut first: Vec<Binding> = Vec::new();
+    for (b, _) in pane.hints() {
+        if !first.contains(b) && !matches!(b, Binding::Help | Binding::Quit | Binding::NextPane) {
+            first.push(*b);
+        }
+    }
+    let mut own = Vec::new();
+    for b in &first {
+        entry(&mut own, *b);
+    }
+    let mut lines = Vec::new();
+    if !own.is_empty() {
+        lines.push(Line::styled(format!("In {}", pane.title()), t.column_header));
+        lines.extend(own);
+        lines.push(Line::styled("Everywhere", t.column_header));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(format!("{:<16}", "1-6"), t.title),
+        Span::raw(Binding::FocusPane(super::Pane::Brokers).describe()),
+    ]));
+    for (binding, _) in &app.keymap.bindings {
+        if !first.contains(binding) {
+            entry(&mut lines, *binding);
         }
     }
     lines.push(Line::raw(""));
@@ -47,7 +72,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         ));
     }
     lines.push(Line::styled(
-        "Dialogs: Tab/↑/↓ move between fields, Enter submit, Esc cancel. Confirm with y or Enter.",
+        "Dialogs: Tab/↑/↓ fields, Enter submit, Esc cancel. Confirm: y yes; n, Esc or Enter no.",
         t.dim,
     ));
     lines.push(Line::styled(
@@ -59,7 +84,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         .as_ref()
         .map_or("not written".to_string(), |p| p.display().to_string());
     lines.push(Line::styled(format!("Log file: {log}"), t.dim));
-    let height = (lines.len() as u16 + 2).min(area.height);
+    lines
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, scroll: u16) {
+    let t = &app.theme;
+    let lines = lines(app);
+    let total = lines.len() as u16;
+    let height = (total + 2).min(area.height);
+    let shown = height.saturating_sub(2);
+    let scroll = scroll.min(total.saturating_sub(shown));
     let width = area.width.min(100);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,
@@ -67,13 +101,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         width,
         height,
     };
+    let title = if shown < total {
+        format!(
+            " Keys · {}-{} of {total} · ↑↓ PgUp PgDn scroll · other keys close ",
+            scroll + 1,
+            (scroll + shown).min(total)
+        )
+    } else {
+        " Keys · any key closes ".to_string()
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).block(
+        Paragraph::new(lines).scroll((scroll, 0)).block(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(t.focused_border)
-                .title(" Keys · any key closes "),
+                .title(title),
         ),
         popup,
     );

@@ -1,17 +1,25 @@
-//! Keys to actions, from `[keys]` in the configuration; the help overlay is generated from it.
+//! Keys to bindings, from `[keys]` in the configuration: a map from a binding's name to its
+//! keys, whose defaults live only in `assets/kdeck.toml`. A binding names what the user
+//! means ("kill the selected broker"); the app resolves it against the selection into an
+//! [`Action`](super::action::Action) with an explicit target. The help overlay and the
+//! footer hints are generated from the keymap.
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde::{Deserialize, Deserializer};
 
 use super::Pane;
-use crate::config::KeysConfig;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+/// What a key can mean. The names are the keys of `[keys]` (snake_case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Binding {
     Quit,
     Help,
     NextPane,
     PrevPane,
-    FocusPane(Pane),
     Up,
     Down,
     PageUp,
@@ -36,74 +44,180 @@ pub enum Action {
     SeekTime,
     NextPartition,
     PrevPartition,
+    /// Not in `[keys]`: the digits 1-6.
+    #[serde(skip)]
+    FocusPane(Pane),
 }
 
-impl Action {
-    /// Whether the action changes the cluster: a read-only console hides it.
+impl Binding {
+    /// Every configurable binding, in help order.
+    pub const ALL: [Binding; 28] = [
+        Binding::Quit,
+        Binding::Help,
+        Binding::NextPane,
+        Binding::PrevPane,
+        Binding::Up,
+        Binding::Down,
+        Binding::PageUp,
+        Binding::PageDown,
+        Binding::Drill,
+        Binding::Back,
+        Binding::Filter,
+        Binding::Produce,
+        Binding::KillBroker,
+        Binding::StopBroker,
+        Binding::RestartBroker,
+        Binding::PauseBroker,
+        Binding::Rebalance,
+        Binding::CreateTopic,
+        Binding::DeleteTopic,
+        Binding::PauseDemo,
+        Binding::Follow,
+        Binding::PauseTail,
+        Binding::SeekBeginning,
+        Binding::SeekEnd,
+        Binding::SeekOffset,
+        Binding::SeekTime,
+        Binding::NextPartition,
+        Binding::PrevPartition,
+    ];
+
+    /// The name in `[keys]`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binding::Quit => "quit",
+            Binding::Help => "help",
+            Binding::NextPane => "next_pane",
+            Binding::PrevPane => "prev_pane",
+            Binding::Up => "up",
+            Binding::Down => "down",
+            Binding::PageUp => "page_up",
+            Binding::PageDown => "page_down",
+            Binding::Drill => "drill",
+            Binding::Back => "back",
+            Binding::Filter => "filter",
+            Binding::Produce => "produce",
+            Binding::KillBroker => "kill_broker",
+            Binding::StopBroker => "stop_broker",
+            Binding::RestartBroker => "restart_broker",
+            Binding::PauseBroker => "pause_broker",
+            Binding::Rebalance => "rebalance",
+            Binding::CreateTopic => "create_topic",
+            Binding::DeleteTopic => "delete_topic",
+            Binding::PauseDemo => "pause_demo",
+            Binding::Follow => "follow",
+            Binding::PauseTail => "pause_tail",
+            Binding::SeekBeginning => "seek_beginning",
+            Binding::SeekEnd => "seek_end",
+            Binding::SeekOffset => "seek_offset",
+            Binding::SeekTime => "seek_time",
+            Binding::NextPartition => "next_partition",
+            Binding::PrevPartition => "prev_partition",
+            Binding::FocusPane(_) => "focus_pane",
+        }
+    }
+
+    /// Whether it changes the cluster: a read-only console hides it.
     pub fn mutates(self) -> bool {
         matches!(
             self,
-            Action::Produce
-                | Action::KillBroker
-                | Action::StopBroker
-                | Action::RestartBroker
-                | Action::PauseBroker
-                | Action::Rebalance
-                | Action::CreateTopic
-                | Action::DeleteTopic
+            Binding::Produce
+                | Binding::KillBroker
+                | Binding::StopBroker
+                | Binding::RestartBroker
+                | Binding::PauseBroker
+                | Binding::Rebalance
+                | Binding::CreateTopic
+                | Binding::DeleteTopic
         )
     }
 
-    /// Whether the action controls a broker's process (kill, stop, restart, pause).
+    /// Whether it controls a broker's process (kill, stop, restart, pause).
     pub fn controls_broker(self) -> bool {
         matches!(
             self,
-            Action::KillBroker | Action::StopBroker | Action::RestartBroker | Action::PauseBroker
+            Binding::KillBroker | Binding::StopBroker | Binding::RestartBroker | Binding::PauseBroker
+        )
+    }
+
+    /// Whether it works on the message tail (outside the Messages pane, beginning and end
+    /// are the top and bottom of the list; the others explain where they work).
+    pub fn tail_only(self) -> bool {
+        matches!(
+            self,
+            Binding::Follow
+                | Binding::PauseTail
+                | Binding::SeekBeginning
+                | Binding::SeekEnd
+                | Binding::SeekOffset
+                | Binding::SeekTime
+                | Binding::NextPartition
+                | Binding::PrevPartition
         )
     }
 
     /// What the help overlay says.
     pub fn describe(self) -> &'static str {
         match self {
-            Action::Quit => "quit (an embedded cluster shuts down cleanly)",
-            Action::Help => "this help",
-            Action::NextPane => "next pane",
-            Action::PrevPane => "previous pane",
-            Action::FocusPane(_) => "focus a pane: brokers, topics, partitions, groups, messages, events",
-            Action::Up => "move up",
-            Action::Down => "move down",
-            Action::PageUp => "page up",
-            Action::PageDown => "page down",
-            Action::Drill => "drill in: topic -> partitions -> messages -> message detail",
-            Action::Back => "back / close / clear the filter",
-            Action::Filter => "filter the focused pane by substring",
-            Action::Produce => "produce to the selected topic",
-            Action::KillBroker => "kill the selected broker (hard crash)",
-            Action::StopBroker => "stop the selected broker (controlled shutdown)",
-            Action::RestartBroker => "restart the selected broker",
-            Action::PauseBroker => "pause / resume the selected broker",
-            Action::Rebalance => "preferred-leader election (selected topic in topics/partitions, else all)",
-            Action::CreateTopic => "create a topic",
-            Action::DeleteTopic => "delete the selected topic",
-            Action::PauseDemo => "pause / resume the demo workload",
-            Action::Follow => "messages: follow the newest record on / off",
-            Action::PauseTail => "messages: freeze / unfreeze the tail",
-            Action::SeekBeginning => "messages: seek to the beginning",
-            Action::SeekEnd => "messages: seek to the end",
-            Action::SeekOffset => "messages: seek to an offset",
-            Action::SeekTime => "messages: seek to a time",
-            Action::NextPartition => "messages: next partition (all -> 0 -> 1 ...)",
-            Action::PrevPartition => "messages: previous partition",
+            Binding::Quit => "quit (an embedded cluster shuts down cleanly)",
+            Binding::Help => "this help",
+            Binding::NextPane => "next pane",
+            Binding::PrevPane => "previous pane",
+            Binding::FocusPane(_) => "focus a pane: brokers, topics, partitions, groups, messages, events",
+            Binding::Up => "move up",
+            Binding::Down => "move down",
+            Binding::PageUp => "page up",
+            Binding::PageDown => "page down",
+            Binding::Drill => "drill in: topic -> partitions -> messages -> message detail",
+            Binding::Back => "back / close / clear the filter",
+            Binding::Filter => "filter the focused pane by substring",
+            Binding::Produce => "produce to the selected topic",
+            Binding::KillBroker => "kill the selected broker (hard crash)",
+            Binding::StopBroker => "stop the selected broker (controlled shutdown)",
+            Binding::RestartBroker => "restart the selected broker",
+            Binding::PauseBroker => "pause / resume the selected broker",
+            Binding::Rebalance => "preferred-leader election (selected topic in topics/partitions, else all)",
+            Binding::CreateTopic => "create a topic",
+            Binding::DeleteTopic => "delete the selected topic",
+            Binding::PauseDemo => "pause / resume the demo workload",
+            Binding::Follow => "messages: follow the newest record on / off",
+            Binding::PauseTail => "messages: freeze / unfreeze the tail",
+            Binding::SeekBeginning => "messages: seek to the beginning",
+            Binding::SeekEnd => "messages: seek to the end",
+            Binding::SeekOffset => "messages: seek to an offset",
+            Binding::SeekTime => "messages: seek to a time",
+            Binding::NextPartition => "messages: next partition (all -> 0 -> 1 ...)",
+            Binding::PrevPartition => "messages: previous partition",
         }
     }
 }
 
-/// One key with its modifiers.
+impl fmt::Display for Binding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[keys]`: every binding's keys. Empty here; the defaults come from `assets/kdeck.toml`
+/// and a user's file overrides them binding by binding.
+pub type KeysConfig = BTreeMap<Binding, Vec<Key>>;
+
+/// One key with its modifiers. In the configuration: a character (`x`, `G`, `?`), a name
+/// (`enter`, `esc`, `tab`, `backtab`, `space`, `up`, `down`, `left`, `right`, `home`, `end`,
+/// `pageup`, `pagedown`, `backspace`, `delete`, `f1`..`f12`), optionally prefixed by `ctrl-`
+/// or `alt-`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
     pub code: KeyCode,
     pub ctrl: bool,
     pub alt: bool,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse_key(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Key {
@@ -145,12 +259,16 @@ impl Key {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("[keys] {action} = {key:?}: {reason}")]
-pub struct KeyError {
-    pub action: &'static str,
-    pub key: String,
-    pub reason: String,
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KeyError {
+    #[error("[keys]: {key} is bound to both {first} and {second}; give one of them another key")]
+    Conflict {
+        key: String,
+        first: Binding,
+        second: Binding,
+    },
+    #[error("[keys] {binding} = {key}: the digits 1-6 always focus a pane")]
+    Reserved { binding: Binding, key: String },
 }
 
 /// Parses `x`, `G`, `ctrl-c`, `alt-x`, `enter`, `f5`...
@@ -172,7 +290,7 @@ pub fn parse_key(text: &str) -> Result<Key, String> {
     let mut chars = rest.chars();
     let code = match (chars.next(), chars.next()) {
         (Some(c), None) => KeyCode::Char(if ctrl { c.to_ascii_lowercase() } else { c }),
-        (None, _) => return Err("empty key".into()),
+        (None, _) => return Err(format!("{text:?} is not a key: the key is empty")),
         _ => match rest.to_ascii_lowercase().as_str() {
             "enter" | "return" => KeyCode::Enter,
             "esc" | "escape" => KeyCode::Esc,
@@ -191,101 +309,84 @@ pub fn parse_key(text: &str) -> Result<Key, String> {
             "delete" => KeyCode::Delete,
             f if f.starts_with('f') => match f[1..].parse::<u8>() {
                 Ok(n) if (1..=12).contains(&n) => KeyCode::F(n),
-                _ => return Err(format!("unknown key {rest:?}")),
+                _ => return Err(format!("{text:?} is not a key: unknown key {rest:?}")),
             },
-            _ => return Err(format!("unknown key {rest:?}")),
+            _ => return Err(format!("{text:?} is not a key: unknown key {rest:?}")),
         },
     };
     Ok(Key { code, ctrl, alt })
 }
 
-/// Every binding, in help order.
+/// Every binding with its keys, in help order.
 #[derive(Debug, Clone)]
 pub struct Keymap {
-    pub bindings: Vec<(Action, Vec<Key>)>,
+    pub bindings: Vec<(Binding, Vec<Key>)>,
 }
 
 impl Keymap {
+    /// The keymap of `[keys]`. Every binding is active everywhere the dashboard takes keys
+    /// (the tail keys too: outside Messages they explain where they work), so one key bound
+    /// to two bindings is an error naming both.
     pub fn from_config(keys: &KeysConfig) -> Result<Keymap, KeyError> {
-        let table: [(&'static str, &Vec<String>, Action); 28] = [
-            ("quit", &keys.quit, Action::Quit),
-            ("help", &keys.help, Action::Help),
-            ("next_pane", &keys.next_pane, Action::NextPane),
-            ("prev_pane", &keys.prev_pane, Action::PrevPane),
-            ("up", &keys.up, Action::Up),
-            ("down", &keys.down, Action::Down),
-            ("page_up", &keys.page_up, Action::PageUp),
-            ("page_down", &keys.page_down, Action::PageDown),
-            ("drill", &keys.drill, Action::Drill),
-            ("back", &keys.back, Action::Back),
-            ("filter", &keys.filter, Action::Filter),
-            ("produce", &keys.produce, Action::Produce),
-            ("kill_broker", &keys.kill_broker, Action::KillBroker),
-            ("stop_broker", &keys.stop_broker, Action::StopBroker),
-            ("restart_broker", &keys.restart_broker, Action::RestartBroker),
-            ("pause_broker", &keys.pause_broker, Action::PauseBroker),
-            ("rebalance", &keys.rebalance, Action::Rebalance),
-            ("create_topic", &keys.create_topic, Action::CreateTopic),
-            ("delete_topic", &keys.delete_topic, Action::DeleteTopic),
-            ("pause_demo", &keys.pause_demo, Action::PauseDemo),
-            ("follow", &keys.follow, Action::Follow),
-            ("pause_tail", &keys.pause_tail, Action::PauseTail),
-            ("seek_beginning", &keys.seek_beginning, Action::SeekBeginning),
-            ("seek_end", &keys.seek_end, Action::SeekEnd),
-            ("seek_offset", &keys.seek_offset, Action::SeekOffset),
-            ("seek_time", &keys.seek_time, Action::SeekTime),
-            ("next_partition", &keys.next_partition, Action::NextPartition),
-            ("prev_partition", &keys.prev_partition, Action::PrevPartition),
-        ];
-        let mut bindings = Vec::new();
-        for (name, texts, action) in table {
-            let mut parsed = Vec::new();
-            for text in texts {
-                let key = parse_key(text).map_err(|reason| KeyError {
-                    action: name,
-                    key: text.clone(),
-                    reason,
-                })?;
-                parsed.push(key);
+        let mut bindings: Vec<(Binding, Vec<Key>)> = Vec::new();
+        for binding in Binding::ALL {
+            let list = keys.get(&binding).cloned().unwrap_or_default();
+            for key in &list {
+                if let KeyCode::Char('1'..='6') = key.code
+                    && !key.ctrl
+                    && !key.alt
+                {
+                    return Err(KeyError::Reserved {
+                        binding,
+                        key: key.label(),
+                    });
+                }
+                if let Some((other, _)) = bindings.iter().find(|(_, keys)| keys.contains(key)) {
+                    return Err(KeyError::Conflict {
+                        key: key.label(),
+                        first: *other,
+                        second: binding,
+                    });
+                }
             }
-            bindings.push((action, parsed));
+            bindings.push((binding, list));
         }
         Ok(Keymap { bindings })
     }
 
-    /// The action of a key; the digits 1-6 always focus a pane.
-    pub fn action(&self, event: &KeyEvent) -> Option<Action> {
+    /// The binding of a key; the digits 1-6 always focus a pane.
+    pub fn binding(&self, event: &KeyEvent) -> Option<Binding> {
         if let KeyCode::Char(c @ '1'..='6') = event.code
             && event.modifiers.difference(KeyModifiers::SHIFT).is_empty()
         {
-            return Pane::ALL.get(c as usize - '1' as usize).map(|p| Action::FocusPane(*p));
+            return Pane::ALL.get(c as usize - '1' as usize).map(|p| Binding::FocusPane(*p));
         }
         self.bindings
             .iter()
             .find(|(_, keys)| keys.iter().any(|k| k.matches(event)))
-            .map(|(a, _)| *a)
+            .map(|(b, _)| *b)
     }
 
-    /// The first key of an action, for hints.
-    pub fn hint(&self, action: Action) -> String {
-        if let Action::FocusPane(_) = action {
+    /// The first key of a binding, for hints.
+    pub fn hint(&self, binding: Binding) -> String {
+        if let Binding::FocusPane(_) = binding {
             return "1-6".into();
         }
         self.bindings
             .iter()
-            .find(|(a, _)| *a == action)
+            .find(|(b, _)| *b == binding)
             .and_then(|(_, keys)| keys.first())
             .map_or_else(|| "-".into(), Key::label)
     }
 
-    /// Every key of an action, for the help overlay.
-    pub fn keys_of(&self, action: Action) -> String {
-        if let Action::FocusPane(_) = action {
+    /// Every key of a binding, for the help overlay.
+    pub fn keys_of(&self, binding: Binding) -> String {
+        if let Binding::FocusPane(_) = binding {
             return "1-6".into();
         }
         self.bindings
             .iter()
-            .find(|(a, _)| *a == action)
+            .find(|(b, _)| *b == binding)
             .map(|(_, keys)| keys.iter().map(Key::label).collect::<Vec<_>>().join(" "))
             .unwrap_or_default()
     }
@@ -294,6 +395,16 @@ impl Keymap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(pairs: &[(Binding, &str)]) -> KeysConfig {
+        let mut map = KeysConfig::new();
+        for (b, k) in pairs {
+            map.entry(*b)
+                .or_default()
+                .push(parse_key(k).unwrap_or_else(|e| panic!("{e}")));
+        }
+        map
+    }
 
     #[test]
     fn key_names_parse_and_garbage_is_refused() {
@@ -307,12 +418,34 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_key_in_the_config_names_the_action() {
-        let keys = KeysConfig {
-            kill_broker: vec!["nope".into()],
-            ..KeysConfig::default()
-        };
-        let err = Keymap::from_config(&keys).map(|_| ()).unwrap_err().to_string();
-        assert!(err.contains("kill_broker") && err.contains("nope"), "{err}");
+    fn a_key_bound_twice_is_an_error_naming_both_bindings() {
+        let err = Keymap::from_config(&keys(&[(Binding::KillBroker, "x"), (Binding::Follow, "x")]))
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            KeyError::Conflict {
+                key: "x".into(),
+                first: Binding::KillBroker,
+                second: Binding::Follow
+            }
+        );
+        let text = err.to_string();
+        assert!(text.contains("kill_broker") && text.contains("follow"), "{text}");
+    }
+
+    #[test]
+    fn the_pane_digits_cannot_be_rebound() {
+        let err = Keymap::from_config(&keys(&[(Binding::KillBroker, "1")])).map(|_| ());
+        assert!(matches!(err, Err(KeyError::Reserved { .. })), "{err:?}");
+        assert!(Keymap::from_config(&keys(&[(Binding::KillBroker, "ctrl-1")])).is_ok());
+    }
+
+    #[test]
+    fn a_binding_without_keys_is_unbound() {
+        let map = Keymap::from_config(&keys(&[(Binding::Quit, "q")])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(map.hint(Binding::KillBroker), "-");
+        let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+        assert_eq!(map.binding(&q), Some(Binding::Quit));
     }
 }

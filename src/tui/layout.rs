@@ -9,45 +9,74 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
 
 use super::Pane;
-use super::app::{App, Mode};
-use super::{brokers, dialog, events, footer, groups, header, help, messages, partitions, topics};
+use super::app::{App, Screen};
+use super::overlay::Overlay;
+use super::pane::{PaneLayout, view_of};
+use super::{dialog, footer, header, help, messages};
 
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 pub const FULL_WIDTH: u16 = 120;
 pub const FULL_HEIGHT: u16 = 36;
 
-/// Draws one frame of the console.
-pub fn draw(frame: &mut Frame, app: &mut App, now: DateTime<Utc>) {
+/// Where the last frame put things: the event loop keeps it for mouse clicks, and for keys
+/// (a frame too small to show the console takes only quit).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub too_small: bool,
+    pub panes: Vec<PaneLayout>,
+}
+
+impl FrameLayout {
+    /// The pane under a screen cell, and the row of its list there if any.
+    pub fn hit(&self, column: u16, line: u16) -> Option<(Pane, Option<usize>)> {
+        let inside = |r: &Rect| column >= r.x && column < r.x + r.width && line >= r.y && line < r.y + r.height;
+        let pane = self.panes.iter().find(|p| inside(&p.area))?;
+        Some((pane.pane, pane.row_at(column, line)))
+    }
+}
+
+/// Draws one frame of the console and says where everything went.
+pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
     let area = frame.area();
-    app.pane_areas.clear();
-    app.too_small = area.width < MIN_WIDTH || area.height < MIN_HEIGHT;
-    if app.too_small {
+    let mut layout = FrameLayout {
+        too_small: area.width < MIN_WIDTH || area.height < MIN_HEIGHT,
+        panes: Vec::new(),
+    };
+    if layout.too_small {
         let text = format!(
             "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
             area.width, area.height
         );
         frame.render_widget(Paragraph::new(Line::styled(text, app.theme.warn)), area);
-        return;
+        return layout;
     }
     let rows = Layout::vertical([Constraint::Length(2), Constraint::Min(0), Constraint::Length(1)]).split(area);
     header::draw(frame, rows[0], app, now);
-    if area.width >= FULL_WIDTH && area.height >= FULL_HEIGHT {
-        full(frame, rows[1], app, now);
-    } else {
-        compact(frame, rows[1], app, now);
+    match app.screen() {
+        Screen::Dashboard => {
+            if area.width >= FULL_WIDTH && area.height >= FULL_HEIGHT {
+                full(frame, rows[1], app, now, &mut layout);
+            } else {
+                compact(frame, rows[1], app, now, &mut layout);
+            }
+        }
     }
     footer::draw(frame, rows[2], app, now);
-    match &app.mode {
-        Mode::Help => help::draw(frame, area, app),
-        Mode::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
-        Mode::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
-        Mode::Detail(record) => messages::draw_detail(frame, area, app, record),
-        Mode::Normal | Mode::Filter => {}
+    for overlay in &app.overlays {
+        match overlay {
+            Overlay::Help { scroll } => help::draw(frame, area, app, *scroll),
+            Overlay::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
+            Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
+            Overlay::Detail(record) => messages::draw_detail(frame, area, app, record),
+            Overlay::Caption { title, text } => dialog::draw_caption(frame, rows[1], app, title, text),
+            Overlay::Filter => {}
+        }
     }
+    layout
 }
 
-fn full(frame: &mut Frame, area: Rect, app: &mut App, now: DateTime<Utc>) {
+fn full(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &mut FrameLayout) {
     let top = (app.view.brokers.len().max(3) as u16 + 3).min(10);
     let bottom = (area.height / 3).clamp(8, 16);
     let rows = Layout::vertical([Constraint::Length(top), Constraint::Min(6), Constraint::Length(bottom)]).split(area);
@@ -57,47 +86,39 @@ fn full(frame: &mut Frame, area: Rect, app: &mut App, now: DateTime<Utc>) {
     let a = split(rows[0], 48);
     let b = split(rows[1], 60);
     let c = split(rows[2], 55);
-    place(frame, app, Pane::Brokers, a[0], now);
-    place(frame, app, Pane::Topics, a[1], now);
-    place(frame, app, Pane::Partitions, b[0], now);
-    place(frame, app, Pane::Groups, b[1], now);
-    place(frame, app, Pane::Messages, c[0], now);
-    place(frame, app, Pane::Events, c[1], now);
+    place(frame, app, Pane::Brokers, a[0], now, layout);
+    place(frame, app, Pane::Topics, a[1], now, layout);
+    place(frame, app, Pane::Partitions, b[0], now, layout);
+    place(frame, app, Pane::Groups, b[1], now, layout);
+    place(frame, app, Pane::Messages, c[0], now, layout);
+    place(frame, app, Pane::Events, c[1], now, layout);
 }
 
-fn compact(frame: &mut Frame, area: Rect, app: &mut App, now: DateTime<Utc>) {
+fn compact(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &mut FrameLayout) {
     let top = (app.view.brokers.len().max(1) as u16 + 3).min(7);
     let rows = Layout::new(
         Direction::Vertical,
         [Constraint::Length(top), Constraint::Min(5), Constraint::Length(6)],
     )
     .split(area);
-    place(frame, app, Pane::Brokers, rows[0], now);
+    place(frame, app, Pane::Brokers, rows[0], now, layout);
     let main = match app.focus {
         Pane::Brokers | Pane::Events => Pane::Partitions,
         other => other,
     };
-    place(frame, app, main, rows[1], now);
-    place(frame, app, Pane::Events, rows[2], now);
+    place(frame, app, main, rows[1], now, layout);
+    place(frame, app, Pane::Events, rows[2], now, layout);
 }
 
-fn place(frame: &mut Frame, app: &mut App, pane: Pane, area: Rect, now: DateTime<Utc>) {
-    app.pane_areas.push((pane, area));
-    match pane {
-        Pane::Brokers => brokers::draw(frame, area, app, now),
-        Pane::Topics => topics::draw(frame, area, app),
-        Pane::Partitions => partitions::draw(frame, area, app, now),
-        Pane::Groups => groups::draw(frame, area, app),
-        Pane::Messages => messages::draw(frame, area, app),
-        Pane::Events => events::draw(frame, area, app),
-    }
+fn place(frame: &mut Frame, app: &App, pane: Pane, area: Rect, now: DateTime<Utc>, layout: &mut FrameLayout) {
+    layout.panes.push(view_of(pane).draw(frame, area, app, now));
 }
 
 /// The frame of a pane, with its number, title, extra info and the focus highlight.
 pub fn block<'a>(app: &App, pane: Pane, info: String) -> Block<'a> {
     let focused = app.focus == pane;
-    let filter = &app.filters[pane.index()];
-    let mut title = format!(" {} {} ", pane.index() + 1, pane.title());
+    let filter = app.filter(pane);
+    let mut title = format!(" {} {} ", pane.index() + 1, view_of(pane).title());
     if !info.is_empty() {
         title.push_str(&format!("· {info} "));
     }

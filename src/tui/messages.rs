@@ -10,7 +10,9 @@ use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
 use super::layout::{block, scroll};
+use super::pane::{PaneLayout, PaneView};
 use super::text::fit;
 use crate::view::TailRecord;
 
@@ -34,15 +36,47 @@ pub fn local_time(ms: i64, tz: FixedOffset, format: &str) -> String {
         .map_or_else(|| ms.to_string(), |t| t.with_timezone(&tz).format(format).to_string())
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+pub struct MessagesPane;
+
+impl PaneView for MessagesPane {
+    fn title(&self) -> &'static str {
+        "Messages"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        &[
+            (Binding::Drill, "detail"),
+            (Binding::Follow, "follow"),
+            (Binding::PauseTail, "freeze"),
+            (Binding::SeekBeginning, "beginning"),
+            (Binding::SeekEnd, "end"),
+            (Binding::SeekOffset, "offset"),
+            (Binding::SeekTime, "time"),
+            (Binding::NextPartition, "partition"),
+            (Binding::Filter, "filter"),
+            (Binding::Produce, "produce"),
+            (Binding::Help, "help"),
+        ]
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_messages().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: DateTime<Utc>) -> PaneLayout {
+        draw(frame, area, app)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let Some(tail) = &app.tail else {
         let block = block(app, Pane::Messages, String::new());
         frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
-        return;
+        return PaneLayout::plain(Pane::Messages, area);
     };
     let messages = app.visible_messages();
-    let spec = &tail.handle.spec;
+    let spec = &tail.spec;
     let partition = spec.partition.map_or("all partitions".to_string(), |p| format!("p{p}"));
     let mode = match (&tail.frozen, tail.follow) {
         (Some(_), _) => "FROZEN",
@@ -50,7 +84,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         (None, false) => "scrolling",
     };
     let mut info = format!("{} · {partition} · {} · {mode}", spec.topic, spec.start);
-    if let Some(e) = tail.handle.buffer.error() {
+    if let Some(e) = tail.error() {
         info.push_str(&format!(" · {e}"));
     }
     let block = block(app, Pane::Messages, info);
@@ -58,6 +92,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Messages);
     let key_width = 10usize;
+    let layout = PaneLayout::table(Pane::Messages, area, inner, scroll(cursor, height), messages.len());
     let value_width = (inner.width as usize).saturating_sub(3 + 8 + 12 + key_width + 4 + 6);
     let rows = messages
         .iter()
@@ -102,6 +137,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
         Constraint::Length(4),
     ];
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    layout
 }
 
 /// The body of a record for the detail view: pretty JSON when it parses, the text when it
@@ -203,7 +239,7 @@ fn indent_json(text: &str) -> Vec<String> {
 pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord) {
     let t = &app.theme;
     let popup = centered(area, 90, 80);
-    let topic = app.tail.as_ref().map_or("", |t| t.handle.spec.topic.as_str());
+    let topic = app.tail.as_ref().map_or("", |t| t.spec.topic.as_str());
     let mut lines = vec![
         Line::from(vec![
             Span::styled("topic-partition  ", t.dim),

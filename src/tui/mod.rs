@@ -1,8 +1,10 @@
-//! The console: app state ([`app`]), keymap, theme, one file per pane, and the event loop.
+//! The console: input becomes [`action::Action`]s, [`app::App::update`] turns them into
+//! state and [`action::Effect`]s, and the event loop here performs the effects (the only I/O).
 //! A reader task turns terminal input and ticks into one channel; the loop redraws only for a
 //! new view, a key, a resize, new tail records or the clock, and coalesces bursts into one
 //! frame, so an idle console costs almost nothing.
 
+pub mod action;
 pub mod app;
 pub mod brokers;
 pub mod dialog;
@@ -14,6 +16,8 @@ pub mod help;
 pub mod keymap;
 pub mod layout;
 pub mod messages;
+pub mod overlay;
+pub mod pane;
 pub mod partitions;
 pub mod text;
 pub mod theme;
@@ -25,21 +29,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use chrono::{Local, Utc};
-use crossterm::event::{self, Event as TermEvent, KeyEventKind};
+use chrono::{DateTime, Local, Utc};
+use crossterm::event::{self, Event as TermEvent, KeyEvent, KeyEventKind, MouseEvent};
 use tokio::sync::mpsc;
 
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 
 use crate::config::KdeckConfig;
-use crate::view::{ClusterSource, CommandOutcome};
+use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
+use action::{Action, Effect};
 use app::App;
 use keymap::Keymap;
 use theme::Theme;
 
-/// The panes, in focus order (keys 1-6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The panes of the dashboard, in focus order (keys 1-6). What each one is and draws is its
+/// [`pane::PaneView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Pane {
     Brokers,
     Topics,
@@ -79,14 +86,7 @@ impl Pane {
     }
 
     pub fn title(self) -> &'static str {
-        match self {
-            Pane::Brokers => "Brokers",
-            Pane::Topics => "Topics",
-            Pane::Partitions => "Partitions",
-            Pane::Groups => "Consumer groups",
-            Pane::Messages => "Messages",
-            Pane::Events => "Events",
-        }
+        pane::view_of(self).title()
     }
 }
 
@@ -103,30 +103,99 @@ pub enum Input {
 const FRAME: Duration = Duration::from_millis(33);
 const TICK: Duration = Duration::from_millis(250);
 
-/// Builds the app state for a source from the configuration.
-pub fn new_app(
+/// The app with what performs its effects: the source, and the channel that brings
+/// command outcomes back.
+pub struct Console {
+    pub app: App,
+    pub source: Arc<dyn ClusterSource>,
+    outcomes: OutcomeSender,
+}
+
+impl Console {
+    /// The console of an app on a source; performs the app's first effects (its tail).
+    pub fn new(app: App, source: Arc<dyn ClusterSource>, outcomes: OutcomeSender) -> Console {
+        let mut console = Console { app, source, outcomes };
+        let effects = console.app.start();
+        console.perform(effects);
+        console
+    }
+
+    /// Does what the app asked for.
+    pub fn perform(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Submit(command) => self.source.submit(command, self.outcomes.clone()),
+                Effect::Tail { spec, capacity } => {
+                    let handle = self.source.tail(spec, capacity);
+                    self.app.attach_tail(handle);
+                }
+                Effect::Quit => self.app.quit = true,
+            }
+        }
+    }
+
+    pub fn key(&mut self, key: KeyEvent, now: DateTime<Utc>) {
+        let effects = self.app.on_key(key, now);
+        self.perform(effects);
+    }
+
+    pub fn mouse(&mut self, event: MouseEvent, now: DateTime<Utc>) {
+        let effects = self.app.on_mouse(event, now);
+        self.perform(effects);
+    }
+
+    pub fn act(&mut self, action: Action, now: DateTime<Utc>) {
+        let effects = self.app.update(action, now);
+        self.perform(effects);
+    }
+
+    pub fn set_view(&mut self, view: Arc<ClusterView>) {
+        let effects = self.app.set_view(view);
+        self.perform(effects);
+    }
+
+    /// Draws a frame and keeps its layout for the next clicks and keys.
+    pub fn draw<B: Backend>(&mut self, terminal: &mut Terminal<B>, now: DateTime<Utc>) -> Result<(), B::Error> {
+        let mut layout = layout::FrameLayout::default();
+        terminal.draw(|frame| layout = layout::draw(frame, &self.app, now))?;
+        self.app.layout = layout;
+        Ok(())
+    }
+}
+
+/// The keymap and theme of a configuration, checked: run before the terminal switches to the
+/// console, so a mistake is a clear error on a normal screen.
+pub fn check_config(config: &KdeckConfig) -> Result<(Keymap, Theme)> {
+    let keymap = Keymap::from_config(&config.keys)?;
+    let theme = Theme::load(&config.console.theme, theme::no_color())?;
+    Ok((keymap, theme))
+}
+
+/// Builds the console for a source from the configuration.
+pub fn new_console(
     source: Arc<dyn ClusterSource>,
     config: &KdeckConfig,
     log_path: Option<PathBuf>,
-) -> Result<(App, mpsc::UnboundedReceiver<CommandOutcome>)> {
-    let keymap = Keymap::from_config(&config.keys)?;
+) -> Result<(Console, mpsc::UnboundedReceiver<CommandOutcome>)> {
+    let (keymap, theme) = check_config(config)?;
     let (outcomes_tx, outcomes) = mpsc::unbounded_channel();
     let tz = *Local::now().offset();
+    let view = source.views().borrow().clone();
     let app = App::new(
-        source,
-        outcomes_tx,
+        source.capabilities(),
+        view,
         keymap,
-        Theme::from_env(),
+        theme,
         config.console.clone(),
         tz,
         log_path,
     );
-    Ok((app, outcomes))
+    Ok((Console::new(app, source, outcomes_tx), outcomes))
 }
 
 /// Runs the console until the user quits. The terminal is restored on return and on panic.
 pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path: Option<PathBuf>) -> Result<()> {
-    let (mut app, mut outcomes) = new_app(source, config, log_path)?;
+    let (mut console, mut outcomes) = new_console(source, config, log_path)?;
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     if config.console.mouse {
         crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture).context("enabling the mouse")?;
@@ -136,7 +205,7 @@ pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path:
     let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop));
     let signals = spawn_signal_watch(input_tx.clone());
     let ticker = spawn_ticker(input_tx);
-    let result = event_loop(&mut terminal, &mut app, &mut input, &mut outcomes).await;
+    let result = event_loop(&mut terminal, &mut console, &mut input, &mut outcomes).await;
     stop.store(true, Ordering::Release);
     ticker.abort();
     signals.abort();
@@ -181,14 +250,14 @@ pub fn spawn_ticker(tx: mpsc::UnboundedSender<Input>) -> tokio::task::JoinHandle
 /// Redraws when something changed, at most once per frame time, until the app quits.
 pub async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
-    app: &mut App,
+    console: &mut Console,
     input: &mut mpsc::UnboundedReceiver<Input>,
     outcomes: &mut mpsc::UnboundedReceiver<CommandOutcome>,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
 {
-    let mut views = app.source.views();
+    let mut views = console.source.views();
     let mut views_open = true;
     let mut dirty = true;
     let mut last_frame = tokio::time::Instant::now() - FRAME;
@@ -199,58 +268,58 @@ where
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
-            let now = Utc::now();
-            terminal.draw(|frame| layout::draw(frame, app, now))?;
+            console.draw(terminal, Utc::now())?;
             last_frame = tokio::time::Instant::now();
             dirty = false;
         }
         tokio::select! {
-            Some(i) = input.recv() => dirty |= handle(app, i, &mut last_second),
+            Some(i) = input.recv() => dirty |= handle(console, i, &mut last_second),
             changed = views.changed(), if views_open => match changed {
                 Ok(()) => {
-                    app.set_view(views.borrow_and_update().clone());
+                    let view = views.borrow_and_update().clone();
+                    console.set_view(view);
                     dirty = true;
                 }
                 Err(_) => views_open = false,
             },
             Some(outcome) = outcomes.recv() => {
-                app.on_outcome(outcome);
+                console.app.on_outcome(outcome, Utc::now());
                 dirty = true;
             }
         }
         while let Ok(i) = input.try_recv() {
-            dirty |= handle(app, i, &mut last_second);
+            dirty |= handle(console, i, &mut last_second);
         }
-        if app.quit {
+        if console.app.quit {
             return Ok(());
         }
     }
 }
 
 /// True when the screen must be redrawn.
-fn handle(app: &mut App, input: Input, last_second: &mut i64) -> bool {
+fn handle(console: &mut Console, input: Input, last_second: &mut i64) -> bool {
+    let now = Utc::now();
     match input {
         Input::Terminal(TermEvent::Key(key)) if key.kind != KeyEventKind::Release => {
-            app.on_key(key);
+            console.key(key, now);
             true
         }
         Input::Terminal(TermEvent::Mouse(m)) => {
-            app.on_mouse(m);
+            console.mouse(m, now);
             true
         }
         Input::Terminal(TermEvent::Resize(..)) => true,
         Input::Terminal(_) => false,
         Input::Stop => {
-            app.quit = true;
+            console.act(Action::Quit, now);
             false
         }
         Input::Tick => {
-            let now = Utc::now();
             let second = now.timestamp();
             let clock = second != *last_second;
             *last_second = second;
-            let flashing = layout::flash_active(app, now);
-            app.on_tick() | clock | flashing
+            let flashing = layout::flash_active(&console.app, now);
+            console.app.on_tick() | clock | flashing
         }
     }
 }

@@ -10,7 +10,9 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
 use super::layout::{block, flashing, scroll};
+use super::pane::{PaneLayout, PaneView};
 use super::theme::Theme;
 use crate::view::{PartitionRow, ReplicaRole};
 
@@ -51,12 +53,39 @@ fn opt(v: Option<i64>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
+pub struct PartitionsPane;
+
+impl PaneView for PartitionsPane {
+    fn title(&self) -> &'static str {
+        "Partitions"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        &[
+            (Binding::Drill, "tail partition"),
+            (Binding::Back, "topics"),
+            (Binding::Rebalance, "rebalance topic"),
+            (Binding::Produce, "produce"),
+            (Binding::Help, "help"),
+            (Binding::Quit, "quit"),
+        ]
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_partitions().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
+        draw(frame, area, app, now)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
     let t = &app.theme;
     let Some(topic) = app.selected_topic() else {
         let block = block(app, Pane::Partitions, String::new());
         frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
-        return;
+        return PaneLayout::plain(Pane::Partitions, area);
     };
     let partitions = app.visible_partitions();
     let legend = " · ★ leader ● in sync ○ out of sync ✗ offline";
@@ -70,6 +99,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Partitions);
+    let layout = PaneLayout::table(Pane::Partitions, area, inner, scroll(cursor, height), partitions.len());
     let rf = partitions.first().map_or(3, |p| p.replicas.len());
     let replica_width = partitions
         .iter()
@@ -150,4 +180,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Table::new(rows, widths).header(header).column_spacing(1).block(block),
         area,
     );
+    layout
 }

@@ -1,85 +1,156 @@
-//! Semantic styles. With `NO_COLOR` set (non-empty) no colour is used: states stay readable
-//! through modifiers and the role glyphs (★ leader, ● in sync, ○ out of sync, ✗ offline).
+//! Semantic styles, read from theme files: `assets/themes/*.toml` are compiled in and
+//! chosen by name with `[console] theme`; a path names a user's own file. With `NO_COLOR`
+//! set (non-empty) the monochrome theme is used whatever the configuration says: states stay
+//! readable through modifiers and the role glyphs (★ leader, ● in sync, ○ out of sync, ✗
+//! offline).
 
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{Context, Result};
 use ratatui::style::{Color, Modifier, Style};
+use serde::{Deserialize, Deserializer};
 
 use crate::view::{BrokerStatus, ReplicaRole, Severity};
 
-#[derive(Debug, Clone, PartialEq)]
+/// The themes shipped in the binary.
+pub const THEMES: [(&str, &str); 3] = [
+    ("default", include_str!("../../assets/themes/default.toml")),
+    ("high-contrast", include_str!("../../assets/themes/high-contrast.toml")),
+    ("monochrome", include_str!("../../assets/themes/monochrome.toml")),
+];
+
+/// Whether `NO_COLOR` asks for no colour.
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Every style the console uses. A field left out of a theme file is plain text.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Theme {
-    pub color: bool,
+    #[serde(deserialize_with = "style")]
     pub text: Style,
+    #[serde(deserialize_with = "style")]
     pub dim: Style,
+    #[serde(deserialize_with = "style")]
     pub title: Style,
+    #[serde(deserialize_with = "style")]
     pub header: Style,
+    #[serde(deserialize_with = "style")]
     pub column_header: Style,
+    #[serde(deserialize_with = "style")]
     pub selected: Style,
+    #[serde(deserialize_with = "style")]
     pub border: Style,
+    #[serde(deserialize_with = "style")]
     pub focused_border: Style,
+    #[serde(deserialize_with = "style")]
     pub flash: Style,
+    #[serde(deserialize_with = "style")]
     pub ok: Style,
+    #[serde(deserialize_with = "style")]
     pub warn: Style,
+    #[serde(deserialize_with = "style")]
     pub error: Style,
+    #[serde(deserialize_with = "style")]
     pub leader: Style,
+    #[serde(deserialize_with = "style")]
     pub in_sync: Style,
+    #[serde(deserialize_with = "style")]
     pub out_of_sync: Style,
+    #[serde(deserialize_with = "style")]
     pub offline: Style,
 }
 
+/// One style in a theme file: `{ fg = "cyan", bg = "black", modifiers = ["bold"] }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StyleSpec {
+    fg: Option<String>,
+    bg: Option<String>,
+    #[serde(default)]
+    modifiers: Vec<String>,
+}
+
+fn color(name: &str) -> Result<Color, String> {
+    Color::from_str(name).map_err(|_| {
+        format!("{name:?} is not a colour: use a name such as \"cyan\" or \"darkgray\", \"#rrggbb\" or an index 0-255")
+    })
+}
+
+fn style<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Style, D::Error> {
+    use serde::de::Error;
+    let spec = StyleSpec::deserialize(deserializer)?;
+    let mut style = Style::default();
+    if let Some(fg) = &spec.fg {
+        style = style.fg(color(fg).map_err(D::Error::custom)?);
+    }
+    if let Some(bg) = &spec.bg {
+        style = style.bg(color(bg).map_err(D::Error::custom)?);
+    }
+    for m in &spec.modifiers {
+        let modifier = match m.as_str() {
+            "bold" => Modifier::BOLD,
+            "dim" => Modifier::DIM,
+            "italic" => Modifier::ITALIC,
+            "underlined" => Modifier::UNDERLINED,
+            "reversed" => Modifier::REVERSED,
+            "crossed_out" => Modifier::CROSSED_OUT,
+            "slow_blink" => Modifier::SLOW_BLINK,
+            other => {
+                return Err(D::Error::custom(format!(
+                    "{other:?} is not a modifier: use bold, dim, italic, underlined, reversed or crossed_out"
+                )));
+            }
+        };
+        style = style.add_modifier(modifier);
+    }
+    Ok(style)
+}
+
 impl Theme {
-    /// Colour unless `NO_COLOR` is set to something.
-    pub fn from_env() -> Theme {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        if no_color {
-            Theme::monochrome()
-        } else {
-            Theme::colored()
+    /// The theme `[console] theme` names (a shipped name or a file's path); monochrome when
+    /// `no_color`.
+    pub fn load(name: &str, no_color: bool) -> Result<Theme> {
+        let name = if no_color { "monochrome" } else { name };
+        if let Some((_, text)) = THEMES.iter().find(|(n, _)| *n == name) {
+            return Theme::parse(&format!("assets/themes/{name}.toml"), text);
         }
+        let path = Path::new(name);
+        if !(name.ends_with(".toml") || name.contains(std::path::MAIN_SEPARATOR)) {
+            let names: Vec<&str> = THEMES.iter().map(|(n, _)| *n).collect();
+            anyhow::bail!(
+                "[console] theme = {name:?}: no such theme; use one of {} or the path of a theme file (.toml)",
+                names.join(", ")
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("[console] theme: cannot read the theme file {}", path.display()))?;
+        Theme::parse(&path.display().to_string(), &text)
     }
 
+    /// A theme file's text; errors name the file, line and column.
+    pub fn parse(name: &str, text: &str) -> Result<Theme> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| crate::config::line_column(text, s.start));
+            anyhow::anyhow!("{name}:{line}:{column}: {}", e.message().trim())
+        })
+    }
+
+    /// A theme shipped in the binary (`cargo test` checks they all parse).
+    fn shipped(name: &str) -> Theme {
+        Theme::load(name, false).unwrap_or_else(|e| panic!("the shipped theme {name} is broken: {e:#}"))
+    }
+
+    /// The default colours.
     pub fn colored() -> Theme {
-        Theme {
-            color: true,
-            text: Style::default(),
-            dim: Style::default().fg(Color::DarkGray),
-            title: Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            header: Style::default().fg(Color::White).bg(Color::Blue),
-            column_header: Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            selected: Style::default().bg(Color::DarkGray).add_modifier(Modifier::BOLD),
-            border: Style::default().fg(Color::DarkGray),
-            focused_border: Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            flash: Style::default().fg(Color::Black).bg(Color::Yellow),
-            ok: Style::default().fg(Color::Green),
-            warn: Style::default().fg(Color::Yellow),
-            error: Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-            leader: Style::default().fg(Color::Green).add_modifier(Modifier::BOLD),
-            in_sync: Style::default().fg(Color::Cyan),
-            out_of_sync: Style::default().fg(Color::Yellow),
-            offline: Style::default().fg(Color::Red).add_modifier(Modifier::CROSSED_OUT),
-        }
+        Theme::shipped("default")
     }
 
+    /// No colour (`NO_COLOR`).
     pub fn monochrome() -> Theme {
-        let plain = Style::default();
-        Theme {
-            color: false,
-            text: plain,
-            dim: plain.add_modifier(Modifier::DIM),
-            title: plain.add_modifier(Modifier::BOLD),
-            header: plain.add_modifier(Modifier::REVERSED),
-            column_header: plain.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-            selected: plain.add_modifier(Modifier::REVERSED),
-            border: plain,
-            focused_border: plain.add_modifier(Modifier::BOLD),
-            flash: plain.add_modifier(Modifier::UNDERLINED),
-            ok: plain,
-            warn: plain.add_modifier(Modifier::BOLD),
-            error: plain.add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
-            leader: plain.add_modifier(Modifier::BOLD),
-            in_sync: plain,
-            out_of_sync: plain.add_modifier(Modifier::DIM),
-            offline: plain.add_modifier(Modifier::CROSSED_OUT),
-        }
+        Theme::shipped("monochrome")
     }
 
     pub fn role(&self, role: ReplicaRole) -> Style {
@@ -105,5 +176,43 @@ impl Theme {
             Severity::Warn => self.warn,
             Severity::Error => self.error,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_theme_parses_and_differs() {
+        let themes: Vec<Theme> = THEMES
+            .iter()
+            .map(|(name, _)| Theme::load(name, false).unwrap_or_else(|e| panic!("{e:#}")))
+            .collect();
+        assert_eq!(themes.len(), 3);
+        assert_ne!(themes[0], themes[1]);
+        assert_eq!(
+            Theme::colored().title,
+            Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        );
+    }
+
+    #[test]
+    fn no_color_wins_over_the_configured_theme() {
+        let theme = Theme::load("high-contrast", true).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(theme, Theme::monochrome());
+        assert!(theme.error.fg.is_none());
+    }
+
+    #[test]
+    fn a_bad_theme_says_where_and_what() {
+        let err = Theme::parse("mine.toml", "text = {}\nwarn = { fg = \"orangeish\" }\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("mine.toml:2:"), "{err}");
+        assert!(err.contains("orangeish"), "{err}");
+        let err = Theme::load("solarized", false).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("default, high-contrast, monochrome"), "{err}");
     }
 }

@@ -8,13 +8,44 @@ use ratatui::widgets::{Cell, Row, Table};
 
 use super::Pane;
 use super::app::App;
+use super::keymap::Binding;
 use super::layout::{block, scroll};
+use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, fit, rate, retention};
 
 /// Where RETAIN sits among the columns.
 const RETENTION_COLUMN: usize = 6;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
+pub struct TopicsPane;
+
+impl PaneView for TopicsPane {
+    fn title(&self) -> &'static str {
+        "Topics"
+    }
+
+    fn hints(&self) -> &'static [(Binding, &'static str)] {
+        &[
+            (Binding::Drill, "partitions"),
+            (Binding::Produce, "produce"),
+            (Binding::CreateTopic, "create"),
+            (Binding::DeleteTopic, "delete"),
+            (Binding::Rebalance, "rebalance"),
+            (Binding::Filter, "filter"),
+            (Binding::Help, "help"),
+            (Binding::Quit, "quit"),
+        ]
+    }
+
+    fn rows(&self, app: &App) -> usize {
+        app.visible_topics().len()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: chrono::DateTime<chrono::Utc>) -> PaneLayout {
+        draw(frame, area, app)
+    }
+}
+
+fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let topics = app.visible_topics();
     let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
@@ -25,6 +56,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let show_retention = inner.width as usize >= 51 + 14;
     let fixed = if show_retention { 51 } else { 42 };
     let name_width = (inner.width as usize).saturating_sub(fixed).clamp(8, 40);
+    let layout = PaneLayout::table(Pane::Topics, area, inner, scroll(cursor, height), topics.len());
     let rows = topics
         .iter()
         .enumerate()
@@ -86,4 +118,5 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     }
     let header = Row::new(header).style(t.column_header);
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    layout
 }

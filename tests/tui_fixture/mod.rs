@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use chrono::{DateTime, FixedOffset, TimeZone, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use kdeck::config::{ConsoleConfig, KeysConfig};
+use kdeck::config::{ConsoleConfig, KdeckConfig, KeysConfig};
+use kdeck::tui::Console;
 use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
@@ -385,10 +386,29 @@ impl ClusterSource for RecordingSource {
     }
 }
 
+/// The console on a recording source; `h.app` reaches the app through the console.
 pub struct Harness {
-    pub app: App,
+    pub console: Console,
     pub source: Arc<RecordingSource>,
     pub outcomes: mpsc::UnboundedReceiver<CommandOutcome>,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Console;
+    fn deref(&self) -> &Console {
+        &self.console
+    }
+}
+
+impl std::ops::DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut Console {
+        &mut self.console
+    }
+}
+
+/// The key bindings of `assets/kdeck.toml`, the only place they are written.
+pub fn default_keys() -> KeysConfig {
+    KdeckConfig::from_layers(None).expect("the defaults load").keys
 }
 
 pub fn harness_with(view: ClusterView, console: ConsoleConfig, keys: KeysConfig, theme: Theme) -> Harness {
@@ -400,7 +420,7 @@ pub fn external_harness(read_only: bool) -> Harness {
     harness_of(
         RecordingSource::with_capabilities(external_view(), external_capabilities(read_only)),
         ConsoleConfig::default(),
-        KeysConfig::default(),
+        default_keys(),
         Theme::colored(),
     )
 }
@@ -408,24 +428,24 @@ pub fn external_harness(read_only: bool) -> Harness {
 fn harness_of(source: Arc<RecordingSource>, console: ConsoleConfig, keys: KeysConfig, theme: Theme) -> Harness {
     let (tx, outcomes) = mpsc::unbounded_channel();
     let app = App::new(
-        Arc::clone(&source) as Arc<dyn ClusterSource>,
-        tx,
+        source.capabilities(),
+        source.views().borrow().clone(),
         Keymap::from_config(&keys).expect("default keys"),
         theme,
         console,
         tz(),
         Some("/data/kdeck/kdeck.log".into()),
     );
-    Harness { app, source, outcomes }
+    let console = Console::new(app, Arc::clone(&source) as Arc<dyn ClusterSource>, tx);
+    Harness {
+        console,
+        source,
+        outcomes,
+    }
 }
 
 pub fn harness() -> Harness {
-    harness_with(
-        view(),
-        ConsoleConfig::default(),
-        KeysConfig::default(),
-        Theme::colored(),
-    )
+    harness_with(view(), ConsoleConfig::default(), default_keys(), Theme::colored())
 }
 
 impl Harness {
@@ -434,7 +454,7 @@ impl Harness {
             KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
             _ => KeyModifiers::NONE,
         };
-        self.app.on_key(KeyEvent::new(code, modifiers));
+        self.console.key(KeyEvent::new(code, modifiers), now());
     }
 
     pub fn chars(&mut self, text: &str) {
@@ -449,19 +469,19 @@ impl Harness {
 #[macro_export]
 macro_rules! assert_draw {
     ($name:expr, $harness:expr, $width:expr, $height:expr) => {{
-        let buffer = $crate::tui_fixture::draw(&mut $harness.app, $width, $height);
+        let buffer = $crate::tui_fixture::draw(&mut $harness.console, $width, $height);
         insta::assert_snapshot!($name, $crate::tui_fixture::text(&buffer));
     }};
 }
 
-pub fn draw(app: &mut App, width: u16, height: u16) -> ratatui::buffer::Buffer {
-    draw_at(app, width, height, now())
+pub fn draw(console: &mut Console, width: u16, height: u16) -> ratatui::buffer::Buffer {
+    draw_at(console, width, height, now())
 }
 
 /// [`draw`] at another moment.
-pub fn draw_at(app: &mut App, width: u16, height: u16, at: DateTime<Utc>) -> ratatui::buffer::Buffer {
+pub fn draw_at(console: &mut Console, width: u16, height: u16, at: DateTime<Utc>) -> ratatui::buffer::Buffer {
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
-    terminal.draw(|f| kdeck::tui::layout::draw(f, app, at)).expect("draw");
+    console.draw(&mut terminal, at).expect("draw");
     terminal.backend().buffer().clone()
 }
 

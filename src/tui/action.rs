@@ -1,0 +1,252 @@
+//! What the console can be asked to do, as data. A key, a mouse click, a script step and
+//! (later) a `:` command all become the same [`Action`], with its target made explicit
+//! ("broker 2", not "the selected broker"). [`App::update`](super::app::App::update) turns
+//! an action into state changes and [`Effect`]s; only the event loop performs effects.
+
+use serde::{Deserialize, Serialize};
+
+use super::Pane;
+use crate::view::{BrokerId, Command, ProduceRequest, SeekPosition, TailSpec};
+
+/// One thing the console does. Serialized as a table tagged by `action` in snake_case:
+/// `{ action = "kill_broker", broker = 1 }`, `{ action = "seek", topic = "clicks",
+/// partition = 0, to = { offset = 100 } }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action", deny_unknown_fields)]
+pub enum Action {
+    /// Leave the console (an embedded cluster shuts down cleanly).
+    Quit,
+    /// Open the keys overlay.
+    Help,
+    /// Close the topmost overlay that takes keys.
+    Close,
+    Focus {
+        pane: Pane,
+    },
+    NextPane,
+    PrevPane,
+    /// Move the focused list's cursor by `by` rows (negative: up).
+    Move {
+        by: i64,
+    },
+    /// The focused list's first row.
+    Top,
+    /// The focused list's last row.
+    Bottom,
+    /// Select a row of a pane and focus it (a mouse click).
+    Select {
+        pane: Pane,
+        row: usize,
+    },
+    /// Go one level in: topic -> partitions -> messages -> one message.
+    Drill,
+    /// Clear the filter, or go one level out.
+    Back,
+    /// Open the filter line of the focused pane.
+    EditFilter,
+    /// Set a pane's filter.
+    Filter {
+        pane: Pane,
+        text: String,
+    },
+    /// Open the produce dialog for a topic (and a partition, else the key's hash decides).
+    OpenProduce {
+        topic: String,
+        partition: Option<i32>,
+    },
+    Produce(ProduceRequest),
+    KillBroker {
+        broker: BrokerId,
+    },
+    StopBroker {
+        broker: BrokerId,
+    },
+    StartBroker {
+        broker: BrokerId,
+    },
+    PauseBroker {
+        broker: BrokerId,
+    },
+    ResumeBroker {
+        broker: BrokerId,
+    },
+    /// Preferred-leader election for one topic, or all.
+    ElectPreferredLeaders {
+        topic: Option<String>,
+    },
+    OpenCreateTopic,
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: i32,
+        /// `delete`, `compact` or `compact,delete`.
+        cleanup_policy: String,
+    },
+    DeleteTopic {
+        topic: String,
+    },
+    PauseDemo,
+    ResumeDemo,
+    /// Keep the newest record selected, or stop.
+    ToggleFollow,
+    /// Freeze the tail's records on screen, or let them move again.
+    ToggleFreeze,
+    /// Read a topic (one partition, or all) from a position.
+    Seek {
+        topic: String,
+        partition: Option<i32>,
+        to: SeekPosition,
+    },
+    /// Open the dialog that asks where to seek.
+    OpenSeek {
+        by: SeekBy,
+    },
+    /// Tail one partition of the selected topic, or all.
+    TailPartition {
+        partition: Option<i32>,
+    },
+    /// Answer the confirmation on top.
+    Answer {
+        yes: bool,
+    },
+    /// Show a caption over the dashboard (a trainer's words); it stays while other overlays
+    /// come and go, until hidden.
+    Caption {
+        title: String,
+        text: String,
+    },
+    HideCaption,
+}
+
+/// What the seek dialog asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeekBy {
+    Offset,
+    Time,
+}
+
+impl Action {
+    /// The cluster command this action is, if it is one.
+    pub fn command(&self) -> Option<Command> {
+        Some(match self {
+            Action::Produce(r) => Command::Produce(r.clone()),
+            Action::KillBroker { broker } => Command::KillBroker(*broker),
+            Action::StopBroker { broker } => Command::StopBroker(*broker),
+            Action::StartBroker { broker } => Command::StartBroker(*broker),
+            Action::PauseBroker { broker } => Command::PauseBroker(*broker),
+            Action::ResumeBroker { broker } => Command::ResumeBroker(*broker),
+            Action::ElectPreferredLeaders { topic } => Command::ElectPreferredLeaders { topic: topic.clone() },
+            Action::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+                cleanup_policy,
+            } => Command::CreateTopic {
+                name: name.clone(),
+                partitions: *partitions,
+                replication_factor: *replication_factor,
+                cleanup_policy: cleanup_policy.clone(),
+            },
+            Action::DeleteTopic { topic } => Command::DeleteTopic { name: topic.clone() },
+            Action::PauseDemo => Command::PauseDemo,
+            Action::ResumeDemo => Command::ResumeDemo,
+            _ => return None,
+        })
+    }
+
+    /// Whether it controls a broker's process.
+    pub fn controls_broker(&self) -> bool {
+        matches!(
+            self,
+            Action::KillBroker { .. }
+                | Action::StopBroker { .. }
+                | Action::StartBroker { .. }
+                | Action::PauseBroker { .. }
+                | Action::ResumeBroker { .. }
+        )
+    }
+
+    /// Whether it changes the cluster (a read-only console refuses it); opening the
+    /// produce or create dialog counts, so that a read-only console offers no form.
+    pub fn mutates(&self) -> bool {
+        self.command()
+            .is_some_and(|c| !matches!(c, Command::PauseDemo | Command::ResumeDemo))
+            || matches!(self, Action::OpenProduce { .. } | Action::OpenCreateTopic)
+    }
+}
+
+/// What the app asks the event loop to do: the only way the console touches the world.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send a command to the cluster; its outcome comes back as a note.
+    Submit(Command),
+    /// Start a message tail of at most `capacity` records (the app drops the old one).
+    Tail {
+        spec: TailSpec,
+        capacity: usize,
+    },
+    Quit,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_read_from_toml_with_their_targets() {
+        #[derive(Deserialize)]
+        struct Script {
+            step: Vec<Action>,
+        }
+        let text = r#"
+            [[step]]
+            action = "kill_broker"
+            broker = 1
+            [[step]]
+            action = "seek"
+            topic = "clicks"
+            partition = 0
+            to = { offset = 100 }
+            [[step]]
+            action = "focus"
+            pane = "partitions"
+            [[step]]
+            action = "produce"
+            topic = "orders"
+            key = "k"
+            value = "v"
+            headers = [["h", "1"]]
+        "#;
+        let script: Script = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            script.step,
+            vec![
+                Action::KillBroker { broker: 1 },
+                Action::Seek {
+                    topic: "clicks".into(),
+                    partition: Some(0),
+                    to: SeekPosition::Offset(100),
+                },
+                Action::Focus { pane: Pane::Partitions },
+                Action::Produce(ProduceRequest {
+                    topic: "orders".into(),
+                    partition: None,
+                    key: Some("k".into()),
+                    value: "v".into(),
+                    headers: vec![("h".into(), "1".into())],
+                }),
+            ]
+        );
+        assert_eq!(
+            script.step.first().and_then(Action::command),
+            Some(Command::KillBroker(1))
+        );
+    }
+
+    #[test]
+    fn an_unknown_action_or_field_is_refused() {
+        assert!(toml::from_str::<Action>(r#"action = "kill_everything""#).is_err());
+        assert!(toml::from_str::<Action>("action = \"kill_broker\"\nbrokr = 1").is_err());
+    }
+}

@@ -1,0 +1,116 @@
+//! What every pane is: a title, the keys that matter in it, how many rows it lists, and a
+//! `draw` that reads the app and returns where its rows landed (for mouse clicks). A new
+//! pane implements [`PaneView`] and joins [`view_of`].
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::Pane;
+use super::app::App;
+use super::keymap::Binding;
+use super::{brokers, events, groups, messages, partitions, topics};
+
+/// Where a pane's rows are on screen after a draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaneLayout {
+    pub pane: Pane,
+    /// The whole pane, frame included.
+    pub area: Rect,
+    /// The rows of its list (below the column header), one screen line each; `None` when
+    /// rows do not map to lines (wrapped text).
+    pub rows: Option<Rect>,
+    /// The index of the first row shown.
+    pub first: usize,
+    /// How many rows the list has in all (more than fit: a scroll indicator shows).
+    pub total: usize,
+}
+
+impl PaneLayout {
+    /// A pane whose rows are not clickable.
+    pub fn plain(pane: Pane, area: Rect) -> PaneLayout {
+        PaneLayout {
+            pane,
+            area,
+            rows: None,
+            first: 0,
+            total: 0,
+        }
+    }
+
+    /// A table in a frame: one column-header line, then one line per row from `first`.
+    pub fn table(pane: Pane, area: Rect, inner: Rect, first: usize, total: usize) -> PaneLayout {
+        let body = Rect {
+            y: inner.y.saturating_add(1),
+            height: inner.height.saturating_sub(1),
+            ..inner
+        };
+        PaneLayout {
+            pane,
+            area,
+            rows: Some(body),
+            first,
+            total,
+        }
+    }
+
+    /// The row under a screen cell, if the cell is on one.
+    pub fn row_at(&self, column: u16, line: u16) -> Option<usize> {
+        let rows = self.rows?;
+        let inside = column >= rows.x && column < rows.x + rows.width && line >= rows.y && line < rows.y + rows.height;
+        let row = self.first + usize::from(line.checked_sub(rows.y)?);
+        (inside && row < self.total).then_some(row)
+    }
+}
+
+pub trait PaneView: Sync {
+    fn title(&self) -> &'static str;
+    /// The keys that matter here, most useful first: the footer shows them, the help lists
+    /// them first.
+    fn hints(&self) -> &'static [(Binding, &'static str)];
+    /// How many rows the pane lists after its filter.
+    fn rows(&self, app: &App) -> usize;
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout;
+}
+
+/// The implementation of a pane.
+pub fn view_of(pane: Pane) -> &'static dyn PaneView {
+    match pane {
+        Pane::Brokers => &brokers::BrokersPane,
+        Pane::Topics => &topics::TopicsPane,
+        Pane::Partitions => &partitions::PartitionsPane,
+        Pane::Groups => &groups::GroupsPane,
+        Pane::Messages => &messages::MessagesPane,
+        Pane::Events => &events::EventsPane,
+    }
+}
+
+/// Keys shared by the panes with few of their own.
+pub const GENERAL_HINTS: &[(Binding, &str)] = &[
+    (Binding::NextPane, "pane"),
+    (Binding::Filter, "filter"),
+    (Binding::PauseDemo, "demo on/off"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_click_maps_to_the_row_under_it_and_nothing_outside() {
+        let layout = PaneLayout {
+            pane: Pane::Topics,
+            area: Rect::new(0, 0, 40, 10),
+            rows: Some(Rect::new(1, 2, 38, 7)),
+            first: 5,
+            total: 9,
+        };
+        assert_eq!(layout.row_at(3, 2), Some(5));
+        assert_eq!(layout.row_at(3, 5), Some(8));
+        assert_eq!(layout.row_at(3, 6), None, "past the last row");
+        assert_eq!(layout.row_at(3, 1), None, "the column header");
+        assert_eq!(layout.row_at(0, 3), None, "the frame");
+    }
+}
