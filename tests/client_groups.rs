@@ -345,3 +345,48 @@ async fn lag_is_the_high_watermark_minus_the_committed_offset() {
     assert_eq!(lags.get(&1), Some(&Some(2)));
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn commit_covers_only_records_poll_has_returned() {
+    // A fetch brings ten records; poll hands out three (max.poll.records). Committing then
+    // must store 3, the next record the application has not seen, as Kafka's consumer does,
+    // not the fetch position 10: a crash after the commit would otherwise skip seven records.
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("orders", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "orders", 1).await;
+    coordinators_ready(&cluster).await;
+    produce(&cluster, "orders", 1, 10).await;
+    let tp = TopicPartition::new("orders", 0);
+    let cfg = ConsumerConfig {
+        enable_auto_commit: false,
+        max_poll_records: 3,
+        ..group_config("billing")
+    };
+    let mut consumer = Consumer::new(cluster.clone(), cfg.clone());
+    consumer.subscribe(vec!["orders".into()]);
+    let mut got = Vec::new();
+    while got.is_empty() {
+        got = consumer.poll(Duration::from_secs(1)).await.expect("poll");
+    }
+    assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+    consumer.commit().await.expect("commit");
+    assert_eq!(
+        consumer.committed(vec![tp.clone()]).await.expect("committed"),
+        vec![(tp.clone(), 3)]
+    );
+    consumer.close().await;
+
+    let mut successor = Consumer::new(cluster.clone(), cfg);
+    successor.subscribe(vec!["orders".into()]);
+    let mut resumed = Vec::new();
+    while resumed.len() < 7 {
+        resumed.extend(successor.poll(Duration::from_secs(1)).await.expect("poll"));
+    }
+    assert_eq!(resumed.first().map(|r| r.offset), Some(3), "nothing is skipped");
+    successor.close().await;
+    cluster.shutdown().await;
+}

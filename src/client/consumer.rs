@@ -109,6 +109,8 @@ pub struct Consumer {
     config: ConsumerConfig,
     subscription: Option<Vec<String>>,
     assigned: Vec<TopicPartition>,
+    /// The fetch position of each partition: where its next fetch starts, past the records
+    /// still buffered. What the application has consumed is [`Consumer::position`].
     positions: HashMap<TopicPartition, i64>,
     /// Positions to resolve on the next poll: -2 earliest, -1 latest.
     pending_resets: HashMap<TopicPartition, i64>,
@@ -172,8 +174,15 @@ impl Consumer {
         &self.assigned
     }
 
+    /// The offset of the next record poll will hand out for `tp`, as Kafka's `position()`:
+    /// the first buffered record's, else the fetch position. Commits store this, so records
+    /// fetched but not yet returned are never committed (at least once).
     pub fn position(&self, tp: &TopicPartition) -> Option<i64> {
-        self.positions.get(tp).copied()
+        self.buffered
+            .iter()
+            .find(|r| r.partition == tp.partition && *r.topic == *tp.topic)
+            .map(|r| r.offset)
+            .or_else(|| self.positions.get(tp).copied())
     }
 
     pub fn generation(&self) -> Option<i32> {
@@ -244,7 +253,14 @@ impl Consumer {
             self.resolve_positions().await?;
             if !self.buffered.is_empty() {
                 let n = self.buffered.len().min(self.config.max_poll_records);
-                return Ok(self.buffered.drain(..n).collect());
+                let records = self.buffered.drain(..n).collect();
+                // A backlog's fetches fill the buffer with tens of thousands of records; once
+                // it drains, give the memory back rather than keep the largest buffer ever.
+                let keep = self.config.max_poll_records.max(1024);
+                if self.buffered.capacity() > 4 * keep.max(self.buffered.len()) {
+                    self.buffered.shrink_to(keep.max(self.buffered.len()));
+                }
+                return Ok(records);
             }
             let now = Instant::now();
             if now >= deadline {
@@ -423,12 +439,12 @@ impl Consumer {
         }
     }
 
-    /// Commits the current positions of every assigned partition.
+    /// Commits, for every assigned partition, the next offset poll hands out ([`Consumer::position`]).
     pub async fn commit(&mut self) -> Result<(), ConsumeError> {
         let offsets: Vec<(TopicPartition, i64)> = self
             .assigned
             .iter()
-            .filter_map(|tp| self.positions.get(tp).map(|o| (tp.clone(), *o)))
+            .filter_map(|tp| self.position(tp).map(|o| (tp.clone(), o)))
             .collect();
         self.commit_offsets(offsets).await
     }
