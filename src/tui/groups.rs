@@ -28,6 +28,14 @@ impl PaneView for GroupsPane {
         app.visible_groups().len()
     }
 
+    /// The group list and the selected group's partitions, each with its column header.
+    fn wanted_height(&self, app: &App) -> u16 {
+        let offsets = app.selected_group().map_or(0, |g| g.offsets.len());
+        u16::try_from(self.rows(app) + offsets)
+            .unwrap_or(u16::MAX)
+            .saturating_add(4)
+    }
+
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: chrono::DateTime<chrono::Utc>) -> PaneLayout {
         draw(frame, area, app)
     }

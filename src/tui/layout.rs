@@ -76,10 +76,21 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
     layout
 }
 
+/// The rows of the full dashboard: the top (brokers, topics) and middle (partitions, groups)
+/// take what their rows need, within bounds; Messages and Events get the rest.
+fn full_heights(app: &App, height: u16) -> (u16, u16) {
+    let want = |p: Pane| view_of(p).wanted_height(app);
+    let top = want(Pane::Brokers)
+        .max(want(Pane::Topics))
+        .clamp(6, (height / 4).max(6));
+    let middle = want(Pane::Partitions).max(want(Pane::Groups)).max(6);
+    let middle = middle.min(height.saturating_sub(top + 10)).max(6);
+    (top, middle)
+}
+
 fn full(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &mut FrameLayout) {
-    let top = (app.view.brokers.len().max(3) as u16 + 3).min(10);
-    let bottom = (area.height / 3).clamp(8, 16);
-    let rows = Layout::vertical([Constraint::Length(top), Constraint::Min(6), Constraint::Length(bottom)]).split(area);
+    let (top, middle) = full_heights(app, area.height);
+    let rows = Layout::vertical([Constraint::Length(top), Constraint::Length(middle), Constraint::Min(8)]).split(area);
     let split = |r: Rect, left: u16| {
         Layout::horizontal([Constraint::Percentage(left), Constraint::Percentage(100 - left)]).split(r)
     };
@@ -96,22 +107,40 @@ fn full(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &m
 
 fn compact(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &mut FrameLayout) {
     let top = (app.view.brokers.len().max(1) as u16 + 3).min(7);
-    let rows = Layout::new(
-        Direction::Vertical,
-        [Constraint::Length(top), Constraint::Min(5), Constraint::Length(6)],
-    )
-    .split(area);
-    place(frame, app, Pane::Brokers, rows[0], now, layout);
     let main = match app.focus {
         Pane::Brokers | Pane::Events => Pane::Partitions,
         other => other,
     };
+    // The focused pane takes its rows (at least 5 lines), the timeline the rest (at least 6).
+    let room = area.height.saturating_sub(top + 6);
+    let middle = view_of(main).wanted_height(app).clamp(5.min(room), room.max(5));
+    let rows = Layout::new(
+        Direction::Vertical,
+        [Constraint::Length(top), Constraint::Length(middle), Constraint::Min(6)],
+    )
+    .split(area);
+    place(frame, app, Pane::Brokers, rows[0], now, layout);
     place(frame, app, main, rows[1], now, layout);
     place(frame, app, Pane::Events, rows[2], now, layout);
 }
 
+/// Draws a pane and, when it has more rows than it shows, which ones it shows on its bottom
+/// border (`▲▼ 12-20 of 40`).
 fn place(frame: &mut Frame, app: &App, pane: Pane, area: Rect, now: DateTime<Utc>, layout: &mut FrameLayout) {
-    layout.panes.push(view_of(pane).draw(frame, area, app, now));
+    let drawn = view_of(pane).draw(frame, area, app, now);
+    if let Some(note) = drawn.scroll_note() {
+        let width = (note.chars().count() as u16).min(area.width.saturating_sub(2));
+        if area.height >= 2 && width > 0 {
+            let at = Rect {
+                x: area.x + area.width.saturating_sub(width + 1),
+                y: area.y + area.height - 1,
+                width,
+                height: 1,
+            };
+            frame.render_widget(Paragraph::new(Line::styled(note, app.theme.dim)), at);
+        }
+    }
+    layout.panes.push(drawn);
 }
 
 /// The frame of a pane, with its number, title, extra info and the focus highlight.

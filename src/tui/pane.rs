@@ -22,6 +22,8 @@ pub struct PaneLayout {
     pub rows: Option<Rect>,
     /// The index of the first row shown.
     pub first: usize,
+    /// How many rows are shown.
+    pub shown: usize,
     /// How many rows the list has in all (more than fit: a scroll indicator shows).
     pub total: usize,
 }
@@ -34,8 +36,41 @@ impl PaneLayout {
             area,
             rows: None,
             first: 0,
+            shown: 0,
             total: 0,
         }
+    }
+
+    /// A list whose rows are not one line each (wrapped text): `first..first + shown` of
+    /// `total` are on screen.
+    pub fn text(pane: Pane, area: Rect, first: usize, shown: usize, total: usize) -> PaneLayout {
+        PaneLayout {
+            pane,
+            area,
+            rows: None,
+            first,
+            shown,
+            total,
+        }
+    }
+
+    /// `12-20 of 40`, when some rows are out of sight.
+    pub fn scroll_note(&self) -> Option<String> {
+        if self.shown >= self.total {
+            return None;
+        }
+        let up = if self.first > 0 { "▲" } else { " " };
+        let down = if self.first + self.shown < self.total {
+            "▼"
+        } else {
+            " "
+        };
+        Some(format!(
+            " {up}{down} {}-{} of {} ",
+            self.first + 1,
+            self.first + self.shown,
+            self.total
+        ))
     }
 
     /// A table in a frame: one column-header line, then one line per row from `first`.
@@ -50,6 +85,7 @@ impl PaneLayout {
             area,
             rows: Some(body),
             first,
+            shown: usize::from(body.height).min(total.saturating_sub(first)),
             total,
         }
     }
@@ -70,6 +106,10 @@ pub trait PaneView: Sync {
     fn hints(&self) -> &'static [(Binding, &'static str)];
     /// How many rows the pane lists after its filter.
     fn rows(&self, app: &App) -> usize;
+    /// The height that shows every row: the frame, the column header and the rows.
+    fn wanted_height(&self, app: &App) -> u16 {
+        u16::try_from(self.rows(app)).unwrap_or(u16::MAX).saturating_add(3)
+    }
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout;
 }
 
@@ -105,6 +145,7 @@ mod tests {
             area: Rect::new(0, 0, 40, 10),
             rows: Some(Rect::new(1, 2, 38, 7)),
             first: 5,
+            shown: 4,
             total: 9,
         };
         assert_eq!(layout.row_at(3, 2), Some(5));
@@ -112,5 +153,10 @@ mod tests {
         assert_eq!(layout.row_at(3, 6), None, "past the last row");
         assert_eq!(layout.row_at(3, 1), None, "the column header");
         assert_eq!(layout.row_at(0, 3), None, "the frame");
+        assert_eq!(layout.scroll_note().as_deref(), Some(" ▲  6-9 of 9 "));
+        let all = PaneLayout::table(Pane::Topics, Rect::new(0, 0, 40, 10), Rect::new(1, 1, 38, 8), 0, 7);
+        assert_eq!(all.scroll_note(), None, "every row fits");
+        let more = PaneLayout::table(Pane::Topics, Rect::new(0, 0, 40, 10), Rect::new(1, 1, 38, 8), 0, 30);
+        assert_eq!(more.scroll_note().as_deref(), Some("  ▼ 1-7 of 30 "));
     }
 }
