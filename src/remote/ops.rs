@@ -28,28 +28,8 @@ use kafka_protocol::records::{
 };
 
 use super::{KafkaClient, RemoteError, Target, error_name};
+pub use crate::view::OffsetSpec;
 use crate::view::{BrokerId, TailRecord};
-
-/// Which offset ListOffsets asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetSpec {
-    Earliest,
-    /// The log end offset (the high watermark for read-committed-less reads).
-    Latest,
-    /// The first offset whose timestamp is at or after this many ms since the epoch.
-    Timestamp(i64),
-}
-
-impl OffsetSpec {
-    /// The timestamp ListOffsets carries: Kafka's EARLIEST_TIMESTAMP (-2) and LATEST_TIMESTAMP (-1).
-    fn timestamp(self) -> i64 {
-        match self {
-            OffsetSpec::Earliest => -2,
-            OffsetSpec::Latest => -1,
-            OffsetSpec::Timestamp(ms) => ms,
-        }
-    }
-}
 
 /// A record to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
