@@ -95,6 +95,8 @@ pub struct ElectionResult {
     pub partition: i32,
     /// None: elected (or the preferred leader already led: ELECTION_NOT_NEEDED counts as done).
     pub error: Option<String>,
+    /// The preferred leader already led (ELECTION_NOT_NEEDED): nothing moved.
+    pub not_needed: bool,
 }
 
 /// How long the brokers may take over a produce, topic creation, deletion or election before
@@ -1029,6 +1031,7 @@ pub async fn elect_preferred(
                 t.partition_result.iter().map(move |p| ElectionResult {
                     topic: topic.clone(),
                     partition: p.partition_id,
+                    not_needed: p.error_code == ELECTION_NOT_NEEDED,
                     error: match p.error_code {
                         0 | ELECTION_NOT_NEEDED => None,
                         code => Some(
