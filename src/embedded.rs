@@ -1,8 +1,10 @@
-//! The embedded cluster as a [`ClusterSource`]: a room beside `view.rs`, the one place that
+//! The embedded cluster as a [`ClusterSource`]: a room beside `view/`, the one place that
 //! knows both the engine and the view types. It starts the cluster (and the demo workload)
-//! from the configuration and the command-line flags, turns engine snapshots and events
-//! into `Arc<ClusterView>`s a few times a second, runs console commands in the background
-//! and fills message tails. The same start-up serves a headless `kdeck serve`.
+//! from the configuration and the command-line flags, maps engine snapshots to rows and
+//! engine events to timeline lines (the view-model in `view/` keeps histories, rates and
+//! change times and says every sentence) into `Arc<ClusterView>`s a few times a second,
+//! runs console commands in the background and fills message tails. The same start-up
+//! serves a headless `kdeck serve`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -716,11 +718,11 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
             SeekPosition::End => consumer.seek_to_end(tp),
             SeekPosition::Offset(o) => consumer.seek(tp, o.max(0)),
             SeekPosition::Timestamp(t) => consumer.seek_to_timestamp(tp, t.timestamp_millis()).await,
-            SeekPosition::Last(n) => match (
+            SeekPosition::Last(_) => match (
                 cluster.list_offset(tp, OffsetSpec::Earliest).await,
                 cluster.list_offset(tp, OffsetSpec::Latest).await,
             ) {
-                (Ok(start), Ok(end)) => consumer.seek(tp, (end - n).max(start)),
+                (Ok(start), Ok(end)) => consumer.seek(tp, spec.start.within(start, end).unwrap_or(end)),
                 _ => consumer.seek_to_end(tp),
             },
         };

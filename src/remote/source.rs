@@ -812,25 +812,19 @@ async fn resolve_start(
     start: SeekPosition,
 ) -> Result<i64, RemoteError> {
     let offset = |spec| offset_of(client, topic, partition, spec);
-    match start {
-        SeekPosition::Beginning => offset(OffsetSpec::Earliest).await,
-        SeekPosition::End => offset(OffsetSpec::Latest).await,
-        SeekPosition::Last(n) => {
-            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
-            Ok(end.saturating_sub(n.max(0)).max(first))
-        }
-        SeekPosition::Offset(o) => {
-            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
-            Ok(o.clamp(first, end.max(first)))
-        }
-        SeekPosition::Timestamp(t) => {
-            let at = offset(OffsetSpec::Timestamp(t.timestamp_millis())).await?;
+    match start.lookup() {
+        Some(spec) => {
+            let at = offset(spec).await?;
             // No record at or after that time: the tail waits at the end.
             if at < 0 {
                 offset(OffsetSpec::Latest).await
             } else {
                 Ok(at)
             }
+        }
+        None => {
+            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
+            Ok(start.within(first, end).unwrap_or(end))
         }
     }
 }

@@ -11,8 +11,10 @@
 //! - [`outcome`]: the sentence of every command outcome.
 //!
 //! Nothing here imports the engine's internals: a source for an external cluster needs no
-//! engine. The one exception is [`topic_name_error`], Kafka's rule the engine enforces
-//! itself, re-exported so the console checks a name the way the cluster will.
+//! engine. Two pure items are re-exported from it, because the engine needs them too and
+//! must not import the view: [`topic_name_error`], Kafka's topic-name rule, so the console
+//! checks a name the way the cluster will, and [`OffsetSpec`], the one name of a ListOffsets
+//! lookup (earliest, latest, by time) and of its -2/-1 wire encoding.
 
 pub mod history;
 pub mod outcome;

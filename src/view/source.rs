@@ -13,7 +13,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, watch};
 
-use super::{BrokerId, ClusterView};
+use super::{BrokerId, ClusterView, OffsetSpec};
 
 /// A record to produce from the console.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +104,29 @@ pub enum SeekPosition {
     Offset(i64),
     /// The first record at or after this time.
     Timestamp(DateTime<Utc>),
+}
+
+impl SeekPosition {
+    /// The ListOffsets lookup that finds this position by itself; `None` for the positions
+    /// that depend on the log's bounds ([`SeekPosition::within`]).
+    pub fn lookup(self) -> Option<OffsetSpec> {
+        match self {
+            SeekPosition::Beginning => Some(OffsetSpec::Earliest),
+            SeekPosition::End => Some(OffsetSpec::Latest),
+            SeekPosition::Timestamp(t) => Some(OffsetSpec::Timestamp(t.timestamp_millis())),
+            SeekPosition::Last(_) | SeekPosition::Offset(_) => None,
+        }
+    }
+
+    /// Where this position starts in a log whose records span `first..end`: the last `n`
+    /// records, or an offset kept within the log; `None` for the positions a lookup finds.
+    pub fn within(self, first: i64, end: i64) -> Option<i64> {
+        match self {
+            SeekPosition::Last(n) => Some(end.saturating_sub(n.max(0)).max(first)),
+            SeekPosition::Offset(o) => Some(o.clamp(first, end.max(first))),
+            SeekPosition::Beginning | SeekPosition::End | SeekPosition::Timestamp(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Display for SeekPosition {
@@ -279,6 +302,26 @@ mod tests {
         let offsets: Vec<i64> = buffer.records().iter().map(|r| r.offset).collect();
         assert_eq!(offsets, vec![2, 3, 4]);
         assert!(buffer.version() > before);
+    }
+
+    #[test]
+    fn a_seek_position_is_a_lookup_or_a_place_within_the_log() {
+        assert_eq!(SeekPosition::Beginning.lookup(), Some(OffsetSpec::Earliest));
+        assert_eq!(SeekPosition::End.lookup(), Some(OffsetSpec::Latest));
+        let at = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::milliseconds(1_700_000_000_000);
+        assert_eq!(
+            SeekPosition::Timestamp(at).lookup(),
+            Some(OffsetSpec::Timestamp(1_700_000_000_000))
+        );
+        assert_eq!(SeekPosition::Last(5).within(10, 100), Some(95));
+        assert_eq!(
+            SeekPosition::Last(500).within(10, 100),
+            Some(10),
+            "not before the log start"
+        );
+        assert_eq!(SeekPosition::Offset(3).within(10, 100), Some(10));
+        assert_eq!(SeekPosition::Offset(300).within(10, 100), Some(100));
+        assert_eq!(SeekPosition::End.within(10, 100), None);
     }
 
     #[test]
