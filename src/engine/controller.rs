@@ -871,6 +871,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kafkas_topic_name_rule_has_one_sentence_for_every_illegal_name() {
+        for legal in ["orders", "a.b_c-9", &"x".repeat(249)] {
+            assert_eq!(topic_name_error(legal), None, "{legal}");
+        }
+        for illegal in ["", ".", "..", "has space", "ünïcode", &"x".repeat(250)] {
+            let why = topic_name_error(illegal).expect("illegal");
+            assert!(why.contains("is not a legal topic name"), "{why}");
+        }
+    }
+
+    #[test]
     fn assignment_spreads_leaders_and_never_repeats_a_broker() {
         let a = assign_replicas(&[0, 1, 2], 0, 6, 3, 7);
         for r in &a {

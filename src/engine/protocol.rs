@@ -291,3 +291,21 @@ pub enum GroupResponse {
     ListGroups(Vec<(String, GroupState)>),
     Describe(Result<Option<GroupDescription>, ErrorCode>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offset_spec_round_trips_kafkas_list_offsets_timestamp() {
+        for spec in [
+            OffsetSpec::Earliest,
+            OffsetSpec::Latest,
+            OffsetSpec::Timestamp(1_700_000_000_000),
+        ] {
+            assert_eq!(OffsetSpec::from_timestamp(spec.timestamp()), spec);
+        }
+        assert_eq!(OffsetSpec::Earliest.timestamp(), -2);
+        assert_eq!(OffsetSpec::from(-1), OffsetSpec::Latest);
+    }
+}
