@@ -1,10 +1,12 @@
-//! The embedded cluster as a [`ClusterSource`]: a room beside `view.rs`, the one place that
+//! The embedded cluster as a [`ClusterSource`]: a room beside `view/`, the one place that
 //! knows both the engine and the view types. It starts the cluster (and the demo workload)
-//! from the configuration and the command-line flags, turns engine snapshots and events
-//! into `Arc<ClusterView>`s a few times a second, runs console commands in the background
-//! and fills message tails. The same start-up serves a headless `kdeck serve`.
+//! from the configuration and the command-line flags, maps engine snapshots to rows and
+//! engine events to timeline lines (the view-model in `view/` keeps histories, rates and
+//! change times and says every sentence) into `Arc<ClusterView>`s a few times a second,
+//! runs console commands in the background and fills message tails. The same start-up
+//! serves a headless `kdeck serve`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -22,18 +24,18 @@ use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::config::{ConsoleConfig, KdeckConfig};
 use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind};
-use crate::engine::{TopicConfig, TopicPartition};
+use crate::engine::{OffsetSpec, TopicConfig, TopicPartition};
 use crate::storage::CleanupPolicy;
+use crate::view::history::{CounterRates, Trends, topic_lag};
+use crate::view::outcome::{self, Elected};
+use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
-    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, Severity, SourceKind, TailBuffer,
-    TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer, TailHandle,
+    TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
-
-/// Samples kept for sparklines and trends.
-const HISTORY: usize = 60;
 
 /// Where the cluster keeps its data.
 #[derive(Debug)]
@@ -281,47 +283,37 @@ impl Shared {
                     timestamp: None,
                 };
                 let meta = self.producer().await?.send(record).await?;
-                Ok(format!(
-                    "produced to {}-{} at offset {}",
-                    meta.topic, meta.partition, meta.offset
-                ))
+                Ok(outcome::produced(&meta.topic, meta.partition, meta.offset))
             }
             Command::KillBroker(id) => {
                 cluster.kill(*id)?;
-                Ok(format!(
-                    "broker {id} killed; the controller fences it after {} ms without heartbeats",
-                    cluster.config().broker_session_timeout_ms
-                ))
+                Ok(outcome::broker_killed(*id, cluster.config().broker_session_timeout_ms))
             }
             Command::StopBroker(id) => {
                 cluster.stop(*id).await?;
-                Ok(format!("broker {id} stopped after moving its leaderships away"))
+                Ok(outcome::broker_stopped(*id))
             }
             Command::StartBroker(id) => {
                 cluster.start_broker(*id)?;
-                Ok(format!("broker {id} starting: it recovers its logs and catches up"))
+                Ok(outcome::broker_starting(*id))
             }
             Command::PauseBroker(id) => {
                 cluster.pause(*id)?;
-                Ok(format!("broker {id} paused (frozen, like a long GC pause)"))
+                Ok(outcome::broker_paused(*id))
             }
             Command::ResumeBroker(id) => {
                 cluster.resume(*id)?;
-                Ok(format!("broker {id} resumed"))
+                Ok(outcome::broker_resumed(*id))
             }
             Command::ElectPreferredLeaders { topic } => {
                 let results = cluster
                     .elect_preferred_leaders(|tp| topic.as_ref().is_none_or(|t| &tp.topic == t))
                     .await?;
-                let moved = results.iter().filter(|(_, e)| *e == ErrorCode::None).count();
-                let failed = results
-                    .iter()
-                    .filter(|(_, e)| !matches!(e, ErrorCode::None | ErrorCode::ElectionNotNeeded))
-                    .count();
-                Ok(format!(
-                    "preferred-leader election: {moved} leaders moved, {failed} partitions could not move, {} already led by their preferred replica",
-                    results.len() - moved - failed
-                ))
+                Ok(outcome::preferred_election(results.iter().map(|(tp, e)| match e {
+                    ErrorCode::None => Elected::Moved,
+                    ErrorCode::ElectionNotNeeded => Elected::Already,
+                    e => Elected::Failed(format!("{tp}: {e:?}")),
+                })))
             }
             Command::CreateTopic {
                 name,
@@ -335,11 +327,11 @@ impl Shared {
                     .with_min_insync_replicas(min_isr)
                     .with_cleanup_policy(policy);
                 cluster.create_topic(name, config).await?;
-                Ok(format!("topic {name} created"))
+                Ok(outcome::topic_created(name))
             }
             Command::DeleteTopic { name } => {
                 cluster.delete_topic(name).await?;
-                Ok(format!("topic {name} deleted"))
+                Ok(outcome::topic_deleted(name))
             }
             Command::PauseDemo => {
                 let workload = self.workload.lock().await.take();
@@ -347,22 +339,22 @@ impl Shared {
                     Some(w) => {
                         w.stop();
                         self.demo_running.store(false, std::sync::atomic::Ordering::Relaxed);
-                        Ok("demo workload paused".into())
+                        Ok(outcome::DEMO_PAUSED.into())
                     }
-                    None => bail!("the demo workload is not running"),
+                    None => bail!(outcome::DEMO_NOT_RUNNING),
                 }
             }
             Command::ResumeDemo => {
                 let Some(demo) = &self.demo else {
-                    bail!("this console runs without the demo workload (--no-demo)");
+                    bail!(outcome::NO_DEMO);
                 };
                 let mut slot = self.workload.lock().await;
                 if slot.is_some() {
-                    bail!("the demo workload is already running");
+                    bail!(outcome::DEMO_ALREADY_RUNNING);
                 }
                 *slot = Some(Workload::start(cluster, demo.clone()).await?);
                 self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
-                Ok("demo workload resumed".into())
+                Ok(outcome::DEMO_RESUMED.into())
             }
         }
     }
@@ -412,11 +404,9 @@ async fn snapshot_loop(
         loop {
             match events.try_recv() {
                 Ok(event) => builder.record(&event),
-                Err(broadcast::error::TryRecvError::Lagged(n)) => builder.push_event(ViewEvent {
-                    at: Utc::now(),
-                    severity: Severity::Warn,
-                    text: format!("{n} events were dropped: the console fell behind"),
-                }),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    builder.timeline.say(Utc::now(), timeline::events_dropped(n))
+                }
                 Err(_) => break,
             }
         }
@@ -427,27 +417,16 @@ async fn snapshot_loop(
     }
 }
 
-/// Turns snapshots and events into views, keeping what a single snapshot cannot tell:
-/// rates, histories, the event timeline and when things last changed.
+/// Turns snapshots and events into views; what a single snapshot cannot tell (rates,
+/// histories, the timeline, when things last changed) is kept by the shared view-model.
 struct ViewBuilder {
     cluster_name: String,
-    event_history: usize,
-    events: VecDeque<ViewEvent>,
-    broker_changed: HashMap<i32, DateTime<Utc>>,
-    partition_changed: HashMap<(String, i32), DateTime<Utc>>,
-    last_bytes: HashMap<i32, (u64, u64, DateTime<Utc>)>,
-    broker_rates: HashMap<i32, (f64, f64)>,
-    produce_history: HashMap<i32, VecDeque<u64>>,
-    lag_history: HashMap<String, VecDeque<u64>>,
+    timeline: Timeline,
+    trends: Trends,
+    bytes_in: CounterRates<i32>,
+    bytes_out: CounterRates<i32>,
     /// Kafka listener of each broker; the port stays the same across restarts.
     addresses: HashMap<i32, String>,
-}
-
-fn push_sample(history: &mut VecDeque<u64>, sample: u64) {
-    if history.len() == HISTORY {
-        history.pop_front();
-    }
-    history.push_back(sample);
 }
 
 impl ViewBuilder {
@@ -455,36 +434,11 @@ impl ViewBuilder {
         ViewBuilder {
             addresses: listeners.iter().map(|l| (l.broker, l.addr.to_string())).collect(),
             cluster_name: console.cluster_name.clone(),
-            event_history: console.event_history.max(1),
-            events: VecDeque::new(),
-            broker_changed: HashMap::new(),
-            partition_changed: HashMap::new(),
-            last_bytes: HashMap::new(),
-            broker_rates: HashMap::new(),
-            produce_history: HashMap::new(),
-            lag_history: HashMap::new(),
+            timeline: Timeline::new(console.event_history),
+            trends: Trends::default(),
+            bytes_in: CounterRates::default(),
+            bytes_out: CounterRates::default(),
         }
-    }
-
-    fn push_event(&mut self, event: ViewEvent) {
-        if self.events.len() == self.event_history {
-            self.events.pop_front();
-        }
-        self.events.push_back(event);
-    }
-
-    /// Drops the change times and histories of partitions, topics and groups the snapshot no
-    /// longer has: created and deleted by the thousand over days, they would otherwise stay.
-    fn forget_what_is_gone(&mut self, snapshot: &ClusterSnapshot) {
-        let partitions: std::collections::HashSet<(&str, i32)> = snapshot
-            .partitions
-            .iter()
-            .map(|p| (p.tp.topic.as_str(), p.tp.partition))
-            .collect();
-        self.partition_changed
-            .retain(|(topic, partition), _| partitions.contains(&(topic.as_str(), *partition)));
-        let groups: std::collections::HashSet<&str> = snapshot.groups.iter().map(|g| g.group_id.as_str()).collect();
-        self.lag_history.retain(|group, _| groups.contains(group.as_str()));
     }
 
     fn record(&mut self, event: &ClusterEvent) {
@@ -496,27 +450,36 @@ impl ViewBuilder {
             | EventKind::BrokerStopped { broker, .. }
             | EventKind::BrokerPaused { broker }
             | EventKind::BrokerResumed { broker } => {
-                self.broker_changed.insert(*broker, at);
+                self.trends.broker_changed.mark(*broker, at);
             }
             EventKind::LeaderElected { tp, .. }
             | EventKind::PartitionOffline { tp, .. }
             | EventKind::IsrShrunk { tp, .. }
             | EventKind::IsrExpanded { tp, .. } => {
-                self.partition_changed.insert((tp.topic.clone(), tp.partition), at);
+                self.trends.partition_changed.mark((tp.topic.clone(), tp.partition), at);
             }
             _ => {}
         }
-        let (severity, text) = describe(&event.kind);
-        self.push_event(ViewEvent { at, severity, text });
+        self.timeline.say(at, describe(&event.kind));
     }
 
     fn build(&mut self, snapshot: &ClusterSnapshot, demo: Option<bool>, now: DateTime<Utc>) -> ClusterView {
-        self.forget_what_is_gone(snapshot);
+        // Both directions are sampled at the same moments, so they round together.
+        let sampled = self
+            .bytes_in
+            .sample(snapshot.brokers.iter().map(|b| (b.id, b.bytes_in)), now);
+        self.bytes_out
+            .sample(snapshot.brokers.iter().map(|b| (b.id, b.bytes_out)), now);
         let brokers = snapshot
             .brokers
             .iter()
             .map(|b| {
-                let (rate_in, rate_out) = self.rates(b.id, b.bytes_in, b.bytes_out, now);
+                let (rate_in, rate_out) = (self.bytes_in.rate(&b.id), self.bytes_out.rate(&b.id));
+                let produce_history = if sampled {
+                    self.trends.produce_history.push(b.id, rate_in as u64)
+                } else {
+                    self.trends.produce_history.samples(&b.id)
+                };
                 let status = match b.state {
                     BrokerState::Running if b.fenced => BrokerStatus::Fenced,
                     BrokerState::Running => BrokerStatus::Online,
@@ -535,12 +498,8 @@ impl ViewBuilder {
                         out_per_sec: rate_out,
                     },
                     address: self.addresses.get(&b.id).cloned(),
-                    produce_history: self
-                        .produce_history
-                        .get(&b.id)
-                        .map(|h| h.iter().copied().collect())
-                        .unwrap_or_default(),
-                    changed_at: self.broker_changed.get(&b.id).copied(),
+                    produce_history,
+                    changed_at: None,
                 }
             })
             .collect();
@@ -574,20 +533,14 @@ impl ViewBuilder {
                 high_watermark: p.high_watermark,
                 log_start_offset: p.log_start_offset,
                 under_replicated: p.under_replicated,
-                changed_at: self
-                    .partition_changed
-                    .get(&(p.tp.topic.clone(), p.tp.partition))
-                    .copied(),
+                changed_at: None,
             })
             .collect();
         let groups: Vec<GroupRow> = snapshot
             .groups
             .iter()
             .map(|g| {
-                let total_lag: i64 = g.offsets.iter().filter_map(|o| o.lag).sum();
-                let history = self.lag_history.entry(g.group_id.clone()).or_default();
-                push_sample(history, total_lag.max(0) as u64);
-                GroupRow {
+                let mut row = GroupRow {
                     group_id: g.group_id.clone(),
                     state: format!("{:?}", g.state),
                     protocol: g.protocol.clone(),
@@ -616,43 +569,36 @@ impl ViewBuilder {
                             lag: o.lag,
                         })
                         .collect(),
-                    total_lag,
-                    lag_history: history.iter().copied().collect(),
-                }
+                    total_lag: 0,
+                    lag_history: Vec::new(),
+                };
+                self.trends.sample_lag(&mut row);
+                row
             })
             .collect();
-        let mut topics: Vec<TopicRow> = snapshot
+        let topics: Vec<TopicRow> = snapshot
             .topics
             .iter()
-            .map(|t| {
-                let lags: Vec<i64> = groups
-                    .iter()
-                    .flat_map(|g| g.offsets.iter())
-                    .filter(|o| o.topic == t.name)
-                    .filter_map(|o| o.lag)
-                    .collect();
-                TopicRow {
-                    name: t.name.clone(),
-                    internal: crate::engine::is_internal_topic(&t.name),
-                    partitions: t.partitions,
-                    replication_factor: t.replication_factor,
-                    under_replicated: t.under_replicated,
-                    offline: t.offline,
-                    messages: t.messages,
-                    size_bytes: Some(t.size_bytes),
-                    messages_per_sec: t.messages_per_sec,
-                    total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
-                    retention: Some(Retention {
-                        compact: t.log.cleanup_policy.compacts(),
-                        delete: t.log.cleanup_policy.deletes(),
-                        ms: t.log.retention_ms,
-                        bytes: t.log.retention_bytes,
-                    }),
-                }
+            .map(|t| TopicRow {
+                name: t.name.clone(),
+                internal: crate::engine::is_internal_topic(&t.name),
+                partitions: t.partitions,
+                replication_factor: t.replication_factor,
+                under_replicated: t.under_replicated,
+                offline: t.offline,
+                messages: t.messages,
+                size_bytes: Some(t.size_bytes),
+                messages_per_sec: t.messages_per_sec,
+                total_lag: topic_lag(&groups, &t.name),
+                retention: Some(Retention {
+                    compact: t.log.cleanup_policy.compacts(),
+                    delete: t.log.cleanup_policy.deletes(),
+                    ms: t.log.retention_ms,
+                    bytes: t.log.retention_bytes,
+                }),
             })
             .collect();
-        topics.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
-        ClusterView {
+        let mut view = ClusterView {
             cluster_name: self.cluster_name.clone(),
             source: SourceKind::Embedded,
             taken_at: now,
@@ -661,64 +607,36 @@ impl ViewBuilder {
             topics,
             partitions,
             groups,
-            events: self.events.iter().cloned().collect(),
+            events: self.timeline.events(),
             demo,
             problems: Vec::new(),
-        }
-    }
-
-    /// Bytes per second in and out since the previous snapshot at least a second ago.
-    fn rates(&mut self, id: i32, bytes_in: u64, bytes_out: u64, now: DateTime<Utc>) -> (f64, f64) {
-        let last = *self.last_bytes.entry(id).or_insert((bytes_in, bytes_out, now));
-        let dt = (now - last.2).num_milliseconds() as f64 / 1000.0;
-        if dt >= 1.0 {
-            let rate_in = bytes_in.saturating_sub(last.0) as f64 / dt;
-            let rate_out = bytes_out.saturating_sub(last.1) as f64 / dt;
-            self.last_bytes.insert(id, (bytes_in, bytes_out, now));
-            self.broker_rates.insert(id, (rate_in, rate_out));
-            push_sample(self.produce_history.entry(id).or_default(), rate_in as u64);
-        }
-        self.broker_rates.get(&id).copied().unwrap_or((0.0, 0.0))
+        };
+        crate::view::sort_rows(&mut view);
+        self.trends.forget_what_is_gone(&view);
+        self.trends.stamp_changes(&mut view);
+        view
     }
 }
 
-fn list(ids: &[i32]) -> String {
-    let items: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-    format!("[{}]", items.join(","))
-}
-
-/// One timeline line per event: what happened and why.
-fn describe(kind: &EventKind) -> (Severity, String) {
-    use Severity::{Error, Info, Warn};
+/// An engine event's timeline line: the engine says what happened and why, the view says it.
+fn describe(kind: &EventKind) -> Line {
     match kind {
-        EventKind::BrokerStarted { broker, broker_epoch } => {
-            (Info, format!("broker {broker} started (broker epoch {broker_epoch})"))
+        EventKind::BrokerStarted { broker, broker_epoch } => timeline::broker_started(*broker, *broker_epoch),
+        EventKind::BrokerFenced { broker, reason } if reason == crate::engine::CONTROLLED_SHUTDOWN => {
+            timeline::broker_controlled_shutdown(*broker)
         }
-        EventKind::BrokerFenced { broker, reason } if reason == crate::engine::CONTROLLED_SHUTDOWN => (
-            Info,
-            format!("broker {broker} controlled shutdown: its leaderships move before it stops"),
-        ),
-        EventKind::BrokerFenced { broker, reason } => (Warn, format!("broker {broker} fenced: {reason}")),
-        EventKind::BrokerUnfenced { broker } => (Info, format!("broker {broker} unfenced: back in service")),
-        EventKind::BrokerStopped { broker, how } => (Warn, format!("broker {broker} down: {how}")),
-        EventKind::BrokerPaused { broker } => (Warn, format!("broker {broker} paused")),
-        EventKind::BrokerResumed { broker } => (Info, format!("broker {broker} resumed")),
-        EventKind::ControllerMoved { from, to } => (
-            Warn,
-            match from {
-                Some(f) => format!("controller moved: broker {f} -> {to}"),
-                None => format!("controller is broker {to}"),
-            },
-        ),
+        EventKind::BrokerFenced { broker, reason } => timeline::broker_fenced(*broker, reason),
+        EventKind::BrokerUnfenced { broker } => timeline::broker_unfenced(*broker),
+        EventKind::BrokerStopped { broker, how } => timeline::broker_down(*broker, how),
+        EventKind::BrokerPaused { broker } => timeline::broker_paused(*broker),
+        EventKind::BrokerResumed { broker } => timeline::broker_resumed(*broker),
+        EventKind::ControllerMoved { from, to } => timeline::controller_moved(*from, *to),
         EventKind::TopicCreated {
             topic,
             partitions,
             replication_factor,
-        } => (
-            Info,
-            format!("topic {topic} created: {partitions} partitions, RF {replication_factor}"),
-        ),
-        EventKind::TopicDeleted { topic } => (Info, format!("topic {topic} deleted")),
+        } => timeline::topic_created(topic, *partitions, *replication_factor),
+        EventKind::TopicDeleted { topic } => timeline::topic_deleted(topic),
         EventKind::LeaderElected {
             tp,
             old,
@@ -726,62 +644,39 @@ fn describe(kind: &EventKind) -> (Severity, String) {
             leader_epoch,
             reason,
         } => {
-            let (severity, why) = match reason {
-                ElectionReason::Created => (Info, "created"),
-                ElectionReason::LeaderUnavailable => (Warn, "leader unavailable"),
-                ElectionReason::ControlledShutdown => (Info, "controlled shutdown"),
-                ElectionReason::ReplicaReturned => (Info, "an in-sync replica returned"),
-                ElectionReason::Preferred => (Info, "preferred leader"),
-                ElectionReason::Unclean => (Error, "UNCLEAN: out-of-sync replica, data may be lost"),
+            let cause = match reason {
+                ElectionReason::Created => ElectionCause::Created,
+                ElectionReason::LeaderUnavailable => ElectionCause::LeaderUnavailable,
+                ElectionReason::ControlledShutdown => ElectionCause::ControlledShutdown,
+                ElectionReason::ReplicaReturned => ElectionCause::ReplicaReturned,
+                ElectionReason::Preferred => ElectionCause::Preferred,
+                ElectionReason::Unclean => ElectionCause::Unclean,
             };
-            let old = old.map_or("none".to_string(), |o| o.to_string());
-            (
-                severity,
-                format!("leader {tp}: {old} -> {new}, epoch {leader_epoch} ({why})"),
-            )
+            timeline::leader_elected(&tp.topic, tp.partition, *old, *new, *leader_epoch, Some(cause))
         }
-        EventKind::PartitionOffline { tp, isr } => (
-            Error,
-            format!("{tp} OFFLINE: no live in-sync replica (ISR {})", list(isr)),
-        ),
+        EventKind::PartitionOffline { tp, isr } => timeline::partition_offline(&tp.topic, tp.partition, isr),
         EventKind::IsrShrunk {
             tp,
             removed,
             isr,
             reason,
-        } => (
-            Warn,
-            format!("ISR {tp} shrank: -{} -> {} ({reason})", list(removed), list(isr)),
-        ),
-        EventKind::IsrExpanded { tp, added, isr } => (
-            Info,
-            format!("ISR {tp} expanded: +{} -> {} (caught up)", list(added), list(isr)),
-        ),
-        EventKind::FollowerTruncated { tp, broker, from, to } => (
-            Warn,
-            format!("broker {broker} truncated {tp} from {from} to {to} (diverged from the leader's epoch)"),
-        ),
-        EventKind::ProduceRejected { tp, error, reason } => {
-            (Error, format!("produce to {tp} rejected: {error:?}: {reason}"))
+        } => timeline::isr_shrunk(&tp.topic, tp.partition, removed, isr, Some(reason)),
+        EventKind::IsrExpanded { tp, added, isr } => timeline::isr_expanded(&tp.topic, tp.partition, added, isr),
+        EventKind::FollowerTruncated { tp, broker, from, to } => {
+            timeline::follower_truncated(&tp.topic, tp.partition, *broker, *from, *to)
         }
-        EventKind::LinkChanged { a, b, fault } => (
-            Warn,
-            match fault {
-                Some(f) => format!("link {a} <-> {b}: {f}"),
-                None => format!("link {a} <-> {b} healed"),
-            },
-        ),
+        EventKind::ProduceRejected { tp, error, reason } => {
+            timeline::produce_rejected(&tp.topic, tp.partition, &format!("{error:?}"), reason)
+        }
+        EventKind::LinkChanged { a, b, fault } => timeline::link_changed(a, b, fault.as_deref()),
         EventKind::GroupRebalanced {
             group,
             generation,
             members,
             protocol,
-        } => (
-            Info,
-            format!("group {group} rebalanced: generation {generation}, {members} members ({protocol})"),
-        ),
+        } => timeline::group_rebalanced(group, Some(*generation), *members, protocol),
         EventKind::GroupMemberRemoved { group, member, reason } => {
-            (Warn, format!("group {group}: member {member} removed ({reason})"))
+            timeline::group_member_removed(group, member, reason)
         }
     }
 }
@@ -791,13 +686,13 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
         Some(t) => match spec.partition {
             Some(p) if p >= 0 && (p as usize) < t.partitions.len() => vec![p],
             Some(p) => {
-                buffer.set_error(Some(format!("topic {} has no partition {p}", spec.topic)));
+                buffer.set_error(Some(outcome::no_such_partition(&spec.topic, p)));
                 return;
             }
             None => (0..t.partitions.len() as i32).collect(),
         },
         None => {
-            buffer.set_error(Some(format!("topic {} does not exist", spec.topic)));
+            buffer.set_error(Some(outcome::no_such_topic(&spec.topic)));
             return;
         }
     };
@@ -823,8 +718,11 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
             SeekPosition::End => consumer.seek_to_end(tp),
             SeekPosition::Offset(o) => consumer.seek(tp, o.max(0)),
             SeekPosition::Timestamp(t) => consumer.seek_to_timestamp(tp, t.timestamp_millis()).await,
-            SeekPosition::Last(n) => match (cluster.list_offset(tp, -2).await, cluster.list_offset(tp, -1).await) {
-                (Ok(start), Ok(end)) => consumer.seek(tp, (end - n).max(start)),
+            SeekPosition::Last(_) => match (
+                cluster.list_offset(tp, OffsetSpec::Earliest).await,
+                cluster.list_offset(tp, OffsetSpec::Latest).await,
+            ) {
+                (Ok(start), Ok(end)) => consumer.seek(tp, spec.start.within(start, end).unwrap_or(end)),
                 _ => consumer.seek_to_end(tp),
             },
         };
@@ -888,30 +786,7 @@ mod ephemeral_tests {
 #[cfg(test)]
 mod view_builder_tests {
     use super::*;
-
-    #[test]
-    fn the_event_ring_and_the_histories_keep_only_the_newest() {
-        let console = ConsoleConfig {
-            event_history: 5,
-            ..ConsoleConfig::default()
-        };
-        let mut builder = ViewBuilder::new(&console, &[]);
-        for n in 0..100 {
-            builder.push_event(ViewEvent {
-                at: Utc::now(),
-                severity: Severity::Info,
-                text: format!("event {n}"),
-            });
-        }
-        let texts: Vec<&str> = builder.events.iter().map(|e| e.text.as_str()).collect();
-        assert_eq!(texts, vec!["event 95", "event 96", "event 97", "event 98", "event 99"]);
-        let mut history = VecDeque::new();
-        for n in 0..1_000 {
-            push_sample(&mut history, n);
-        }
-        assert_eq!(history.len(), HISTORY);
-        assert_eq!(history.back(), Some(&999));
-    }
+    use crate::view::Severity;
 
     #[tokio::test(start_paused = true)]
     async fn a_deleted_topic_and_a_vanished_group_leave_nothing_in_the_view_builder() {
@@ -930,20 +805,123 @@ mod view_builder_tests {
                 .create_topic(&name, TopicConfig::new(2, 1))
                 .await
                 .expect("create");
-            builder.partition_changed.insert((name.clone(), 0), Utc::now());
-            builder.partition_changed.insert((name, 1), Utc::now());
-            builder
-                .lag_history
-                .insert(format!("group-{i}"), VecDeque::from([1, 2, 3]));
+            builder.trends.partition_changed.mark((name.clone(), 0), Utc::now());
+            builder.trends.partition_changed.mark((name, 1), Utc::now());
+            builder.trends.lag_history.push(format!("group-{i}"), 1);
         }
         builder.build(&cluster.snapshot(), None, Utc::now());
-        assert_eq!(builder.partition_changed.len(), 40);
-        assert!(builder.lag_history.is_empty(), "no such groups in the cluster");
+        assert_eq!(builder.trends.partition_changed.len(), 40);
+        assert!(builder.trends.lag_history.is_empty(), "no such groups in the cluster");
         for i in 0..20 {
             cluster.delete_topic(&format!("run-{i}")).await.expect("delete");
         }
         builder.build(&cluster.snapshot(), None, Utc::now());
-        assert!(builder.partition_changed.is_empty());
+        assert!(builder.trends.partition_changed.is_empty());
         cluster.shutdown().await;
+    }
+
+    /// The same happening, learnt from the engine and inferred by comparing two views of an
+    /// external cluster, reads the same on the timeline.
+    mod same_sentence_from_both_sources {
+        use super::*;
+        use crate::remote::source::diff;
+        use crate::view::BrokerId;
+
+        fn row(leader: Option<BrokerId>, epoch: i32, isr: &[BrokerId]) -> PartitionRow {
+            PartitionRow {
+                topic: "orders".into(),
+                partition: 0,
+                leader,
+                leader_epoch: epoch,
+                replicas: [0, 1, 2]
+                    .iter()
+                    .map(|&broker| ReplicaRow {
+                        broker,
+                        role: ReplicaRole::InSync,
+                        log_end_offset: None,
+                    })
+                    .collect(),
+                isr: isr.to_vec(),
+                preferred_leader: 0,
+                high_watermark: None,
+                log_start_offset: None,
+                under_replicated: isr.len() < 3,
+                changed_at: None,
+            }
+        }
+
+        /// What an external source says going from partition `old` to `new`.
+        fn remote(old: PartitionRow, new: PartitionRow) -> Vec<Line> {
+            let mut before = ClusterView::empty("c", SourceKind::External);
+            before.partitions = vec![old];
+            let mut after = before.clone();
+            after.partitions = vec![new];
+            diff(&before, &after)
+        }
+
+        fn tp() -> TopicPartition {
+            TopicPartition::new("orders", 0)
+        }
+
+        #[test]
+        fn a_preferred_leader_election() {
+            let embedded = describe(&EventKind::LeaderElected {
+                tp: tp(),
+                old: Some(1),
+                new: 0,
+                leader_epoch: 6,
+                reason: ElectionReason::Preferred,
+            });
+            assert_eq!(
+                embedded,
+                (
+                    Severity::Info,
+                    "leader orders-0: 1 -> 0, epoch 6 (preferred leader)".to_string()
+                )
+            );
+            assert_eq!(
+                remote(row(Some(1), 5, &[0, 1, 2]), row(Some(0), 6, &[0, 1, 2])),
+                vec![embedded]
+            );
+        }
+
+        #[test]
+        fn a_partition_that_goes_offline_and_comes_back() {
+            let offline = describe(&EventKind::PartitionOffline { tp: tp(), isr: vec![1] });
+            assert_eq!(remote(row(Some(1), 4, &[1]), row(None, 4, &[1])), vec![offline]);
+            let back = describe(&EventKind::LeaderElected {
+                tp: tp(),
+                old: None,
+                new: 1,
+                leader_epoch: 5,
+                reason: ElectionReason::ReplicaReturned,
+            });
+            assert_eq!(remote(row(None, 4, &[1]), row(Some(1), 5, &[1])), vec![back]);
+        }
+
+        #[test]
+        fn an_isr_shrink_and_expansion() {
+            let reason = "follower fell behind by more than replica.lag.time.max.ms";
+            let (severity, embedded) = describe(&EventKind::IsrShrunk {
+                tp: tp(),
+                removed: vec![1],
+                isr: vec![0, 2],
+                reason: reason.into(),
+            });
+            let inferred = remote(row(Some(0), 4, &[0, 1, 2]), row(Some(0), 4, &[0, 2]));
+            assert_eq!(inferred.len(), 1);
+            // An external cluster does not tell why; the rest of the sentence is the same.
+            assert_eq!(severity, inferred[0].0);
+            assert_eq!(embedded, format!("{} ({reason})", inferred[0].1));
+            let expanded = describe(&EventKind::IsrExpanded {
+                tp: tp(),
+                added: vec![1],
+                isr: vec![0, 2, 1],
+            });
+            assert_eq!(
+                remote(row(Some(0), 4, &[0, 2]), row(Some(0), 4, &[0, 2, 1])),
+                vec![expanded]
+            );
+        }
     }
 }

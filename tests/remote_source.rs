@@ -383,7 +383,9 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
     );
     let texts: Vec<&str> = down.events.iter().map(|e| e.text.as_str()).collect();
     assert!(
-        texts.iter().any(|t| t.starts_with("broker 1 disappeared")),
+        texts
+            .iter()
+            .any(|t| t.starts_with("broker 1 down: gone from the cluster's metadata")),
         "an event says so: {texts:?}"
     );
     assert!(

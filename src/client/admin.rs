@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::client::assignor;
 use crate::engine::group::{GroupDescription, GroupState};
-use crate::engine::{Cluster, ErrorCode, GroupRequest, GroupResponse, TopicPartition};
+use crate::engine::{Cluster, ErrorCode, GroupRequest, GroupResponse, OffsetSpec, TopicPartition};
 
 /// One partition of a group: where the group is, where the log ends, and the difference.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,12 +71,12 @@ pub async fn group_lag(cluster: &Cluster, group: &str) -> Result<GroupLag, Error
     tps.dedup();
     let mut partitions = Vec::new();
     for tp in tps {
-        let end = cluster.list_offset(&tp, -1).await.unwrap_or(-1);
+        let end = cluster.list_offset(&tp, OffsetSpec::Latest).await.unwrap_or(-1);
         let committed_offset = committed.iter().find(|(t, _)| *t == tp).map_or(-1, |(_, o)| *o);
         let from = if committed_offset >= 0 {
             committed_offset
         } else {
-            cluster.list_offset(&tp, -2).await.unwrap_or(0)
+            cluster.list_offset(&tp, OffsetSpec::Earliest).await.unwrap_or(0)
         };
         let owner = members.iter().find(|(_, a)| a.contains(&tp)).map(|(m, _)| m.clone());
         partitions.push(PartitionLag {

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::assignor::{self, Subscription};
 use crate::engine::group::JoinGroupRequest;
-use crate::engine::{Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, TopicPartition};
+use crate::engine::{Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, TopicPartition};
 
 /// How long a poll that could not fetch anything waits before trying again (Kafka's
 /// `retry.backoff.ms` default).
@@ -112,8 +112,8 @@ pub struct Consumer {
     /// The fetch position of each partition: where its next fetch starts, past the records
     /// still buffered. What the application has consumed is [`Consumer::position`].
     positions: HashMap<TopicPartition, i64>,
-    /// Positions to resolve on the next poll: -2 earliest, -1 latest.
-    pending_resets: HashMap<TopicPartition, i64>,
+    /// Positions to resolve on the next poll.
+    pending_resets: HashMap<TopicPartition, OffsetSpec>,
     membership: Option<Membership>,
     member_id: String,
     rejoin: Arc<AtomicBool>,
@@ -201,14 +201,14 @@ impl Consumer {
     }
 
     pub fn seek_to_beginning(&mut self, tp: &TopicPartition) -> Result<(), ConsumeError> {
-        self.seek_lazily(tp, -2)
+        self.seek_lazily(tp, OffsetSpec::Earliest)
     }
 
     pub fn seek_to_end(&mut self, tp: &TopicPartition) -> Result<(), ConsumeError> {
-        self.seek_lazily(tp, -1)
+        self.seek_lazily(tp, OffsetSpec::Latest)
     }
 
-    fn seek_lazily(&mut self, tp: &TopicPartition, which: i64) -> Result<(), ConsumeError> {
+    fn seek_lazily(&mut self, tp: &TopicPartition, which: OffsetSpec) -> Result<(), ConsumeError> {
         if !self.assigned.contains(tp) {
             return Err(ConsumeError::NotAssigned(tp.clone()));
         }
@@ -224,7 +224,7 @@ impl Consumer {
         if !self.assigned.contains(tp) {
             return Err(ConsumeError::NotAssigned(tp.clone()));
         }
-        match self.cluster.list_offset(tp, timestamp).await {
+        match self.cluster.list_offset(tp, OffsetSpec::Timestamp(timestamp)).await {
             Ok(offset) if offset >= 0 => self.seek(tp, offset),
             Ok(_) => self.seek_to_end(tp),
             Err(e) => Err(ConsumeError::Group(e)),
@@ -359,8 +359,8 @@ impl Consumer {
                 }
                 Err(ErrorCode::OffsetOutOfRange) => {
                     let reset = match self.config.auto_offset_reset {
-                        OffsetReset::Earliest => -2,
-                        OffsetReset::Latest => -1,
+                        OffsetReset::Earliest => OffsetSpec::Earliest,
+                        OffsetReset::Latest => OffsetSpec::Latest,
                         OffsetReset::None => return Err(ConsumeError::NoOffset(tp)),
                     };
                     self.positions.remove(&tp);
@@ -414,8 +414,8 @@ impl Consumer {
             let which = match self.pending_resets.get(&tp) {
                 Some(w) => *w,
                 None => match self.config.auto_offset_reset {
-                    OffsetReset::Earliest => -2,
-                    OffsetReset::Latest => -1,
+                    OffsetReset::Earliest => OffsetSpec::Earliest,
+                    OffsetReset::Latest => OffsetSpec::Latest,
                     OffsetReset::None => return Err(ConsumeError::NoOffset(tp)),
                 },
             };

@@ -22,7 +22,9 @@ use super::events::{EventBus, EventKind};
 use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
 use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
-use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
+use super::protocol::{
+    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
+};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
@@ -222,7 +224,7 @@ impl Broker {
                 timeout_ms,
             } => self.handle_produce(tp, ticket, &mut records, acks, timeout_ms).await,
             Request::Fetch(req) => self.handle_fetch(req).await,
-            Request::ListOffsets { tp, timestamp } => self.handle_list_offsets(&tp, timestamp),
+            Request::ListOffsets { tp, spec } => self.handle_list_offsets(&tp, spec),
             Request::UpdateMetadata(image) => {
                 self.apply_image(&image);
                 Response::UpdateMetadata
@@ -462,7 +464,7 @@ impl Broker {
         }
     }
 
-    fn handle_list_offsets(&self, tp: &TopicPartition, timestamp: i64) -> Response {
+    fn handle_list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Response {
         let reply = |error, offset, timestamp| Response::ListOffsets {
             error,
             offset,
@@ -478,10 +480,10 @@ impl Broker {
         if !partition.high_watermark_known() {
             return reply(ErrorCode::OffsetNotAvailable, -1, -1);
         }
-        match timestamp {
-            -2 => reply(ErrorCode::None, partition.log.log_start_offset(), -1),
-            -1 => reply(ErrorCode::None, hw, -1),
-            ts => match partition.log.offset_for_timestamp(ts) {
+        match spec {
+            OffsetSpec::Earliest => reply(ErrorCode::None, partition.log.log_start_offset(), -1),
+            OffsetSpec::Latest => reply(ErrorCode::None, hw, -1),
+            OffsetSpec::Timestamp(ts) => match partition.log.offset_for_timestamp(ts) {
                 Ok(Some(found)) if found.offset < hw => reply(ErrorCode::None, found.offset, found.timestamp),
                 Ok(_) => reply(ErrorCode::None, -1, -1),
                 Err(e) => reply(ErrorCode::from_storage(e.kafka_error_code()), -1, -1),
@@ -1093,7 +1095,7 @@ mod tests {
         for _ in 0..500 {
             let request = Request::ListOffsets {
                 tp: TopicPartition::new("absent", 0),
-                timestamp: -1,
+                spec: OffsetSpec::Latest,
             };
             network
                 .call(NodeId::Client(0), NodeId::Broker(0), request, Duration::from_secs(1))

@@ -18,7 +18,9 @@ use super::events::{ClusterEvent, EventBus, EventKind};
 use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
-use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
+use super::protocol::{
+    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
+};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::{CleanupPolicy, Log, LogConfig};
 
@@ -590,19 +592,21 @@ impl Cluster {
         self.fetch_on(leader, tp, offset, -1, max_bytes, Duration::ZERO).await
     }
 
-    /// ListOffsets: -2 earliest, -1 latest (the HW), otherwise the first offset at or after
-    /// a timestamp (-1 when none).
-    pub async fn list_offset(&self, tp: &TopicPartition, timestamp: i64) -> Result<i64, ErrorCode> {
-        self.list_offset_with_time(tp, timestamp)
-            .await
-            .map(|(offset, _)| offset)
+    /// ListOffsets: the log start, the HW, or the first offset at or after a timestamp (-1
+    /// when none). `spec` may be Kafka's timestamp, -2 and -1 included ([`OffsetSpec`]).
+    pub async fn list_offset(&self, tp: &TopicPartition, spec: impl Into<OffsetSpec>) -> Result<i64, ErrorCode> {
+        self.list_offset_with_time(tp, spec).await.map(|(offset, _)| offset)
     }
 
     /// Like [`Cluster::list_offset`], with the timestamp of the record found (-1 for the
     /// earliest and latest lookups).
-    pub async fn list_offset_with_time(&self, tp: &TopicPartition, timestamp: i64) -> Result<(i64, i64), ErrorCode> {
+    pub async fn list_offset_with_time(
+        &self,
+        tp: &TopicPartition,
+        spec: impl Into<OffsetSpec>,
+    ) -> Result<(i64, i64), ErrorCode> {
         let leader = self.leader_of(tp)?;
-        self.list_offset_on(leader, tp, timestamp).await
+        self.list_offset_on(leader, tp, spec.into()).await
     }
 
     fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
@@ -867,12 +871,9 @@ impl Cluster {
         &self,
         broker: BrokerId,
         tp: &TopicPartition,
-        timestamp: i64,
+        spec: OffsetSpec,
     ) -> Result<(i64, i64), ErrorCode> {
-        let request = Request::ListOffsets {
-            tp: tp.clone(),
-            timestamp,
-        };
+        let request = Request::ListOffsets { tp: tp.clone(), spec };
         match self.call(broker, request, Duration::from_secs(5)).await? {
             Response::ListOffsets {
                 error: ErrorCode::None,

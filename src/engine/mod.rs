@@ -33,11 +33,11 @@ pub use cluster::{
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
-    is_internal_topic,
+    is_internal_topic, topic_name_error,
 };
 pub use events::{ClusterEvent, ElectionReason, EventKind};
 pub use network::{LinkFault, NodeId};
-pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
+pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec};
 
 pub type BrokerId = i32;
 

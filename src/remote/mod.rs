@@ -1,9 +1,10 @@
 //! Attach to an external Kafka cluster over the Kafka protocol: a client (one pipelined
 //! connection per broker, TLS, SASL, metadata, reconnects), the operations the console and
 //! the CLI need, and [`source::RemoteSource`], the console's `ClusterSource` for a real
-//! cluster. Imports `view.rs`, the protocol crate, the `[console]` settings and the murmur2
+//! cluster. Imports `view/`, the protocol crate, the `[console]` settings and the murmur2
 //! partitioner (`client::partitioner`, pure arithmetic, so produce lands where a Java client
-//! would put it), never `engine/`.
+//! would put it), never `engine/` (bar `OffsetSpec`, the one name of a ListOffsets lookup,
+//! which `view` re-exports from it).
 
 pub mod client;
 pub mod connection;

@@ -28,28 +28,8 @@ use kafka_protocol::records::{
 };
 
 use super::{KafkaClient, RemoteError, Target, error_name};
+pub use crate::view::OffsetSpec;
 use crate::view::{BrokerId, TailRecord};
-
-/// Which offset ListOffsets asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetSpec {
-    Earliest,
-    /// The log end offset (the high watermark for read-committed-less reads).
-    Latest,
-    /// The first offset whose timestamp is at or after this many ms since the epoch.
-    Timestamp(i64),
-}
-
-impl OffsetSpec {
-    /// The timestamp ListOffsets carries: Kafka's EARLIEST_TIMESTAMP (-2) and LATEST_TIMESTAMP (-1).
-    fn timestamp(self) -> i64 {
-        match self {
-            OffsetSpec::Earliest => -2,
-            OffsetSpec::Latest => -1,
-            OffsetSpec::Timestamp(ms) => ms,
-        }
-    }
-}
 
 /// A record to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -115,6 +95,8 @@ pub struct ElectionResult {
     pub partition: i32,
     /// None: elected (or the preferred leader already led: ELECTION_NOT_NEEDED counts as done).
     pub error: Option<String>,
+    /// The preferred leader already led (ELECTION_NOT_NEEDED): nothing moved.
+    pub not_needed: bool,
 }
 
 /// How long the brokers may take over a produce, topic creation, deletion or election before
@@ -1049,6 +1031,7 @@ pub async fn elect_preferred(
                 t.partition_result.iter().map(move |p| ElectionResult {
                     topic: topic.clone(),
                     partition: p.partition_id,
+                    not_needed: p.error_code == ELECTION_NOT_NEEDED,
                     error: match p.error_code {
                         0 | ELECTION_NOT_NEEDED => None,
                         code => Some(

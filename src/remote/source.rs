@@ -12,7 +12,7 @@
 
 mod events;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -27,23 +27,22 @@ use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
 use crate::client::partitioner::partition_for_key;
 use crate::config::ConsoleConfig;
+use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
+use crate::view::outcome::{self, Elected};
+use crate::view::timeline::{self, Timeline};
 use crate::view::{
     BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome,
-    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition, Severity,
-    SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow, ViewEvent,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition,
+    SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
 };
 
 pub use events::diff;
 
-/// Why the console cannot kill, stop or start a broker of an external cluster.
-pub const NO_BROKER_CONTROL: &str = "not available on an external cluster: Kafka has no API to stop or start a broker";
+pub use crate::view::outcome::NO_BROKER_CONTROL;
 
 /// A real cluster is refreshed at most once a second: each round asks every partition
 /// leader and every group coordinator, which a console should not do four times a second.
 pub const MIN_REFRESH: Duration = Duration::from_secs(1);
-
-/// Samples kept for sparklines and trends.
-const HISTORY: usize = 60;
 
 /// How long a tail's fetch waits at the broker for new records.
 const TAIL_MAX_WAIT: Duration = Duration::from_millis(500);
@@ -175,7 +174,7 @@ async fn execute(
     next_partition: &AtomicUsize,
 ) -> Result<String, String> {
     if read_only && command.mutates() {
-        return Err("read-only: this console changes nothing in the cluster (--read-only)".into());
+        return Err(outcome::READ_ONLY.into());
     }
     let kafka = |e: RemoteError| e.to_string();
     match command {
@@ -183,11 +182,11 @@ async fn execute(
             let metadata = client.metadata().await.map_err(kafka)?;
             let topic = metadata
                 .topic(&request.topic)
-                .ok_or_else(|| format!("topic {} does not exist", request.topic))?;
+                .ok_or_else(|| outcome::no_such_topic(&request.topic))?;
             let count = topic.partitions.len() as i32;
             let partition = match (request.partition, &request.key) {
                 (Some(p), _) if p >= 0 && p < count => p,
-                (Some(p), _) => return Err(format!("topic {} has no partition {p}", request.topic)),
+                (Some(p), _) => return Err(outcome::no_such_partition(&request.topic, p)),
                 // Java's and librdkafka's default partitioner: murmur2 of the key.
                 (None, Some(key)) => partition_for_key(key.as_bytes(), count),
                 (None, None) => {
@@ -201,7 +200,7 @@ async fn execute(
                     let n = next_partition.fetch_add(1, Ordering::Relaxed);
                     *choices
                         .get(n % choices.len().max(1))
-                        .ok_or_else(|| format!("topic {} has no partitions", request.topic))?
+                        .ok_or_else(|| outcome::no_partitions(&request.topic))?
                 }
             };
             let record = OutRecord {
@@ -217,32 +216,25 @@ async fn execute(
             let offset = ops::produce(client, &request.topic, partition, vec![record], -1)
                 .await
                 .map_err(kafka)?;
-            Ok(format!("produced to {}-{partition} at offset {offset}", request.topic))
+            Ok(outcome::produced(&request.topic, partition, offset))
         }
         Command::KillBroker(_)
         | Command::StopBroker(_)
         | Command::StartBroker(_)
         | Command::PauseBroker(_)
         | Command::ResumeBroker(_) => Err(NO_BROKER_CONTROL.into()),
-        Command::PauseDemo | Command::ResumeDemo => Err("an external cluster has no demo workload".into()),
+        Command::PauseDemo | Command::ResumeDemo => Err(outcome::NO_DEMO_EXTERNAL.into()),
         Command::ElectPreferredLeaders { topic } => {
             let results = ops::elect_preferred(client, topic.as_deref(), None)
                 .await
                 .map_err(kafka)?;
-            let failed: Vec<String> = results
-                .iter()
-                .filter_map(|r| r.error.as_ref().map(|e| format!("{}-{}: {e}", r.topic, r.partition)))
-                .collect();
-            let led = results.len() - failed.len();
-            match failed.first() {
-                None => Ok(format!(
-                    "preferred-leader election: {led} partitions led by their preferred replica"
-                )),
-                Some(first) => Ok(format!(
-                    "preferred-leader election: {led} partitions led by their preferred replica, {} could not move ({first})",
-                    failed.len()
-                )),
-            }
+            Ok(outcome::preferred_election(results.into_iter().map(
+                |r| match r.error {
+                    Some(e) => Elected::Failed(format!("{}-{}: {e}", r.topic, r.partition)),
+                    None if r.not_needed => Elected::Already,
+                    None => Elected::Moved,
+                },
+            )))
         }
         Command::CreateTopic {
             name,
@@ -256,11 +248,11 @@ async fn execute(
             ops::create_topic(client, name, *partitions, rf, &configs)
                 .await
                 .map_err(kafka)?;
-            Ok(format!("topic {name} created"))
+            Ok(outcome::topic_created(name))
         }
         Command::DeleteTopic { name } => {
             ops::delete_topic(client, name).await.map_err(kafka)?;
-            Ok(format!("topic {name} deleted"))
+            Ok(outcome::topic_deleted(name))
         }
     }
 }
@@ -413,24 +405,19 @@ async fn refresh_loop(
     }
 }
 
-/// Turns observations into views, keeping what one observation cannot tell: brokers seen
-/// before, rates, histories, the event timeline and when things last changed.
+/// Turns observations into views, keeping the brokers seen before and the previous view to
+/// compare the next with; rates, histories, the timeline and change times are kept by the
+/// shared view-model.
 pub struct ViewBuilder {
     cluster_name: Option<String>,
     bootstrap: String,
-    event_history: usize,
-    events: VecDeque<ViewEvent>,
+    timeline: Timeline,
+    trends: Trends,
     previous: Option<ClusterView>,
     /// Every broker ever seen in metadata, with its last address.
     known_brokers: BTreeMap<BrokerId, String>,
-    /// High watermarks of the last rate sample, and when.
-    last_ends: HashMap<(String, i32), i64>,
-    last_ends_at: Option<DateTime<Utc>>,
-    partition_rates: HashMap<(String, i32), f64>,
-    produce_history: HashMap<BrokerId, VecDeque<u64>>,
-    lag_history: HashMap<String, VecDeque<u64>>,
-    broker_changed: HashMap<BrokerId, DateTime<Utc>>,
-    partition_changed: HashMap<(String, i32), DateTime<Utc>>,
+    /// Records per second by partition, from successive high watermarks.
+    partition_rates: CounterRates<PartitionKey>,
 }
 
 impl ViewBuilder {
@@ -438,25 +425,12 @@ impl ViewBuilder {
         ViewBuilder {
             cluster_name,
             bootstrap,
-            event_history: event_history.max(1),
-            events: VecDeque::new(),
+            timeline: Timeline::new(event_history),
+            trends: Trends::default(),
             previous: None,
             known_brokers: BTreeMap::new(),
-            last_ends: HashMap::new(),
-            last_ends_at: None,
-            partition_rates: HashMap::new(),
-            produce_history: HashMap::new(),
-            lag_history: HashMap::new(),
-            broker_changed: HashMap::new(),
-            partition_changed: HashMap::new(),
+            partition_rates: CounterRates::default(),
         }
-    }
-
-    fn push_event(&mut self, at: DateTime<Utc>, severity: Severity, text: String) {
-        if self.events.len() == self.event_history {
-            self.events.pop_front();
-        }
-        self.events.push_back(ViewEvent { at, severity, text });
     }
 
     pub fn build(&mut self, observation: &Observation, now: DateTime<Utc>) -> ClusterView {
@@ -480,41 +454,32 @@ impl ViewBuilder {
         view.problems = problems(observation, &view.brokers);
         match self.previous.take() {
             None => {
-                let text = format!(
-                    "attached to {} via {}: {} brokers, {} topics, {} groups",
-                    view.cluster_name,
-                    self.bootstrap,
+                let line = timeline::attached(
+                    &view.cluster_name,
+                    &self.bootstrap,
                     view.brokers.len(),
                     view.topics.len(),
-                    view.groups.len()
+                    view.groups.len(),
                 );
-                self.push_event(now, Severity::Info, text);
+                self.timeline.say(now, line);
             }
             Some(old) => {
-                for (severity, text) in diff(&old, &view) {
-                    self.push_event(now, severity, text);
+                for line in diff(&old, &view) {
+                    self.timeline.say(now, line);
                 }
                 self.mark_changes(&old, &view, now);
             }
         }
-        // What the cluster no longer has leaves nothing behind (topics and groups come and go
-        // by the thousand over days).
-        let partitions: std::collections::HashSet<(&str, i32)> = view
+        self.trends.forget_what_is_gone(&view);
+        let partitions: BTreeSet<(&str, i32)> = view
             .partitions
             .iter()
             .map(|p| (p.topic.as_str(), p.partition))
             .collect();
-        self.partition_changed
-            .retain(|(topic, partition), _| partitions.contains(&(topic.as_str(), *partition)));
-        let groups: std::collections::HashSet<&str> = view.groups.iter().map(|g| g.group_id.as_str()).collect();
-        self.lag_history.retain(|group, _| groups.contains(group.as_str()));
-        for b in &mut view.brokers {
-            b.changed_at = self.broker_changed.get(&b.id).copied();
-        }
-        for p in &mut view.partitions {
-            p.changed_at = self.partition_changed.get(&(p.topic.clone(), p.partition)).copied();
-        }
-        view.events = self.events.iter().cloned().collect();
+        self.partition_rates
+            .retain(|(topic, partition)| partitions.contains(&(topic.as_str(), *partition)));
+        self.trends.stamp_changes(&mut view);
+        view.events = self.timeline.events();
         self.previous = Some(view.clone());
         view
     }
@@ -529,7 +494,7 @@ impl ViewBuilder {
     fn mark_changes(&mut self, old: &ClusterView, new: &ClusterView, now: DateTime<Utc>) {
         for b in &new.brokers {
             if old.brokers.iter().find(|o| o.id == b.id).map(|o| o.status) != Some(b.status) {
-                self.broker_changed.insert(b.id, now);
+                self.trends.broker_changed.mark(b.id, now);
             }
         }
         for p in &new.partitions {
@@ -538,7 +503,7 @@ impl ViewBuilder {
                 .iter()
                 .find(|o| o.topic == p.topic && o.partition == p.partition);
             if before.is_some_and(|o| o.leader != p.leader || o.isr != p.isr) {
-                self.partition_changed.insert((p.topic.clone(), p.partition), now);
+                self.trends.partition_changed.mark((p.topic.clone(), p.partition), now);
             }
         }
     }
@@ -557,7 +522,14 @@ impl ViewBuilder {
                 BrokerStatus::Online
             }
         };
-        self.sample_rates(observation, now);
+        // A partition whose leader did not answer keeps its last end for the next sample.
+        let sampled = self.partition_rates.sample(
+            observation
+                .offsets
+                .iter()
+                .filter_map(|(tp, (_, end))| Some((tp.clone(), u64::try_from((*end)?).ok()?))),
+            now,
+        );
         let mut partitions: Vec<PartitionRow> = Vec::new();
         for t in &metadata.topics {
             for p in &t.partitions {
@@ -604,19 +576,12 @@ impl ViewBuilder {
                 });
             }
         }
-        partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         let groups = self.groups(observation, &partitions);
-        let mut topics: Vec<TopicRow> = metadata
+        let topics: Vec<TopicRow> = metadata
             .topics
             .iter()
             .map(|t| {
                 let mine: Vec<&PartitionRow> = partitions.iter().filter(|p| p.topic == t.name).collect();
-                let lags: Vec<i64> = groups
-                    .iter()
-                    .flat_map(|g| g.offsets.iter())
-                    .filter(|o| o.topic == t.name)
-                    .filter_map(|o| o.lag)
-                    .collect();
                 TopicRow {
                     name: t.name.clone(),
                     internal: t.internal || t.name.starts_with("__"),
@@ -631,16 +596,14 @@ impl ViewBuilder {
                     size_bytes: None,
                     messages_per_sec: mine
                         .iter()
-                        .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
+                        .map(|p| self.partition_rates.rate(&(p.topic.clone(), p.partition)))
                         .fold(0.0, |sum, r| sum + r),
-                    total_lag: (!lags.is_empty()).then(|| lags.iter().sum()),
+                    total_lag: topic_lag(&groups, &t.name),
                     // DescribeConfigs per topic on every refresh is more than a view needs.
                     retention: None,
                 }
             })
             .collect();
-        topics.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
-        let sample = self.last_ends_at == Some(now);
         let brokers = self
             .known_brokers
             .clone()
@@ -650,12 +613,13 @@ impl ViewBuilder {
                 // A fold from +0.0: an empty float sum is -0.0, shown as "-0/s".
                 let rate = led
                     .clone()
-                    .filter_map(|p| self.partition_rates.get(&(p.topic.clone(), p.partition)))
+                    .map(|p| self.partition_rates.rate(&(p.topic.clone(), p.partition)))
                     .fold(0.0, |sum, r| sum + r);
-                let history = self.produce_history.entry(id).or_default();
-                if sample {
-                    push_sample(history, rate as u64);
-                }
+                let produce_history = if sampled {
+                    self.trends.produce_history.push(id, rate as u64)
+                } else {
+                    self.trends.produce_history.samples(&id)
+                };
                 BrokerRow {
                     id,
                     status: status(id),
@@ -667,12 +631,12 @@ impl ViewBuilder {
                         .count(),
                     throughput: Throughput::Messages { in_per_sec: rate },
                     address: Some(address),
-                    produce_history: history.iter().copied().collect(),
+                    produce_history,
                     changed_at: None,
                 }
             })
             .collect();
-        ClusterView {
+        let mut view = ClusterView {
             cluster_name: self.name(Some(metadata)),
             source: SourceKind::External,
             taken_at: now,
@@ -684,37 +648,9 @@ impl ViewBuilder {
             events: Vec::new(),
             demo: None,
             problems: Vec::new(),
-        }
-    }
-
-    /// Records per second by partition, from high watermarks at least a second apart.
-    fn sample_rates(&mut self, observation: &Observation, now: DateTime<Utc>) {
-        let ends: HashMap<(String, i32), i64> = observation
-            .offsets
-            .iter()
-            .filter_map(|(tp, (_, end))| Some((tp.clone(), (*end)?)))
-            .collect();
-        let Some(last_at) = self.last_ends_at else {
-            self.last_ends = ends;
-            self.last_ends_at = Some(now);
-            return;
         };
-        let dt = (now - last_at).num_milliseconds() as f64 / 1000.0;
-        if dt < 1.0 {
-            return;
-        }
-        self.partition_rates = ends
-            .iter()
-            .filter_map(|(tp, end)| {
-                let before = self.last_ends.get(tp)?;
-                Some((tp.clone(), (end - before).max(0) as f64 / dt))
-            })
-            .collect();
-        // A partition whose leader did not answer keeps its last end for the next sample.
-        for (tp, end) in ends {
-            self.last_ends.insert(tp, end);
-        }
-        self.last_ends_at = Some(now);
+        crate::view::sort_rows(&mut view);
+        view
     }
 
     fn groups(&mut self, observation: &Observation, partitions: &[PartitionRow]) -> Vec<GroupRow> {
@@ -727,10 +663,10 @@ impl ViewBuilder {
                 .find(|p| p.topic == topic && p.partition == partition)
                 .and_then(|p| p.high_watermark)
         };
-        let mut groups: Vec<GroupRow> = observed
+        observed
             .iter()
             .map(|(d, committed)| {
-                let mut offsets: Vec<GroupOffsetRow> = committed
+                let offsets: Vec<GroupOffsetRow> = committed
                     .iter()
                     .map(|c| {
                         let end = end_of(&c.topic, c.partition);
@@ -743,11 +679,7 @@ impl ViewBuilder {
                         }
                     })
                     .collect();
-                offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
-                let total_lag: i64 = offsets.iter().filter_map(|o| o.lag).sum();
-                let history = self.lag_history.entry(d.group_id.clone()).or_default();
-                push_sample(history, total_lag.max(0) as u64);
-                GroupRow {
+                let mut row = GroupRow {
                     group_id: d.group_id.clone(),
                     state: d.state.clone(),
                     protocol: d.protocol.clone(),
@@ -762,21 +694,14 @@ impl ViewBuilder {
                         })
                         .collect(),
                     offsets,
-                    total_lag,
-                    lag_history: history.iter().copied().collect(),
-                }
+                    total_lag: 0,
+                    lag_history: Vec::new(),
+                };
+                self.trends.sample_lag(&mut row);
+                row
             })
-            .collect();
-        groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-        groups
+            .collect()
     }
-}
-
-fn push_sample(history: &mut VecDeque<u64>, sample: u64) {
-    if history.len() == HISTORY {
-        history.pop_front();
-    }
-    history.push_back(sample);
 }
 
 /// The last connection error of broker `id`, when kdeck cannot talk to it now.
@@ -833,11 +758,11 @@ async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>)
                     let all: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
                     match spec.partition {
                         Some(p) if all.contains(&p) => break vec![p],
-                        Some(p) => buffer.set_error(Some(format!("topic {} has no partition {p}", spec.topic))),
+                        Some(p) => buffer.set_error(Some(outcome::no_such_partition(&spec.topic, p))),
                         None => break all,
                     }
                 }
-                None => buffer.set_error(Some(format!("topic {} does not exist", spec.topic))),
+                None => buffer.set_error(Some(outcome::no_such_topic(&spec.topic))),
             },
             Err(e) => buffer.set_error(Some(e.to_string())),
         }
@@ -887,25 +812,19 @@ async fn resolve_start(
     start: SeekPosition,
 ) -> Result<i64, RemoteError> {
     let offset = |spec| offset_of(client, topic, partition, spec);
-    match start {
-        SeekPosition::Beginning => offset(OffsetSpec::Earliest).await,
-        SeekPosition::End => offset(OffsetSpec::Latest).await,
-        SeekPosition::Last(n) => {
-            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
-            Ok(end.saturating_sub(n.max(0)).max(first))
-        }
-        SeekPosition::Offset(o) => {
-            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
-            Ok(o.clamp(first, end.max(first)))
-        }
-        SeekPosition::Timestamp(t) => {
-            let at = offset(OffsetSpec::Timestamp(t.timestamp_millis())).await?;
+    match start.lookup() {
+        Some(spec) => {
+            let at = offset(spec).await?;
             // No record at or after that time: the tail waits at the end.
             if at < 0 {
                 offset(OffsetSpec::Latest).await
             } else {
                 Ok(at)
             }
+        }
+        None => {
+            let (first, end) = (offset(OffsetSpec::Earliest).await?, offset(OffsetSpec::Latest).await?);
+            Ok(start.within(first, end).unwrap_or(end))
         }
     }
 }
@@ -1039,20 +958,21 @@ mod tests {
         };
         seen.groups = Some((0..500).map(|i| group(&format!("test-run-{i}"))).collect());
         builder.build(&seen, at(0));
-        assert_eq!(builder.lag_history.len(), 500);
+        assert_eq!(builder.trends.lag_history.len(), 500);
         // A leader change marks the partition as changed; the groups are gone (expired).
         let mut later = observation(metadata(&[0, 1, 2], Some(2), &[1, 2]), 120);
         later.groups = Some(Vec::new());
         builder.build(&later, at(1));
-        assert_eq!(builder.partition_changed.len(), 1);
-        assert!(builder.lag_history.is_empty(), "the groups expired");
+        assert_eq!(builder.trends.partition_changed.len(), 1);
+        assert!(builder.trends.lag_history.is_empty(), "the groups expired");
         let mut gone = observation(metadata(&[0, 1, 2], Some(2), &[1, 2]), 130);
         gone.offsets.clear();
         if let Some(m) = gone.metadata.as_mut() {
             Arc::make_mut(m).topics.clear();
         }
         builder.build(&gone, at(2));
-        assert!(builder.partition_changed.is_empty(), "the topic was deleted");
+        assert!(builder.trends.partition_changed.is_empty(), "the topic was deleted");
+        assert!(builder.partition_rates.is_empty(), "and its rate with it");
     }
 
     #[test]

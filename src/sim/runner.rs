@@ -28,7 +28,7 @@ use super::workload::Workload;
 use super::{SimOptions, SimReport};
 use crate::engine::group::OFFSETS_TOPIC;
 use crate::engine::{
-    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, LinkFault, NodeId, TopicConfig,
+    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, LinkFault, NodeId, OffsetSpec, TopicConfig,
     TopicPartition,
 };
 use crate::storage::{LogConfig, records};
@@ -781,8 +781,8 @@ fn client(result: Result<(), String>) -> String {
 /// A partition's committed records, from its log start to its HW, as a consumer reads them.
 async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, ErrorCode> {
     let mut out = BTreeMap::new();
-    let mut offset = cluster.list_offset(tp, -2).await?;
-    let end = cluster.list_offset(tp, -1).await?;
+    let mut offset = cluster.list_offset(tp, OffsetSpec::Earliest).await?;
+    let end = cluster.list_offset(tp, OffsetSpec::Latest).await?;
     while offset < end {
         let data = cluster.fetch(tp, offset, 1 << 20).await?;
         let recs = records::decode(&data.records).map_err(|_| ErrorCode::CorruptMessage)?;

@@ -878,8 +878,7 @@ impl App {
     }
 }
 
-const READ_ONLY: &str = "read-only: this console changes nothing in the cluster (--read-only)";
-const NO_DEMO: &str = "this cluster has no demo workload";
+use crate::view::outcome::{NO_DEMO_WORKLOAD as NO_DEMO, READ_ONLY};
 
 /// What a key did to an overlay.
 enum OverlayKey {

@@ -1,40 +1,35 @@
 //! Events of an external cluster, derived by comparing two successive views: Kafka tells a
 //! client what the cluster looks like, not what happened, so "leader moved" or "ISR shrank"
-//! is whatever differs between two refreshes.
+//! is whatever differs between two refreshes. The sentences are the timeline's
+//! ([`crate::view::timeline`]), the same the embedded cluster's events read as; what a
+//! comparison cannot know (a broker's epoch, why an ISR shrank) is left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::view::{BrokerId, BrokerStatus, ClusterView, GroupRow, PartitionRow, Severity};
+use crate::view::timeline::{self, ElectionCause, Line};
+use crate::view::{BrokerId, BrokerStatus, ClusterView, GroupRow, PartitionRow};
 
 /// What changed from `old` to `new`, one line each, in the order an operator reads a story:
 /// brokers and the controller first, then topics, partitions and groups.
-pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<(Severity, String)> {
+pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<Line> {
     let mut out = Vec::new();
     brokers(old, new, &mut out);
     match (old.controller, new.controller) {
-        (Some(from), Some(to)) if from != to => {
-            out.push((Severity::Warn, format!("controller moved: broker {from} -> {to}")))
-        }
-        (None, Some(to)) => out.push((Severity::Info, format!("controller is broker {to}"))),
-        (Some(from), None) => out.push((Severity::Error, format!("no controller (was broker {from})"))),
+        (Some(from), Some(to)) if from != to => out.push(timeline::controller_moved(Some(from), to)),
+        (None, Some(to)) => out.push(timeline::controller_moved(None, to)),
+        (Some(from), None) => out.push(timeline::no_controller(from)),
         _ => {}
     }
     let old_topics: BTreeMap<&str, _> = old.topics.iter().map(|t| (t.name.as_str(), t)).collect();
     let new_topics: BTreeMap<&str, _> = new.topics.iter().map(|t| (t.name.as_str(), t)).collect();
     for (name, t) in &new_topics {
         if !old_topics.contains_key(name) {
-            out.push((
-                Severity::Info,
-                format!(
-                    "topic {name} created: {} partitions, RF {}",
-                    t.partitions, t.replication_factor
-                ),
-            ));
+            out.push(timeline::topic_created(name, t.partitions, t.replication_factor));
         }
     }
     for name in old_topics.keys() {
         if !new_topics.contains_key(name) {
-            out.push((Severity::Info, format!("topic {name} deleted")));
+            out.push(timeline::topic_deleted(name));
         }
     }
     let old_partitions: BTreeMap<(&str, i32), &PartitionRow> = old
@@ -52,21 +47,18 @@ pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<(Severity, String)> {
     for (id, g) in &new_groups {
         match old_groups.get(id) {
             Some(before) => group(before, g, &mut out),
-            None => out.push((
-                Severity::Info,
-                format!("group {id} appeared: {}, {} members", g.state, g.members.len()),
-            )),
+            None => out.push(timeline::group_appeared(id, &g.state, g.members.len())),
         }
     }
     for id in old_groups.keys() {
         if !new_groups.contains_key(id) {
-            out.push((Severity::Info, format!("group {id} is gone")));
+            out.push(timeline::group_gone(id));
         }
     }
     out
 }
 
-fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Vec<(Severity, String)>) {
+fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Vec<Line>) {
     let before: BTreeMap<BrokerId, BrokerStatus> = old.brokers.iter().map(|b| (b.id, b.status)).collect();
     for b in &new.brokers {
         let was = before.get(&b.id).copied();
@@ -74,53 +66,37 @@ fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Vec<(Severity, String
             continue;
         }
         let line = match (was, b.status) {
-            (None, BrokerStatus::Online) => (Severity::Info, format!("broker {} joined the cluster", b.id)),
-            (_, BrokerStatus::Down) => (
-                Severity::Warn,
-                format!("broker {} disappeared from the cluster's metadata (down)", b.id),
-            ),
-            (_, BrokerStatus::Unreachable) => (
-                Severity::Warn,
-                format!("broker {} unreachable: kdeck cannot connect to it", b.id),
-            ),
-            (Some(BrokerStatus::Down), BrokerStatus::Online) => (
-                Severity::Info,
-                format!("broker {} came back into the cluster's metadata", b.id),
-            ),
-            (Some(BrokerStatus::Unreachable), BrokerStatus::Online) => {
-                (Severity::Info, format!("broker {} reachable again", b.id))
-            }
-            (_, status) => (Severity::Info, format!("broker {} {}", b.id, status.label())),
+            (None, BrokerStatus::Online) => timeline::broker_joined(b.id),
+            (_, BrokerStatus::Down) => timeline::broker_down(b.id, timeline::GONE_FROM_METADATA),
+            (_, BrokerStatus::Unreachable) => timeline::broker_unreachable(b.id),
+            // Kafka's metadata lists only brokers it has not fenced.
+            (Some(BrokerStatus::Down), BrokerStatus::Online) => timeline::broker_unfenced(b.id),
+            (Some(BrokerStatus::Unreachable), BrokerStatus::Online) => timeline::broker_reachable_again(b.id),
+            (_, status) => timeline::broker_status(b.id, status),
         };
         out.push(line);
     }
 }
 
-fn ids(list: &[BrokerId]) -> String {
-    let items: Vec<String> = list.iter().map(|i| i.to_string()).collect();
-    format!("[{}]", items.join(","))
-}
-
-fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<(Severity, String)>) {
-    let tp = format!("{}-{}", new.topic, new.partition);
+fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<Line>) {
+    let (topic, number) = (new.topic.as_str(), new.partition);
     match (old.leader, new.leader) {
-        (Some(_), None) => out.push((
-            Severity::Error,
-            format!("{tp} OFFLINE: no leader (ISR {})", ids(&new.isr)),
-        )),
-        (None, Some(to)) => out.push((
-            Severity::Info,
-            format!("{tp} online again: leader {to}, epoch {}", new.leader_epoch),
-        )),
-        (Some(from), Some(to)) if from != to => {
-            let (severity, why) = if to == new.preferred_leader {
-                (Severity::Info, " (preferred leader)")
+        (Some(_), None) => out.push(timeline::partition_offline(topic, number, &new.isr)),
+        (from, Some(to)) if from != Some(to) => {
+            // What a comparison can tell of the cause: a partition without a leader got back
+            // one of its last in-sync replicas, or the preferred replica took over.
+            let cause = if from.is_none() {
+                old.isr.contains(&to).then_some(ElectionCause::ReplicaReturned)
             } else {
-                (Severity::Warn, "")
+                (to == new.preferred_leader).then_some(ElectionCause::Preferred)
             };
-            out.push((
-                severity,
-                format!("leader {tp}: {from} -> {to}, epoch {}{why}", new.leader_epoch),
+            out.push(timeline::leader_elected(
+                topic,
+                number,
+                from,
+                to,
+                new.leader_epoch,
+                cause,
             ));
         }
         _ => {}
@@ -130,37 +106,29 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<(Severity, St
     let removed: Vec<BrokerId> = was.difference(&now).copied().collect();
     let added: Vec<BrokerId> = now.difference(&was).copied().collect();
     if !removed.is_empty() {
-        out.push((
-            Severity::Warn,
-            format!("ISR {tp} shrank: -{} -> {}", ids(&removed), ids(&new.isr)),
-        ));
+        out.push(timeline::isr_shrunk(topic, number, &removed, &new.isr, None));
     }
     if !added.is_empty() {
-        out.push((
-            Severity::Info,
-            format!("ISR {tp} expanded: +{} -> {} (caught up)", ids(&added), ids(&new.isr)),
-        ));
+        out.push(timeline::isr_expanded(topic, number, &added, &new.isr));
     }
 }
 
-fn group(old: &GroupRow, new: &GroupRow, out: &mut Vec<(Severity, String)>) {
+fn group(old: &GroupRow, new: &GroupRow, out: &mut Vec<Line>) {
     let id = &new.group_id;
     if old.state != new.state {
-        let severity = if new.state == "Dead" {
-            Severity::Warn
-        } else {
-            Severity::Info
-        };
-        out.push((severity, format!("group {id}: {} -> {}", old.state, new.state)));
+        out.push(timeline::group_state_changed(id, &old.state, &new.state));
     }
     let members = |g: &GroupRow| g.members.iter().map(|m| m.member_id.clone()).collect::<BTreeSet<_>>();
     let (before, after) = (members(old), members(new));
     if before != after {
         let joined = after.difference(&before).count();
         let left = before.difference(&after).count();
-        out.push((
-            Severity::Info,
-            format!("group {id} rebalanced: {} members (+{joined} -{left})", after.len()),
+        // DescribeGroups does not carry the generation.
+        out.push(timeline::group_rebalanced(
+            id,
+            None,
+            after.len(),
+            &format!("+{joined} -{left}"),
         ));
     }
 }
@@ -168,7 +136,7 @@ fn group(old: &GroupRow, new: &GroupRow, out: &mut Vec<(Severity, String)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::{BrokerRow, MemberRow, ReplicaRole, ReplicaRow, SourceKind, Throughput, TopicRow};
+    use crate::view::{BrokerRow, MemberRow, ReplicaRole, ReplicaRow, Severity, SourceKind, Throughput, TopicRow};
 
     fn broker(id: BrokerId, status: BrokerStatus) -> BrokerRow {
         BrokerRow {
@@ -278,7 +246,7 @@ mod tests {
         assert_eq!(
             texts,
             vec![
-                "broker 1 disappeared from the cluster's metadata (down)",
+                "broker 1 down: gone from the cluster's metadata",
                 "controller moved: broker 0 -> 2",
                 "leader orders-0: 1 -> 2, epoch 5",
                 "ISR orders-0 shrank: -[1] -> [0,2]",
@@ -298,10 +266,7 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                (
-                    Severity::Info,
-                    "broker 0 came back into the cluster's metadata".to_string()
-                ),
+                (Severity::Info, "broker 0 unfenced: back in service".to_string()),
                 (
                     Severity::Info,
                     "leader orders-0: 1 -> 0, epoch 6 (preferred leader)".to_string()
@@ -322,11 +287,14 @@ mod tests {
         let events = diff(&old, &new);
         assert_eq!(
             events[0],
-            (Severity::Error, "orders-0 OFFLINE: no leader (ISR [1])".to_string())
+            (
+                Severity::Error,
+                "orders-0 OFFLINE: no live in-sync replica (ISR [1])".to_string()
+            )
         );
         assert_eq!(
             texts(&new, &old)[0],
-            "orders-0 online again: leader 1, epoch 4",
+            "leader orders-0: none -> 1, epoch 4 (an in-sync replica returned)",
             "and back"
         );
     }

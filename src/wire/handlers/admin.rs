@@ -14,26 +14,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{Context, codes, str_bytes, topic_name};
-use crate::engine::{ErrorCode, TopicConfig, TopicPartition};
-
-/// Kafka's topic name rule: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn valid_topic_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name == "." || name == ".." {
-        return Err(format!("topic name {name:?} is illegal"));
-    }
-    if name.len() > 249 {
-        return Err("topic names are at most 249 characters".into());
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    {
-        return Err(format!(
-            "topic name {name:?} has characters other than ASCII alphanumerics, '.', '_' and '-'"
-        ));
-    }
-    Ok(())
-}
+use crate::engine::{ErrorCode, TopicConfig, TopicPartition, topic_name_error};
 
 /// A topic config for `partitions` and `replication_factor`, with the cluster's defaults.
 fn topic_config(ctx: &Context, partitions: i32, replication_factor: i32) -> TopicConfig {
@@ -75,7 +56,7 @@ async fn create_one(ctx: &Context, topic: &CreatableTopic, validate_only: bool) 
             .with_num_partitions(-1)
             .with_replication_factor(-1)
     };
-    if let Err(message) = valid_topic_name(&name) {
+    if let Some(message) = topic_name_error(&name) {
         return fail(codes::INVALID_TOPIC, message);
     }
     if !topic.assignments.is_empty() {

@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{BrokerDown, Context, codes, reached, topic_name};
-use crate::engine::{ErrorCode, FetchedRecords, TopicPartition};
+use crate::engine::{ErrorCode, FetchedRecords, OffsetSpec, TopicPartition};
 
 /// One partition of a fetch request.
 #[derive(Clone)]
@@ -187,7 +187,11 @@ pub async fn list_offsets(
             };
             let outcome = match fenced {
                 Some(e) => Err(e),
-                None => reached(ctx.cluster.list_offset_on(ctx.broker, &tp, p.timestamp).await)?,
+                None => reached(
+                    ctx.cluster
+                        .list_offset_on(ctx.broker, &tp, OffsetSpec::from_timestamp(p.timestamp))
+                        .await,
+                )?,
             };
             partitions.push(match outcome {
                 Ok((offset, timestamp)) => ListOffsetsPartitionResponse::default()

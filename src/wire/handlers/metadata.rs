@@ -9,7 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest};
 
 use super::{CLUSTER_ID, Context, OPERATIONS_NOT_REQUESTED, admin, codes, str_bytes, topic_name};
-use crate::engine::{ErrorCode, NO_LEADER};
+use crate::engine::{ErrorCode, NO_LEADER, topic_name_error};
 
 pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) -> MetadataResponse {
     let image = ctx.cluster.metadata();
@@ -30,7 +30,7 @@ pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) ->
     let mut created = false;
     for name in names {
         let Some(topic) = image.topics.get(&name) else {
-            let error = if auto_create && admin::valid_topic_name(&name).is_ok() {
+            let error = if auto_create && topic_name_error(&name).is_none() {
                 match admin::create_with_defaults(ctx, &name).await {
                     Ok(()) => {
                         created = true;
@@ -39,7 +39,7 @@ pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) ->
                     Err((ErrorCode::TopicAlreadyExists, _)) => codes::LEADER_NOT_AVAILABLE,
                     Err((code, _)) => code.code(),
                 }
-            } else if admin::valid_topic_name(&name).is_err() {
+            } else if topic_name_error(&name).is_some() {
                 codes::INVALID_TOPIC
             } else {
                 codes::UNKNOWN_TOPIC_OR_PARTITION

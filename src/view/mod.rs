@@ -1,0 +1,371 @@
+//! `ClusterView`: the immutable snapshot every console pane renders from, its rows, and the
+//! view-model layer both sources share. The embedded engine (`embedded.rs`) and an external
+//! Kafka cluster (`remote/source.rs`) only map raw data to rows; what one snapshot cannot
+//! tell (histories, rates, change times, the timeline) and every sentence the console shows
+//! are made here, once, so both sources say the same thing the same way.
+//!
+//! - [`source`]: the `ClusterSource` trait the console drives a cluster through, its
+//!   commands and message tails;
+//! - [`history`]: bounded histories, rates from counter samples, change times, lag totals;
+//! - [`timeline`]: the bounded event ring and the sentence of every timeline event;
+//! - [`outcome`]: the sentence of every command outcome.
+//!
+//! Nothing here imports the engine's internals: a source for an external cluster needs no
+//! engine. Two pure items are re-exported from it, because the engine needs them too and
+//! must not import the view: [`topic_name_error`], Kafka's topic-name rule, so the console
+//! checks a name the way the cluster will, and [`OffsetSpec`], the one name of a ListOffsets
+//! lookup (earliest, latest, by time) and of its -2/-1 wire encoding.
+
+pub mod history;
+pub mod outcome;
+pub mod source;
+pub mod timeline;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+pub use crate::engine::{OffsetSpec, topic_name_error};
+pub use source::{
+    Capabilities, ClusterSource, Command, CommandOutcome, OutcomeSender, ProduceRequest, SeekPosition, TailBuffer,
+    TailHandle, TailRecord, TailSpec,
+};
+
+pub type BrokerId = i32;
+
+/// Where the view comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    Embedded,
+    External,
+}
+
+impl SourceKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            SourceKind::Embedded => "embedded",
+            SourceKind::External => "external",
+        }
+    }
+}
+
+/// A broker's state as an operator reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerStatus {
+    Online,
+    /// Running but fenced by the controller (missed heartbeats, or not yet registered).
+    Fenced,
+    Paused,
+    /// Shut down cleanly.
+    Stopped,
+    /// Crashed.
+    Killed,
+    /// External cluster: seen before and now missing from the cluster's metadata.
+    Down,
+    /// External cluster: in the metadata, but kdeck cannot talk to it.
+    Unreachable,
+}
+
+impl BrokerStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            BrokerStatus::Online => "online",
+            BrokerStatus::Fenced => "fenced",
+            BrokerStatus::Paused => "paused",
+            BrokerStatus::Stopped => "stopped",
+            BrokerStatus::Killed => "killed",
+            BrokerStatus::Down => "down",
+            BrokerStatus::Unreachable => "unreach",
+        }
+    }
+
+    pub fn is_up(self) -> bool {
+        self == BrokerStatus::Online
+    }
+}
+
+/// What a broker's throughput columns measure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Throughput {
+    /// Bytes in and out per second, from the broker's own counters.
+    Bytes { in_per_sec: f64, out_per_sec: f64 },
+    /// Records appended per second to the partitions the broker leads, from successive end
+    /// offsets: all an external cluster tells without JMX (no byte rates, nothing outbound).
+    Messages { in_per_sec: f64 },
+}
+
+impl Throughput {
+    /// The inbound rate, whatever its unit.
+    pub fn in_per_sec(self) -> f64 {
+        match self {
+            Throughput::Bytes { in_per_sec, .. } | Throughput::Messages { in_per_sec } => in_per_sec,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerRow {
+    pub id: BrokerId,
+    pub status: BrokerStatus,
+    pub is_controller: bool,
+    pub leaders: usize,
+    pub replicas: usize,
+    pub throughput: Throughput,
+    /// `host:port` where Kafka clients reach the broker (none when it serves no clients).
+    pub address: Option<String>,
+    /// The inbound rate ([`Throughput::in_per_sec`]), oldest first, one sample per refresh.
+    pub produce_history: Vec<u64>,
+    /// When the broker last changed state (for the brief flash of changed cells).
+    pub changed_at: Option<DateTime<Utc>>,
+}
+
+/// A replica's role, shown by colour and by glyph so it reads without colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaRole {
+    Leader,
+    InSync,
+    OutOfSync,
+    Offline,
+}
+
+impl ReplicaRole {
+    pub fn glyph(self) -> &'static str {
+        match self {
+            ReplicaRole::Leader => "★",
+            ReplicaRole::InSync => "●",
+            ReplicaRole::OutOfSync => "○",
+            ReplicaRole::Offline => "✗",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ReplicaRole::Leader => "leader",
+            ReplicaRole::InSync => "in-sync follower",
+            ReplicaRole::OutOfSync => "out-of-sync",
+            ReplicaRole::Offline => "offline",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaRow {
+    pub broker: BrokerId,
+    pub role: ReplicaRole,
+    /// The replica's log end offset, when its broker reports one.
+    pub log_end_offset: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionRow {
+    pub topic: String,
+    pub partition: i32,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: i32,
+    /// In assignment order; the first is the preferred leader.
+    pub replicas: Vec<ReplicaRow>,
+    pub isr: Vec<BrokerId>,
+    pub preferred_leader: BrokerId,
+    pub high_watermark: Option<i64>,
+    pub log_start_offset: Option<i64>,
+    pub under_replicated: bool,
+    pub changed_at: Option<DateTime<Utc>>,
+}
+
+impl PartitionRow {
+    /// No leader, or a leader whose broker is down (a cluster whose only broker died, or
+    /// whose controller has not moved the leadership yet): nothing can be read or written.
+    pub fn offline(&self) -> bool {
+        match self.leader {
+            None => true,
+            Some(leader) => self
+                .replicas
+                .iter()
+                .any(|r| r.broker == leader && r.role == ReplicaRole::Offline),
+        }
+    }
+
+    pub fn preferred_leads(&self) -> bool {
+        self.leader == Some(self.preferred_leader)
+    }
+
+    /// The leader's log end offset.
+    pub fn leader_log_end(&self) -> Option<i64> {
+        self.replicas
+            .iter()
+            .find(|r| r.role == ReplicaRole::Leader)
+            .and_then(|r| r.log_end_offset)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicRow {
+    pub name: String,
+    pub internal: bool,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    pub under_replicated: usize,
+    pub offline: usize,
+    pub messages: i64,
+    /// `None` when the source cannot tell (an external cluster without DescribeLogDirs).
+    pub size_bytes: Option<u64>,
+    pub messages_per_sec: f64,
+    /// Sum of every group's lag on this topic; `None` when no group reads it.
+    pub total_lag: Option<i64>,
+    /// What the topic keeps; `None` when the source cannot tell.
+    pub retention: Option<Retention>,
+}
+
+/// A topic's effective `cleanup.policy`, `retention.ms` and `retention.bytes` (-1: no
+/// limit); time and size apply only when the policy deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub compact: bool,
+    pub delete: bool,
+    pub ms: i64,
+    pub bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberRow {
+    pub member_id: String,
+    /// (topic, partition) pairs assigned to the member.
+    pub assignment: Vec<(String, i32)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupOffsetRow {
+    pub topic: String,
+    pub partition: i32,
+    pub committed: i64,
+    pub end: Option<i64>,
+    pub lag: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRow {
+    pub group_id: String,
+    pub state: String,
+    pub protocol: String,
+    pub generation: i32,
+    pub coordinator: BrokerId,
+    pub members: Vec<MemberRow>,
+    pub offsets: Vec<GroupOffsetRow>,
+    /// Total lag now, and its history (oldest first, one sample per refresh).
+    pub total_lag: i64,
+    pub lag_history: Vec<u64>,
+}
+
+impl GroupRow {
+    /// The member consuming a partition, if any.
+    pub fn owner(&self, topic: &str, partition: i32) -> Option<&MemberRow> {
+        self.members
+            .iter()
+            .find(|m| m.assignment.iter().any(|(t, p)| t == topic && *p == partition))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Info,
+    Warn,
+    Error,
+}
+
+/// One line of the timeline: what changed and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewEvent {
+    pub at: DateTime<Utc>,
+    pub severity: Severity,
+    pub text: String,
+}
+
+/// Everything the console shows, at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterView {
+    pub cluster_name: String,
+    pub source: SourceKind,
+    pub taken_at: DateTime<Utc>,
+    pub controller: Option<BrokerId>,
+    pub brokers: Vec<BrokerRow>,
+    /// User topics first, then internal ones, each by name.
+    pub topics: Vec<TopicRow>,
+    /// By topic, then partition.
+    pub partitions: Vec<PartitionRow>,
+    pub groups: Vec<GroupRow>,
+    /// The most recent events, oldest first (bounded).
+    pub events: Vec<ViewEvent>,
+    /// `Some(running)` when the source has a demo workload.
+    pub demo: Option<bool>,
+    /// What keeps the source from seeing the whole cluster now, worst first ("broker 2
+    /// 127.0.0.1:9094: connection refused"); the header shows the first and a count.
+    pub problems: Vec<String>,
+}
+
+impl ClusterView {
+    /// An empty view, shown until the first snapshot arrives.
+    pub fn empty(cluster_name: &str, source: SourceKind) -> ClusterView {
+        ClusterView {
+            cluster_name: cluster_name.to_string(),
+            source,
+            taken_at: DateTime::<Utc>::UNIX_EPOCH,
+            controller: None,
+            brokers: Vec::new(),
+            topics: Vec::new(),
+            partitions: Vec::new(),
+            groups: Vec::new(),
+            events: Vec::new(),
+            demo: None,
+            problems: Vec::new(),
+        }
+    }
+
+    pub fn partitions_of<'a>(&'a self, topic: &'a str) -> impl Iterator<Item = &'a PartitionRow> + 'a {
+        self.partitions.iter().filter(move |p| p.topic == topic)
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicRow> {
+        self.topics.iter().find(|t| t.name == name)
+    }
+
+    pub fn brokers_up(&self) -> usize {
+        self.brokers.iter().filter(|b| b.status.is_up()).count()
+    }
+
+    pub fn partitions_online(&self) -> usize {
+        self.partitions.iter().filter(|p| !p.offline()).count()
+    }
+
+    pub fn under_replicated(&self) -> usize {
+        self.partitions.iter().filter(|p| p.under_replicated).count()
+    }
+}
+
+/// The one order of a view's rows, whichever source built it: user topics before internal
+/// ones, each by name; partitions by topic, then number; groups by id, and each group's
+/// offsets by topic, then partition.
+pub fn sort_rows(view: &mut ClusterView) {
+    view.topics
+        .sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
+    view.partitions
+        .sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    view.groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+    for g in &mut view.groups {
+        g.offsets
+            .sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    }
+}
+
+/// Sends `view` to the console unless it equals the current one but for the time it was taken,
+/// so an unchanged cluster costs an idle console no redraw. False once the console is gone.
+pub fn publish_if_changed(tx: &watch::Sender<Arc<ClusterView>>, view: ClusterView) -> bool {
+    let changed = {
+        let current = tx.borrow();
+        ClusterView {
+            taken_at: current.taken_at,
+            ..view.clone()
+        } != **current
+    };
+    !changed || tx.send(Arc::new(view)).is_ok()
+}

@@ -1,0 +1,128 @@
+//! Every sentence a command outcome shows the operator, success or refusal, made in one place
+//! so the embedded and the external source answer the same command the same way. A source
+//! runs the command; the sentence of what came of it is chosen here.
+
+use super::BrokerId;
+
+pub fn produced(topic: &str, partition: i32, offset: i64) -> String {
+    format!("produced to {topic}-{partition} at offset {offset}")
+}
+
+pub fn broker_killed(broker: BrokerId, session_timeout_ms: u64) -> String {
+    format!("broker {broker} killed; the controller fences it after {session_timeout_ms} ms without heartbeats")
+}
+
+pub fn broker_stopped(broker: BrokerId) -> String {
+    format!("broker {broker} stopped after moving its leaderships away")
+}
+
+pub fn broker_starting(broker: BrokerId) -> String {
+    format!("broker {broker} starting: it recovers its logs and catches up")
+}
+
+pub fn broker_paused(broker: BrokerId) -> String {
+    format!("broker {broker} paused (frozen, like a long GC pause)")
+}
+
+pub fn broker_resumed(broker: BrokerId) -> String {
+    format!("broker {broker} resumed")
+}
+
+pub fn topic_created(name: &str) -> String {
+    format!("topic {name} created")
+}
+
+pub fn topic_deleted(name: &str) -> String {
+    format!("topic {name} deleted")
+}
+
+pub const DEMO_PAUSED: &str = "demo workload paused";
+pub const DEMO_RESUMED: &str = "demo workload resumed";
+
+/// How one partition's preferred-leader election ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Elected {
+    /// The preferred replica took over.
+    Moved,
+    /// The preferred replica already led (Kafka's ELECTION_NOT_NEEDED).
+    Already,
+    /// It could not move; the text names the partition and why.
+    Failed(String),
+}
+
+/// The sentence of a preferred-leader election over several partitions.
+pub fn preferred_election(results: impl IntoIterator<Item = Elected>) -> String {
+    let (mut moved, mut already, mut failed) = (0, 0, 0);
+    let mut first_failure = None;
+    for result in results {
+        match result {
+            Elected::Moved => moved += 1,
+            Elected::Already => already += 1,
+            Elected::Failed(why) => {
+                failed += 1;
+                first_failure.get_or_insert(why);
+            }
+        }
+    }
+    let why = first_failure.map_or(String::new(), |w| format!(" ({w})"));
+    format!(
+        "preferred-leader election: {moved} leaders moved, {failed} partitions could not move{why}, {already} already led by their preferred replica"
+    )
+}
+
+// Refusals and failures.
+
+/// Why a read-only source refuses every command that changes the cluster.
+pub const READ_ONLY: &str = "read-only: this console changes nothing in the cluster (--read-only)";
+
+/// Why the console cannot kill, stop or start a broker of an external cluster.
+pub const NO_BROKER_CONTROL: &str = "not available on an external cluster: Kafka has no API to stop or start a broker";
+
+pub const NO_DEMO_EXTERNAL: &str = "an external cluster has no demo workload";
+/// The console's words when the source has no demo to pause.
+pub const NO_DEMO_WORKLOAD: &str = "this cluster has no demo workload";
+pub const NO_DEMO: &str = "this console runs without the demo workload (--no-demo)";
+pub const DEMO_NOT_RUNNING: &str = "the demo workload is not running";
+pub const DEMO_ALREADY_RUNNING: &str = "the demo workload is already running";
+
+pub fn no_such_topic(topic: &str) -> String {
+    format!("topic {topic} does not exist")
+}
+
+pub fn no_such_partition(topic: &str, partition: i32) -> String {
+    format!("topic {topic} has no partition {partition}")
+}
+
+pub fn no_partitions(topic: &str) -> String {
+    format!("topic {topic} has no partitions")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_election_counts_what_moved_failed_and_needed_nothing() {
+        assert_eq!(
+            preferred_election([Elected::Moved, Elected::Already, Elected::Already]),
+            "preferred-leader election: 1 leaders moved, 0 partitions could not move, 2 already led by their preferred replica"
+        );
+        assert_eq!(
+            preferred_election([
+                Elected::Failed("orders-1: PREFERRED_LEADER_NOT_AVAILABLE".into()),
+                Elected::Moved,
+                Elected::Failed("orders-2: PREFERRED_LEADER_NOT_AVAILABLE".into()),
+            ]),
+            "preferred-leader election: 1 leaders moved, 2 partitions could not move (orders-1: PREFERRED_LEADER_NOT_AVAILABLE), 0 already led by their preferred replica"
+        );
+    }
+
+    #[test]
+    fn broker_commands_say_what_happens_next() {
+        assert_eq!(
+            broker_killed(2, 6_000),
+            "broker 2 killed; the controller fences it after 6000 ms without heartbeats"
+        );
+        assert_eq!(broker_stopped(1), "broker 1 stopped after moving its leaderships away");
+    }
+}
