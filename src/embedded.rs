@@ -30,9 +30,9 @@ use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow, GroupRow, MemberRow,
-    OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer, TailHandle,
-    TailRecord, TailSpec, Throughput, TopicRow,
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, EventClass, GroupOffsetRow, GroupRow,
+    MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer,
+    TailHandle, TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -460,7 +460,7 @@ impl ViewBuilder {
             }
             _ => {}
         }
-        self.timeline.say(at, describe(&event.kind));
+        self.timeline.say_as(at, describe(&event.kind), classify(&event.kind));
     }
 
     fn build(&mut self, snapshot: &ClusterSnapshot, demo: Option<bool>, now: DateTime<Utc>) -> ClusterView {
@@ -619,6 +619,24 @@ impl ViewBuilder {
 }
 
 /// An engine event's timeline line: the engine says what happened and why, the view says it.
+/// The part an engine event plays in an incident.
+fn classify(kind: &EventKind) -> EventClass {
+    match kind {
+        EventKind::BrokerStopped { broker, .. } | EventKind::BrokerPaused { broker } => EventClass::Fault(*broker),
+        EventKind::BrokerFenced { broker, reason } if reason == crate::engine::CONTROLLED_SHUTDOWN => {
+            EventClass::Fault(*broker)
+        }
+        EventKind::BrokerFenced { broker, .. } => EventClass::Fenced(*broker),
+        EventKind::BrokerUnfenced { broker } | EventKind::BrokerResumed { broker } => EventClass::Recovered(*broker),
+        EventKind::LeaderElected { .. } => EventClass::LeaderMoved,
+        EventKind::IsrShrunk { .. } => EventClass::IsrShrunk,
+        EventKind::IsrExpanded { .. } => EventClass::IsrExpanded,
+        EventKind::PartitionOffline { .. } => EventClass::Offline,
+        EventKind::ProduceRejected { .. } => EventClass::ProduceRejected,
+        _ => EventClass::Other,
+    }
+}
+
 fn describe(kind: &EventKind) -> Line {
     match kind {
         EventKind::BrokerStarted { broker, broker_epoch } => timeline::broker_started(*broker, *broker_epoch),

@@ -165,3 +165,58 @@ fn help_fits_80x24_scrolls_and_lists_the_focused_panes_keys_first() {
     assert_eq!(h.app.overlay(), None, "another key closes help");
     assert!(h.source.commands().is_empty(), "and does nothing else");
 }
+
+#[test]
+fn a_fault_is_one_incident_that_opens_to_its_events() {
+    let mut h = harness();
+    h.press(KeyCode::Char('6'));
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(
+        text.contains("▸ broker 1 down: killed -> fenced after 3.0"),
+        "one line for the crash: {text}"
+    );
+    assert!(
+        !text.contains("ISR page-views-0 shrank"),
+        "its events are folded: {text}"
+    );
+    h.press(KeyCode::Enter);
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(text.contains("▾ broker 1 down"), "{text}");
+    assert!(
+        text.contains("  ISR page-views-0 shrank"),
+        "its events show, indented: {text}"
+    );
+    h.press(KeyCode::Enter);
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(!text.contains("ISR page-views-0 shrank"), "folded again: {text}");
+    // A filter lists the matching events themselves.
+    h.press(KeyCode::Char('/'));
+    h.chars("ISR");
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(text.contains("ISR page-views-0 shrank"), "{text}");
+}
+
+#[test]
+fn a_failed_action_is_in_the_timeline_in_full() {
+    let mut h = harness();
+    let reason = "INVALID_REPLICATION_FACTOR: replication factor 5 is larger than the 3 brokers that are registered";
+    h.app.on_outcome(
+        kdeck::view::CommandOutcome {
+            command: Command::CreateTopic {
+                name: "orders".into(),
+                partitions: 3,
+                replication_factor: 5,
+                cleanup_policy: "delete".into(),
+            },
+            result: Err(reason.into()),
+        },
+        now(),
+    );
+    let rows = h.app.event_rows();
+    let last = rows.last().expect("a row");
+    assert!(
+        matches!(last, kdeck::tui::app::EventRow::Event(e) if e.text.ends_with(reason) && e.text.starts_with("create topic orders")),
+        "{last:?}"
+    );
+    assert!(h.app.status.as_ref().is_some_and(|s| s.text.contains("failed")));
+}

@@ -3,7 +3,7 @@
 //! returns the [`Effect`]s the event loop is to perform. Nothing here does I/O, and time is a
 //! parameter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,9 +19,25 @@ use super::pane;
 use super::theme::Theme;
 use crate::config::ConsoleConfig;
 use crate::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, GroupRow, PartitionRow, SeekPosition,
-    Severity, TailHandle, TailRecord, TailSpec, TopicRow,
+    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
+    SeekPosition, Severity, TailHandle, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
 };
+
+/// A row of the Events pane.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventRow {
+    Event(ViewEvent),
+    /// One fault and what followed, as one line.
+    Incident {
+        at: DateTime<Utc>,
+        severity: Severity,
+        summary: String,
+        events: usize,
+        expanded: bool,
+    },
+    /// An event of the expanded incident that began at the second field.
+    Member(ViewEvent, DateTime<Utc>),
+}
 
 /// A one-line message in the footer: the last command's outcome or a hint.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +122,10 @@ pub struct App {
     pub tail: Option<Tail>,
     /// The partition the message tail reads; `None` for all.
     pub tail_partition: Option<i32>,
+    /// The console's own timeline entries: actions that failed.
+    pub notes: VecDeque<ViewEvent>,
+    /// The incidents (by when they began) shown with their events.
+    pub expanded: BTreeSet<DateTime<Utc>>,
     /// Where the last frame put each pane (kept by the event loop, for mouse clicks), and
     /// whether it was too small to show the console.
     pub layout: FrameLayout,
@@ -139,6 +159,8 @@ impl App {
             status: None,
             tail: None,
             tail_partition: None,
+            notes: VecDeque::new(),
+            expanded: BTreeSet::new(),
             layout: FrameLayout::default(),
             quit: false,
         }
@@ -200,7 +222,20 @@ impl App {
     pub fn on_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) {
         match outcome.result {
             Ok(text) => self.say(text, Severity::Info, now),
-            Err(e) => self.say(format!("{} failed: {e}", outcome.command), Severity::Error, now),
+            Err(e) => {
+                // In full in the timeline too: the footer cuts long reasons and lets them go.
+                let text = format!("{} failed: {e}", outcome.command);
+                if self.notes.len() >= self.console.event_history.max(1) {
+                    self.notes.pop_front();
+                }
+                self.notes.push_back(ViewEvent {
+                    at: now,
+                    severity: Severity::Error,
+                    text: text.clone(),
+                    class: EventClass::Other,
+                });
+                self.say(text, Severity::Error, now);
+            }
         }
     }
 
@@ -323,13 +358,61 @@ impl App {
             .collect()
     }
 
-    pub fn visible_events(&self) -> Vec<&crate::view::ViewEvent> {
+    /// The cluster's timeline with the console's own notes (failed actions) among it, by time.
+    pub fn timeline(&self) -> Vec<ViewEvent> {
+        let mut events: Vec<ViewEvent> = self.view.events.iter().chain(self.notes.iter()).cloned().collect();
+        events.sort_by_key(|e| e.at);
+        events
+    }
+
+    /// The rows of the Events pane: each fault's incident as one row (its events below it
+    /// when expanded), other events as they are. A filter lists matching events flat.
+    pub fn event_rows(&self) -> Vec<EventRow> {
+        let events = self.timeline();
         let f = self.filter(Pane::Events);
-        self.view
-            .events
-            .iter()
-            .filter(|e| f.is_empty() || e.text.contains(f))
-            .collect()
+        if !f.is_empty() {
+            return events
+                .into_iter()
+                .filter(|e| e.text.contains(f))
+                .map(EventRow::Event)
+                .collect();
+        }
+        let incidents = timeline::incidents(&events);
+        let mut owner: Vec<Option<usize>> = vec![None; events.len()];
+        for (n, incident) in incidents.iter().enumerate() {
+            for &i in &incident.members {
+                if let Some(slot) = owner.get_mut(i) {
+                    *slot = Some(n);
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        for (i, event) in events.iter().enumerate() {
+            match owner[i].and_then(|n| incidents.get(n).map(|inc| (n, inc))) {
+                None => rows.push(EventRow::Event(event.clone())),
+                Some((_, incident)) if incident.members.first() == Some(&i) => {
+                    let expanded = self.expanded.contains(&incident.at);
+                    rows.push(EventRow::Incident {
+                        at: incident.at,
+                        severity: incident.severity,
+                        summary: incident.summary.clone(),
+                        events: incident.members.len(),
+                        expanded,
+                    });
+                    if expanded {
+                        rows.extend(
+                            incident
+                                .members
+                                .iter()
+                                .filter_map(|m| events.get(*m))
+                                .map(|e| EventRow::Member(e.clone(), incident.at)),
+                        );
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        rows
     }
 
     /// The cursor of a pane, clamped to its list.
@@ -857,7 +940,26 @@ impl App {
                     self.overlays.push(Overlay::Detail(Box::new(r.clone())));
                 }
             }
-            Pane::Groups | Pane::Events => {}
+            Pane::Events => {
+                // Enter opens an incident to its events, or folds it again.
+                let rows = self.event_rows();
+                let at = match rows.get(self.cursor(Pane::Events)) {
+                    Some(EventRow::Incident { at, .. } | EventRow::Member(_, at)) => *at,
+                    _ => return,
+                };
+                if !self.expanded.remove(&at) {
+                    self.expanded.insert(at);
+                }
+                // The cursor stays on the incident's row.
+                if let Some(i) = self
+                    .event_rows()
+                    .iter()
+                    .position(|r| matches!(r, EventRow::Incident { at: a, .. } if *a == at))
+                {
+                    self.pane_mut(Pane::Events).cursor = i;
+                }
+            }
+            Pane::Groups => {}
         }
     }
 

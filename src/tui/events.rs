@@ -8,9 +8,9 @@ use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
-use super::app::App;
+use super::app::{App, EventRow};
 use super::keymap::Binding;
-use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
+use super::pane::{PaneLayout, PaneView};
 
 /// The time prefix of each line, `HH:MM:SS `.
 const TIME_WIDTH: usize = 9;
@@ -23,11 +23,17 @@ impl PaneView for EventsPane {
     }
 
     fn hints(&self) -> &'static [(Binding, &'static str)] {
-        GENERAL_HINTS
+        &[
+            (Binding::Drill, "open/fold incident"),
+            (Binding::Filter, "filter"),
+            (Binding::NextPane, "pane"),
+            (Binding::Help, "help"),
+            (Binding::Quit, "quit"),
+        ]
     }
 
     fn rows(&self, app: &App) -> usize {
-        app.visible_events().len()
+        app.event_rows().len()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, _now: chrono::DateTime<chrono::Utc>) -> PaneLayout {
@@ -37,53 +43,102 @@ impl PaneView for EventsPane {
 
 fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
-    let events = app.visible_events();
+    let events = app.event_rows();
     let block = super::layout::block(app, Pane::Events, String::new());
     let inner = block.inner(area);
     let height = inner.height as usize;
     let text_width = (inner.width as usize).saturating_sub(TIME_WIDTH).max(1);
-    // Focused, the cursor scrolls back from the newest; otherwise the newest are shown.
-    let end = if app.focus == Pane::Events {
+    // Focused, the cursor's row is shown (scrolling back from the newest); otherwise the
+    // newest are. Rows before it fill the pane first, then rows after it.
+    let last = if app.focus == Pane::Events {
         app.cursor(Pane::Events) + 1
     } else {
         events.len()
     }
     .min(events.len());
-    let mut start = end;
+    let mut start = last;
+    let mut end = last;
     let mut wrapped: Vec<Vec<String>> = Vec::new();
     let mut used = 0;
     while start > 0 {
-        let rows = wrap(&events[start - 1].text, text_width);
+        let rows = wrap(&row_text(&events[start - 1]), text_width);
         if used + rows.len() > height && used > 0 {
             break;
         }
         used += rows.len();
-        wrapped.push(rows);
+        wrapped.insert(0, rows);
         start -= 1;
     }
-    wrapped.reverse();
+    while end < events.len() {
+        let rows = wrap(&row_text(&events[end]), text_width);
+        if used + rows.len() > height {
+            break;
+        }
+        used += rows.len();
+        wrapped.push(rows);
+        end += 1;
+    }
     let mut lines: Vec<Line> = Vec::new();
-    for (e, rows) in events[start..end].iter().zip(wrapped) {
-        let style = t.severity(e.severity);
+    let cursor = (app.focus == Pane::Events).then(|| app.cursor(Pane::Events));
+    for (n, (e, rows)) in events[start..end].iter().zip(wrapped).enumerate() {
+        let (at, severity) = match e {
+            EventRow::Event(e) | EventRow::Member(e, _) => (e.at, e.severity),
+            EventRow::Incident { at, severity, .. } => (*at, *severity),
+        };
+        let mut style = t.severity(severity);
+        if cursor == Some(start + n) && matches!(e, EventRow::Incident { .. } | EventRow::Member(..)) {
+            style = style.patch(t.selected);
+        }
         for (i, row) in rows.into_iter().enumerate() {
             // Continuation lines start under the text, not under the time.
             let prefix = if i == 0 {
-                Span::styled(e.at.with_timezone(&app.tz).format("%H:%M:%S ").to_string(), t.dim)
+                Span::styled(at.with_timezone(&app.tz).format("%H:%M:%S ").to_string(), t.dim)
             } else {
                 Span::raw(" ".repeat(TIME_WIDTH))
             };
             lines.push(Line::from(vec![prefix, Span::styled(row, style)]));
         }
     }
-    // The newest line sits at the bottom; an event taller than the pane shows its start.
-    let skip = lines.len().saturating_sub(height);
-    let skip = if start + 1 == end { 0 } else { skip };
+    // An event taller than the pane shows its start.
+    let skip = if start + 1 == end {
+        0
+    } else {
+        lines.len().saturating_sub(height)
+    };
     frame.render_widget(Paragraph::new(lines).scroll((skip as u16, 0)).block(block), area);
     PaneLayout::text(Pane::Events, area, start, end - start, events.len())
 }
 
+/// What a row says: an incident its summary behind ▸ (folded) or ▾ (open), an event of an
+/// open incident indented under it.
+fn row_text(row: &EventRow) -> String {
+    match row {
+        EventRow::Event(e) => e.text.clone(),
+        EventRow::Member(e, _) => format!("  {}", e.text),
+        EventRow::Incident {
+            summary,
+            events,
+            expanded,
+            ..
+        } => {
+            let mark = if *expanded { "▾" } else { "▸" };
+            format!("{mark} {summary} ({events} events)")
+        }
+    }
+}
+
 /// `text` in lines of at most `width` columns, broken between words where it can be.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    // An indented text keeps its indent on every line.
+    let body = text.trim_start_matches(' ');
+    let indent = text.len() - body.len();
+    if indent > 0 && indent < width {
+        let pad = " ".repeat(indent);
+        return wrap(body, width - indent)
+            .into_iter()
+            .map(|l| format!("{pad}{l}"))
+            .collect();
+    }
     let width = width.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -133,5 +188,9 @@ mod tests {
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         assert_eq!(wrap("", 10), vec![""]);
         assert_eq!(wrap("副本 同步 列表", 5), vec!["副本", "同步", "列表"]);
+        assert_eq!(
+            wrap("  leader orders-0: 1 -> 2", 12),
+            vec!["  leader", "  orders-0:", "  1 -> 2"]
+        );
     }
 }

@@ -266,7 +266,7 @@ impl GroupRow {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
     Info,
     Warn,
@@ -279,6 +279,27 @@ pub struct ViewEvent {
     pub at: DateTime<Utc>,
     pub severity: Severity,
     pub text: String,
+    /// What part it plays in an incident (see [`timeline::incidents`]).
+    pub class: EventClass,
+}
+
+/// The part an event plays in the story of a fault: the fault opens an incident, its
+/// consequences join it, the broker's return closes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EventClass {
+    /// A broker went away: crashed, stopped, paused or cut off.
+    Fault(BrokerId),
+    /// The controller fenced a broker.
+    Fenced(BrokerId),
+    /// A broker is back in service.
+    Recovered(BrokerId),
+    LeaderMoved,
+    IsrShrunk,
+    IsrExpanded,
+    Offline,
+    ProduceRejected,
+    #[default]
+    Other,
 }
 
 /// Everything the console shows, at one moment.

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
-use super::{BrokerId, BrokerStatus, Severity, ViewEvent};
+use super::{BrokerId, BrokerStatus, EventClass, Severity, ViewEvent};
 
 /// One timeline line before it is given a time.
 pub type Line = (Severity, String);
@@ -37,8 +37,18 @@ impl Timeline {
     }
 
     /// Adds `line` as what happened at `at`.
-    pub fn say(&mut self, at: DateTime<Utc>, (severity, text): Line) {
-        self.push(ViewEvent { at, severity, text });
+    pub fn say(&mut self, at: DateTime<Utc>, line: Line) {
+        self.say_as(at, line, EventClass::Other);
+    }
+
+    /// Adds `line` as what happened at `at`, with the part it plays in an incident.
+    pub fn say_as(&mut self, at: DateTime<Utc>, (severity, text): Line, class: EventClass) {
+        self.push(ViewEvent {
+            at,
+            severity,
+            text,
+            class,
+        });
     }
 
     /// The events, oldest first.
@@ -339,9 +349,191 @@ pub fn events_dropped(n: u64) -> Line {
     )
 }
 
+// Incidents.
+
+/// How long after its last consequence an incident stays open for more.
+const INCIDENT_QUIET_SECS: i64 = 30;
+
+/// One fault and what followed from it: the broker that went away, when, and the events that
+/// belong to it (indices into the events it was built from, oldest first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incident {
+    pub broker: BrokerId,
+    pub at: DateTime<Utc>,
+    pub members: Vec<usize>,
+    /// `broker 1 down: killed -> fenced after 3.0 s -> 7 leaders moved, 19 ISRs shrank`.
+    pub summary: String,
+    pub severity: Severity,
+}
+
+#[derive(Default)]
+struct Tally {
+    fenced_after: Option<f64>,
+    leaders: usize,
+    shrunk: usize,
+    expanded: usize,
+    offline: usize,
+    rejected: usize,
+    recovered_after: Option<f64>,
+}
+
+/// Groups the events of each fault into one incident: a broker going away opens it; its
+/// fencing, the leaders that moved, the ISRs that shrank, partitions gone offline and rejected
+/// produces join it while they keep coming (within 30 s of the last); the broker's return
+/// closes it. Events of no fault stay on their own.
+pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
+    let mut done = Vec::new();
+    let mut open: Option<(Incident, Tally, DateTime<Utc>)> = None;
+    let close = |open: &mut Option<(Incident, Tally, DateTime<Utc>)>, done: &mut Vec<Incident>| {
+        if let Some((mut incident, tally, _)) = open.take() {
+            incident.summary = summary(&incident, &tally, events);
+            done.push(incident);
+        }
+    };
+    for (i, e) in events.iter().enumerate() {
+        if let Some((_, _, last)) = &open
+            && (e.at - *last).num_seconds() > INCIDENT_QUIET_SECS
+        {
+            close(&mut open, &mut done);
+        }
+        match e.class {
+            EventClass::Fault(broker) => {
+                if open.as_ref().is_some_and(|(o, _, _)| o.broker == broker) {
+                    // A second word on the same fault (paused, then cut off...).
+                    if let Some((incident, _, last)) = &mut open {
+                        incident.members.push(i);
+                        *last = e.at;
+                    }
+                    continue;
+                }
+                close(&mut open, &mut done);
+                let incident = Incident {
+                    broker,
+                    at: e.at,
+                    members: vec![i],
+                    summary: String::new(),
+                    severity: e.severity,
+                };
+                open = Some((incident, Tally::default(), e.at));
+            }
+            class => {
+                let Some((incident, tally, last)) = &mut open else {
+                    continue;
+                };
+                let secs = (e.at - incident.at).num_milliseconds() as f64 / 1000.0;
+                match class {
+                    EventClass::Fenced(b) if b == incident.broker => tally.fenced_after = Some(secs),
+                    EventClass::Recovered(b) if b == incident.broker => tally.recovered_after = Some(secs),
+                    EventClass::LeaderMoved => tally.leaders += 1,
+                    EventClass::IsrShrunk => tally.shrunk += 1,
+                    EventClass::IsrExpanded => tally.expanded += 1,
+                    EventClass::Offline => tally.offline += 1,
+                    EventClass::ProduceRejected => tally.rejected += 1,
+                    _ => continue,
+                }
+                incident.members.push(i);
+                incident.severity = incident.severity.max(e.severity);
+                *last = e.at;
+                if matches!(class, EventClass::Recovered(b) if b == incident.broker) {
+                    close(&mut open, &mut done);
+                }
+            }
+        }
+    }
+    close(&mut open, &mut done);
+    done
+}
+
+fn summary(incident: &Incident, tally: &Tally, events: &[ViewEvent]) -> String {
+    let first = incident
+        .members
+        .first()
+        .and_then(|i| events.get(*i))
+        .map_or(String::new(), |e| e.text.clone());
+    let mut steps = vec![first];
+    if let Some(s) = tally.fenced_after {
+        steps.push(format!("fenced after {s:.1} s"));
+    }
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut effects = Vec::new();
+    if tally.leaders > 0 {
+        effects.push(plural(tally.leaders, "leader moved", "leaders moved"));
+    }
+    if tally.shrunk > 0 {
+        effects.push(plural(tally.shrunk, "ISR shrank", "ISRs shrank"));
+    }
+    if tally.offline > 0 {
+        effects.push(plural(tally.offline, "partition offline", "partitions offline"));
+    }
+    if tally.rejected > 0 {
+        effects.push(plural(tally.rejected, "produce rejected", "produces rejected"));
+    }
+    if !effects.is_empty() {
+        steps.push(effects.join(", "));
+    }
+    if let Some(s) = tally.recovered_after {
+        let mut back = format!("back after {s:.1} s");
+        if tally.expanded > 0 {
+            back.push_str(&format!(", {} rejoined", plural(tally.expanded, "ISR", "ISRs")));
+        }
+        steps.push(back);
+    }
+    steps.join(" -> ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(secs: i64, class: EventClass, text: &str) -> ViewEvent {
+        ViewEvent {
+            at: DateTime::<Utc>::from_timestamp(1_700_000_000 + secs, 0).unwrap_or_default(),
+            severity: Severity::Warn,
+            text: text.into(),
+            class,
+        }
+    }
+
+    #[test]
+    fn a_crash_and_its_consequences_are_one_incident() {
+        let events = vec![
+            event(0, EventClass::Other, "topic orders created"),
+            event(10, EventClass::Fault(1), "broker 1 down: killed"),
+            event(13, EventClass::Fenced(1), "broker 1 fenced"),
+            event(13, EventClass::LeaderMoved, "leader orders-0: 1 -> 2"),
+            event(13, EventClass::LeaderMoved, "leader orders-1: 1 -> 0"),
+            event(14, EventClass::Other, "group billing rebalanced"),
+            event(14, EventClass::IsrShrunk, "ISR orders-0 shrank"),
+            event(40, EventClass::Recovered(1), "broker 1 unfenced"),
+            event(41, EventClass::IsrExpanded, "ISR orders-0 expanded"),
+            event(200, EventClass::IsrShrunk, "ISR orders-2 shrank (slow follower)"),
+        ];
+        let found = incidents(&events);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let crash = &found[0];
+        assert_eq!(crash.broker, 1);
+        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7]);
+        assert_eq!(
+            crash.summary,
+            "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s"
+        );
+    }
+
+    #[test]
+    fn an_incident_ends_when_its_consequences_stop_and_a_new_fault_opens_another() {
+        let events = vec![
+            event(0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(3, EventClass::Fenced(1), "broker 1 fenced"),
+            event(100, EventClass::LeaderMoved, "leader orders-0: 2 -> 0 (preferred)"),
+            event(110, EventClass::Fault(2), "broker 2 controlled shutdown"),
+            event(111, EventClass::LeaderMoved, "leader orders-1: 2 -> 0"),
+        ];
+        let found = incidents(&events);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].members, vec![0, 1], "the late election is not the crash's");
+        assert_eq!(found[1].members, vec![3, 4]);
+        assert_eq!(found[1].summary, "broker 2 controlled shutdown -> 1 leader moved");
+    }
 
     #[test]
     fn the_event_ring_keeps_only_the_newest() {

@@ -14,9 +14,9 @@ use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, GroupOffsetRow,
-    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, Severity, SourceKind,
-    TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, EventClass,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, Severity,
+    SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -217,10 +217,21 @@ pub fn view() -> ClusterView {
             lag_history: vec![5, 4, 3, 0],
         },
     ];
+    // The part each event plays in broker 1's crash, as the embedded source classifies it.
+    let class = |text: &str| match text.split(':').next().unwrap_or_default() {
+        "broker 1 down" => EventClass::Fault(1),
+        "broker 1 fenced" => EventClass::Fenced(1),
+        t if t.starts_with("leader ") => EventClass::LeaderMoved,
+        t if t.starts_with("ISR ") => EventClass::IsrShrunk,
+        t if t.ends_with("OFFLINE") => EventClass::Offline,
+        t if t.starts_with("produce to") => EventClass::ProduceRejected,
+        _ => EventClass::Other,
+    };
     let event = |secs, severity, text: &str| ViewEvent {
         at: at(secs),
         severity,
         text: text.into(),
+        class: class(text),
     };
     ClusterView {
         cluster_name: "training".into(),
