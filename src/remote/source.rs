@@ -36,7 +36,7 @@ use crate::view::{
     SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
 };
 
-pub use events::diff;
+pub use events::{diff, diff_classified};
 
 pub use crate::view::outcome::NO_BROKER_CONTROL;
 
@@ -464,8 +464,8 @@ impl ViewBuilder {
                 self.timeline.say(now, line);
             }
             Some(old) => {
-                for line in diff(&old, &view) {
-                    self.timeline.say(now, line);
+                for (line, class) in diff_classified(&old, &view) {
+                    self.timeline.say_as(now, line, class);
                 }
                 self.mark_changes(&old, &view, now);
             }

@@ -380,7 +380,7 @@ struct Tally {
 /// Groups the events of each fault into one incident: a broker going away opens it; its
 /// fencing, the leaders that moved, the ISRs that shrank, partitions gone offline and rejected
 /// produces join it while they keep coming (within 30 s of the last); the broker's return
-/// closes it. Events of no fault stay on their own.
+/// and its ISRs filling again end it. Events of no fault stay on their own.
 pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
     let mut done = Vec::new();
     let mut open: Option<(Incident, Tally, DateTime<Utc>)> = None;
@@ -417,6 +417,12 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
                 open = Some((incident, Tally::default(), e.at));
             }
             class => {
+                // Once the broker is back, only its ISRs filling again belong to the story.
+                if open.as_ref().is_some_and(|(_, t, _)| t.recovered_after.is_some())
+                    && class != EventClass::IsrExpanded
+                {
+                    close(&mut open, &mut done);
+                }
                 let Some((incident, tally, last)) = &mut open else {
                     continue;
                 };
@@ -434,9 +440,6 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
                 incident.members.push(i);
                 incident.severity = incident.severity.max(e.severity);
                 *last = e.at;
-                if matches!(class, EventClass::Recovered(b) if b == incident.broker) {
-                    close(&mut open, &mut done);
-                }
             }
         }
     }
@@ -512,10 +515,10 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         let crash = &found[0];
         assert_eq!(crash.broker, 1);
-        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7]);
+        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7, 8]);
         assert_eq!(
             crash.summary,
-            "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s"
+            "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s, 1 ISR rejoined"
         );
     }
 

@@ -7,12 +7,31 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::view::timeline::{self, ElectionCause, Line};
-use crate::view::{BrokerId, BrokerStatus, ClusterView, GroupRow, PartitionRow};
+use crate::view::{BrokerId, BrokerStatus, ClusterView, EventClass, GroupRow, PartitionRow};
+
+/// The lines of a comparison, each with the part it plays in an incident.
+#[derive(Default)]
+pub struct Out(pub Vec<(Line, EventClass)>);
+
+impl Out {
+    fn push(&mut self, line: Line) {
+        self.0.push((line, EventClass::Other));
+    }
+
+    fn push_as(&mut self, line: Line, class: EventClass) {
+        self.0.push((line, class));
+    }
+}
 
 /// What changed from `old` to `new`, one line each, in the order an operator reads a story:
 /// brokers and the controller first, then topics, partitions and groups.
 pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<Line> {
-    let mut out = Vec::new();
+    diff_classified(old, new).into_iter().map(|(line, _)| line).collect()
+}
+
+/// [`diff`] with each line's part in an incident: a broker leaving the metadata opens one.
+pub fn diff_classified(old: &ClusterView, new: &ClusterView) -> Vec<(Line, EventClass)> {
+    let mut out = Out::default();
     brokers(old, new, &mut out);
     match (old.controller, new.controller) {
         (Some(from), Some(to)) if from != to => out.push(timeline::controller_moved(Some(from), to)),
@@ -55,33 +74,43 @@ pub fn diff(old: &ClusterView, new: &ClusterView) -> Vec<Line> {
             out.push(timeline::group_gone(id));
         }
     }
-    out
+    out.0
 }
 
-fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Vec<Line>) {
+fn brokers(old: &ClusterView, new: &ClusterView, out: &mut Out) {
     let before: BTreeMap<BrokerId, BrokerStatus> = old.brokers.iter().map(|b| (b.id, b.status)).collect();
     for b in &new.brokers {
         let was = before.get(&b.id).copied();
         if was == Some(b.status) {
             continue;
         }
-        let line = match (was, b.status) {
-            (None, BrokerStatus::Online) => timeline::broker_joined(b.id),
-            (_, BrokerStatus::Down) => timeline::broker_down(b.id, timeline::GONE_FROM_METADATA),
-            (_, BrokerStatus::Unreachable) => timeline::broker_unreachable(b.id),
+        let (line, class) = match (was, b.status) {
+            (None, BrokerStatus::Online) => (timeline::broker_joined(b.id), EventClass::Other),
+            (_, BrokerStatus::Down) => (
+                timeline::broker_down(b.id, timeline::GONE_FROM_METADATA),
+                EventClass::Fault(b.id),
+            ),
+            (_, BrokerStatus::Unreachable) => (timeline::broker_unreachable(b.id), EventClass::Fault(b.id)),
             // Kafka's metadata lists only brokers it has not fenced.
-            (Some(BrokerStatus::Down), BrokerStatus::Online) => timeline::broker_unfenced(b.id),
-            (Some(BrokerStatus::Unreachable), BrokerStatus::Online) => timeline::broker_reachable_again(b.id),
-            (_, status) => timeline::broker_status(b.id, status),
+            (Some(BrokerStatus::Down), BrokerStatus::Online) => {
+                (timeline::broker_unfenced(b.id), EventClass::Recovered(b.id))
+            }
+            (Some(BrokerStatus::Unreachable), BrokerStatus::Online) => {
+                (timeline::broker_reachable_again(b.id), EventClass::Recovered(b.id))
+            }
+            (_, status) => (timeline::broker_status(b.id, status), EventClass::Other),
         };
-        out.push(line);
+        out.push_as(line, class);
     }
 }
 
-fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<Line>) {
+fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Out) {
     let (topic, number) = (new.topic.as_str(), new.partition);
     match (old.leader, new.leader) {
-        (Some(_), None) => out.push(timeline::partition_offline(topic, number, &new.isr)),
+        (Some(_), None) => out.push_as(
+            timeline::partition_offline(topic, number, &new.isr),
+            EventClass::Offline,
+        ),
         (from, Some(to)) if from != Some(to) => {
             // What a comparison can tell of the cause: a partition without a leader got back
             // one of its last in-sync replicas, or the preferred replica took over.
@@ -90,14 +119,10 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<Line>) {
             } else {
                 (to == new.preferred_leader).then_some(ElectionCause::Preferred)
             };
-            out.push(timeline::leader_elected(
-                topic,
-                number,
-                from,
-                to,
-                new.leader_epoch,
-                cause,
-            ));
+            out.push_as(
+                timeline::leader_elected(topic, number, from, to, new.leader_epoch, cause),
+                EventClass::LeaderMoved,
+            );
         }
         _ => {}
     }
@@ -106,14 +131,20 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Vec<Line>) {
     let removed: Vec<BrokerId> = was.difference(&now).copied().collect();
     let added: Vec<BrokerId> = now.difference(&was).copied().collect();
     if !removed.is_empty() {
-        out.push(timeline::isr_shrunk(topic, number, &removed, &new.isr, None));
+        out.push_as(
+            timeline::isr_shrunk(topic, number, &removed, &new.isr, None),
+            EventClass::IsrShrunk,
+        );
     }
     if !added.is_empty() {
-        out.push(timeline::isr_expanded(topic, number, &added, &new.isr));
+        out.push_as(
+            timeline::isr_expanded(topic, number, &added, &new.isr),
+            EventClass::IsrExpanded,
+        );
     }
 }
 
-fn group(old: &GroupRow, new: &GroupRow, out: &mut Vec<Line>) {
+fn group(old: &GroupRow, new: &GroupRow, out: &mut Out) {
     let id = &new.group_id;
     if old.state != new.state {
         out.push(timeline::group_state_changed(id, &old.state, &new.state));
@@ -253,6 +284,34 @@ mod tests {
             ]
         );
         assert!(events.iter().all(|(s, _)| *s == Severity::Warn));
+    }
+
+    #[test]
+    fn a_broker_leaving_and_returning_is_one_incident_externally_too() {
+        let old = view();
+        let mut gone = view();
+        gone.brokers[1].status = BrokerStatus::Down;
+        gone.partitions = vec![partition(Some(2), 5, &[0, 2])];
+        let back = {
+            let mut v = gone.clone();
+            v.brokers[1].status = BrokerStatus::Online;
+            v.partitions = vec![partition(Some(2), 5, &[0, 2, 1])];
+            v
+        };
+        let mut timeline = crate::view::timeline::Timeline::new(100);
+        let at = |s: i64| chrono::DateTime::<chrono::Utc>::from_timestamp(1_700_000_000 + s, 0).unwrap_or_default();
+        for (line, class) in diff_classified(&old, &gone) {
+            timeline.say_as(at(0), line, class);
+        }
+        for (line, class) in diff_classified(&gone, &back) {
+            timeline.say_as(at(20), line, class);
+        }
+        let incidents = crate::view::timeline::incidents(&timeline.events());
+        assert_eq!(incidents.len(), 1, "{incidents:?}");
+        assert_eq!(
+            incidents[0].summary,
+            "broker 1 down: gone from the cluster's metadata -> 1 leader moved, 1 ISR shrank -> back after 20.0 s, 1 ISR rejoined"
+        );
     }
 
     #[test]
