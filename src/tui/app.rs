@@ -947,15 +947,21 @@ impl App {
                     Some(EventRow::Incident { at, .. } | EventRow::Member(_, at)) => *at,
                     _ => return,
                 };
-                if !self.expanded.remove(&at) {
-                    self.expanded.insert(at);
+                let opened = self.expanded.insert(at);
+                if !opened {
+                    self.expanded.remove(&at);
                 }
-                // The cursor stays on the incident's row.
-                if let Some(i) = self
-                    .event_rows()
-                    .iter()
-                    .position(|r| matches!(r, EventRow::Incident { at: a, .. } if *a == at))
-                {
+                // Opened, the cursor goes to its last event so the whole story is on screen
+                // above it; folded, back to the incident's row.
+                let rows = self.event_rows();
+                let row = if opened {
+                    rows.iter()
+                        .rposition(|r| matches!(r, EventRow::Member(_, a) if *a == at))
+                } else {
+                    rows.iter()
+                        .position(|r| matches!(r, EventRow::Incident { at: a, .. } if *a == at))
+                };
+                if let Some(i) = row {
                     self.pane_mut(Pane::Events).cursor = i;
                 }
             }

@@ -86,7 +86,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
             EventRow::Incident { at, severity, .. } => (*at, *severity),
         };
         let mut style = t.severity(severity);
-        if cursor == Some(start + n) && matches!(e, EventRow::Incident { .. } | EventRow::Member(..)) {
+        if cursor == Some(start + n) {
             style = style.patch(t.selected);
         }
         for (i, row) in rows.into_iter().enumerate() {
