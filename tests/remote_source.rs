@@ -326,11 +326,7 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
 
     // The tail reads what the source produced, with headers.
     let tail = remote.tail(
-        TailSpec {
-            topic: "payments".into(),
-            partition: None,
-            start: SeekPosition::Beginning,
-        },
+        TailSpec::ring("payments", None, SeekPosition::Beginning),
         100,
     );
     for p in 0..6 {

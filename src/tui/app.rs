@@ -368,11 +368,7 @@ impl App {
             return;
         }
         self.start_tail(
-            TailSpec {
-                topic,
-                partition: self.tail_partition,
-                start: SeekPosition::Last(self.console.tail_start_last),
-            },
+            TailSpec::ring(topic, self.tail_partition, SeekPosition::Last(self.console.tail_start_last)),
             effects,
         );
     }
@@ -793,11 +789,7 @@ impl App {
         }
         self.tail_partition = partition;
         self.start_tail(
-            TailSpec {
-                topic,
-                partition,
-                start: to,
-            },
+            TailSpec::ring(topic, partition, to),
             effects,
         );
         if matches!(
