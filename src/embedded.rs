@@ -794,7 +794,8 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
             Ok(records) => {
                 buffer.set_error(None);
                 // A search reads up to its end offsets, even when more has arrived since.
-                let before_end = |r: &ConsumerRecord| !spec.until_end || ends.get(&r.partition).is_some_and(|end| r.offset < *end);
+                let before_end =
+                    |r: &ConsumerRecord| !spec.until_end || ends.get(&r.partition).is_some_and(|end| r.offset < *end);
                 feed.offer(records.into_iter().filter(before_end).map(|r| TailRecord {
                     partition: r.partition,
                     offset: r.offset,

@@ -325,10 +325,7 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
     assert!(led_by_1 > 0, "broker 1 leads something before the kill");
 
     // The tail reads what the source produced, with headers.
-    let tail = remote.tail(
-        TailSpec::ring("payments", None, SeekPosition::Beginning),
-        100,
-    );
+    let tail = remote.tail(TailSpec::ring("payments", None, SeekPosition::Beginning), 100);
     for p in 0..6 {
         ok(&remote, produce("payments", p, &format!("payment {p}"))).await;
     }

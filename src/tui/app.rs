@@ -368,7 +368,11 @@ impl App {
             return;
         }
         self.start_tail(
-            TailSpec::ring(topic, self.tail_partition, SeekPosition::Last(self.console.tail_start_last)),
+            TailSpec::ring(
+                topic,
+                self.tail_partition,
+                SeekPosition::Last(self.console.tail_start_last),
+            ),
             effects,
         );
     }
@@ -788,10 +792,7 @@ impl App {
             self.pane_mut(Pane::Topics).cursor = i;
         }
         self.tail_partition = partition;
-        self.start_tail(
-            TailSpec::ring(topic, partition, to),
-            effects,
-        );
+        self.start_tail(TailSpec::ring(topic, partition, to), effects);
         if matches!(
             to,
             SeekPosition::Beginning | SeekPosition::Offset(_) | SeekPosition::Timestamp(_)

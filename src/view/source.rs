@@ -524,19 +524,165 @@ mod tests {
     #[test]
     fn the_tail_ring_keeps_only_the_newest_records() {
         let buffer = TailBuffer::new(3);
-        let record = |offset| TailRecord {
+        let before = buffer.version();
+        buffer.push((0..5).map(record));
+        let offsets: Vec<i64> = buffer.records().iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![2, 3, 4]);
+        assert!(buffer.version() > before);
+    }
+
+    fn record(offset: i64) -> TailRecord {
+        TailRecord {
             partition: 0,
             offset,
             timestamp: 0,
             key: None,
             value: None,
             headers: Vec::new(),
-        };
+        }
+    }
+
+    fn offsets(buffer: &TailBuffer) -> Vec<i64> {
+        buffer.records().iter().map(|r| r.offset).collect()
+    }
+
+    #[test]
+    fn a_window_fills_to_its_capacity_and_advance_drops_the_oldest_to_make_room() {
+        let buffer = TailBuffer::with_mode(5, TailMode::Window);
+        assert_eq!(
+            (buffer.mode(), buffer.capacity(), buffer.room()),
+            (TailMode::Window, 5, 5)
+        );
+        let mut pending: VecDeque<TailRecord> = (0..8).map(record).collect();
         let before = buffer.version();
-        buffer.push((0..5).map(record));
-        let offsets: Vec<i64> = buffer.records().iter().map(|r| r.offset).collect();
-        assert_eq!(offsets, vec![2, 3, 4]);
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![0, 1, 2, 3, 4]);
+        assert_eq!(buffer.room(), 0);
+        let left: Vec<i64> = pending.iter().map(|r| r.offset).collect();
+        assert_eq!(left, vec![5, 6, 7], "what does not fit stays with the reader");
         assert!(buffer.version() > before);
+
+        let before = buffer.version();
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![0, 1, 2, 3, 4], "a full window takes nothing");
+        assert_eq!(buffer.version(), before, "nothing changed, nothing to redraw");
+
+        buffer.advance(2);
+        assert_eq!(offsets(&buffer), vec![2, 3, 4]);
+        assert_eq!(buffer.room(), 2);
+        assert!(buffer.version() > before);
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![2, 3, 4, 5, 6]);
+        assert_eq!(pending.len(), 1);
+        buffer.advance(99);
+        assert!(buffer.records().is_empty(), "advancing past the end empties the window");
+        assert_eq!(buffer.room(), 5);
+    }
+
+    #[test]
+    fn a_ring_always_has_room() {
+        let buffer = TailBuffer::new(3);
+        buffer.push((0..10).map(record));
+        assert_eq!(buffer.mode(), TailMode::Ring);
+        assert_eq!(buffer.room(), 3);
+        assert_eq!(offsets(&buffer), vec![7, 8, 9]);
+    }
+
+    #[test]
+    fn the_filter_looks_in_keys_values_and_header_names_and_values() {
+        let spec = TailSpec {
+            filter: Some("needle".into()),
+            ..TailSpec::ring("t", None, SeekPosition::Beginning)
+        };
+        let with = |key: Option<&[u8]>, value: Option<&[u8]>, headers: Vec<(&str, Option<&[u8]>)>| TailRecord {
+            key: key.map(Bytes::copy_from_slice),
+            value: value.map(Bytes::copy_from_slice),
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.map(Bytes::copy_from_slice)))
+                .collect(),
+            ..record(0)
+        };
+        assert!(spec.matches(&with(Some(b"a needle"), None, vec![])));
+        assert!(
+            spec.matches(&with(None, Some(b"\xffneedle\xfe"), vec![])),
+            "bytes as lossy UTF-8"
+        );
+        assert!(spec.matches(&with(None, None, vec![("needle-id", None)])));
+        assert!(spec.matches(&with(None, None, vec![("h", Some(b"needles"))])));
+        assert!(
+            !spec.matches(&with(Some(b"Needle"), Some(b"hay"), vec![("h", Some(b"nee dle"))])),
+            "case-sensitive"
+        );
+        assert!(
+            TailSpec::ring("t", None, SeekPosition::End).matches(&record(0)),
+            "no filter: every record"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_feed_counts_what_it_reads_and_keeps_the_matches_a_full_window_cannot_take() {
+        let buffer = Arc::new(TailBuffer::with_mode(2, TailMode::Window));
+        let spec = TailSpec {
+            mode: TailMode::Window,
+            filter: Some("needle".into()),
+            ..TailSpec::ring("t", None, SeekPosition::Beginning)
+        };
+        let mut feed = TailFeed::new(Arc::clone(&buffer), &spec);
+        let read = (0..10).map(|o| TailRecord {
+            value: Some(Bytes::from(if o % 3 == 0 { "needle" } else { "hay" })),
+            ..record(o)
+        });
+        let before = buffer.version();
+        feed.offer(read);
+        assert_eq!((buffer.scanned(), buffer.matched()), (10, 4));
+        assert_eq!(offsets(&buffer), vec![0, 3]);
+        assert!(feed.is_waiting(), "6 and 9 wait for room");
+        assert!(buffer.version() > before);
+
+        buffer.advance(1);
+        feed.wait_for_room().await;
+        assert_eq!(offsets(&buffer), vec![3, 6]);
+        buffer.advance(2);
+        feed.wait_for_room().await;
+        assert_eq!(offsets(&buffer), vec![9]);
+        assert!(!feed.is_waiting());
+        assert_eq!(buffer.matched(), 4, "counted once, when read");
+    }
+
+    #[tokio::test]
+    async fn a_reader_waiting_for_room_wakes_when_the_handle_is_dropped() {
+        let buffer = Arc::new(TailBuffer::with_mode(1, TailMode::Window));
+        buffer.push([record(0)]);
+        let handle = TailHandle {
+            spec: TailSpec::ring("t", None, SeekPosition::End),
+            buffer: Arc::clone(&buffer),
+        };
+        let waiter = tokio::spawn({
+            let buffer = Arc::clone(&buffer);
+            async move { buffer.room_or_closed().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "no room yet");
+        drop(handle);
+        waiter.await.expect("the reader wakes");
+    }
+
+    #[test]
+    fn done_log_starts_and_counters_are_changes_to_redraw() {
+        let buffer = TailBuffer::new(3);
+        let v0 = buffer.version();
+        buffer.count(5, 2);
+        let v1 = buffer.version();
+        assert!(v1 > v0);
+        buffer.set_log_starts(vec![(1, 40), (0, 7)]);
+        assert_eq!(buffer.log_starts(), vec![(0, 7), (1, 40)]);
+        let v2 = buffer.version();
+        assert!(v2 > v1);
+        assert!(!buffer.is_done());
+        buffer.set_done();
+        assert!(buffer.is_done());
+        assert!(buffer.version() > v2);
     }
 
     #[test]
