@@ -128,14 +128,7 @@ async fn commands_report_outcomes_and_tails_read_records() {
     let produced = next().await;
     assert_eq!(produced.result, Ok("produced to t-0 at offset 0".to_string()));
 
-    let tail = embedded.tail(
-        TailSpec {
-            topic: "t".into(),
-            partition: None,
-            start: SeekPosition::Beginning,
-        },
-        10,
-    );
+    let tail = embedded.tail(TailSpec::ring("t", None, SeekPosition::Beginning), 10);
     let read = tokio::time::timeout(PATIENCE, async {
         loop {
             if let Some(r) = tail.buffer.records().first().cloned() {

@@ -1,8 +1,9 @@
 //! The console's source for an external cluster, attached to kdeck's own cluster over the
 //! Kafka protocol: its view matches the embedded engine's own for the same cluster; a broker
 //! killed through `kdeck serve` shows down with its leaderships moved, and a preferred-leader
-//! election through the source puts them back; a tail reads produced records; an unreachable
-//! bootstrap fails fast with a clear message.
+//! election through the source puts them back; a tail reads produced records, a window tail
+//! reads from its offset and a search finds its matches and ends; an unreachable bootstrap
+//! fails fast with a clear message.
 
 use std::collections::BTreeMap;
 use std::process::{Command as Process, Stdio};
@@ -14,11 +15,12 @@ use kdeck::client::consumer::{Consumer, ConsumerConfig};
 use kdeck::config::KdeckConfig;
 use kdeck::embedded::Embedded;
 use kdeck::engine::TopicPartition;
+use kdeck::remote::ops::{self, OutRecord};
 use kdeck::remote::source::{RemoteSource, SourceOptions};
 use kdeck::remote::{ClientSettings, KafkaClient, RemoteConfig};
 use kdeck::view::{
     BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, ProduceRequest, ReplicaRole, SeekPosition,
-    TailSpec,
+    TailBuffer, TailMode, TailSpec,
 };
 use tokio::sync::mpsc;
 
@@ -325,14 +327,7 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
     assert!(led_by_1 > 0, "broker 1 leads something before the kill");
 
     // The tail reads what the source produced, with headers.
-    let tail = remote.tail(
-        TailSpec {
-            topic: "payments".into(),
-            partition: None,
-            start: SeekPosition::Beginning,
-        },
-        100,
-    );
+    let tail = remote.tail(TailSpec::ring("payments", None, SeekPosition::Beginning), 100);
     for p in 0..6 {
         ok(&remote, produce("payments", p, &format!("payment {p}"))).await;
     }
@@ -469,6 +464,103 @@ async fn a_read_only_source_refuses_every_change() {
     .await;
     assert_eq!(view.cluster_name, "ro");
     assert!(view.topic("nope").is_none(), "nothing was created");
+}
+
+/// Waits until `condition` holds for a tail's buffer.
+async fn until_tail(what: &str, buffer: &TailBuffer, condition: impl Fn(&TailBuffer) -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !condition(buffer) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {} records, scanned {}, matched {}, error {:?}",
+            buffer.records().len(),
+            buffer.scanned(),
+            buffer.matched(),
+            buffer.error()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn tail_offsets(buffer: &TailBuffer) -> Vec<i64> {
+    buffer.records().iter().map(|r| r.offset).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_window_reads_from_its_offset_and_a_search_finds_the_matches() {
+    let mut config = KdeckConfig::default();
+    config.wire.base_port = 0;
+    let args = ClusterArgs {
+        ephemeral: true,
+        no_demo: true,
+        brokers: Some(3),
+        ..ClusterArgs::default()
+    };
+    let embedded = Embedded::start(&config, &args).await.expect("the cluster starts");
+    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
+    let client = connect(&bootstrap.join(",")).await;
+    let remote = attach(client.clone());
+    ok(
+        &remote,
+        Command::CreateTopic {
+            name: "browse".into(),
+            partitions: 1,
+            replication_factor: 3,
+            cleanup_policy: "delete".into(),
+        },
+    )
+    .await;
+    wait_view(&remote, "browse with a leader", |v| {
+        if v.partitions_of("browse").any(|p| p.leader.is_some()) {
+            Ok(())
+        } else {
+            Err("no leader yet".into())
+        }
+    })
+    .await;
+    let needles = [7_i64, 2_500, 5_999];
+    for base in (0..6_000_i64).step_by(500) {
+        let batch = (base..base + 500)
+            .map(|offset| OutRecord {
+                key: Some(format!("k{offset}").into()),
+                value: Some(if needles.contains(&offset) {
+                    format!("a needle at {offset}").into()
+                } else {
+                    format!("record {offset}").into()
+                }),
+                ..OutRecord::default()
+            })
+            .collect();
+        let at = ops::produce(&client, "browse", 0, batch, -1).await.expect("produced");
+        assert_eq!(at, base);
+    }
+
+    let window = TailSpec {
+        mode: TailMode::Window,
+        ..TailSpec::ring("browse", Some(0), SeekPosition::Offset(100))
+    };
+    let tail = remote.tail(window, 1_000);
+    until_tail("a full window", &tail.buffer, |b| b.room() == 0).await;
+    assert_eq!(tail_offsets(&tail.buffer), (100..1_100).collect::<Vec<_>>());
+    assert_eq!(tail.buffer.log_starts(), vec![(0, 0)]);
+    tail.buffer.advance(500);
+    until_tail("the window moved on", &tail.buffer, |b| b.room() == 0).await;
+    assert_eq!(tail_offsets(&tail.buffer), (600..1_600).collect::<Vec<_>>());
+    drop(tail);
+
+    let search = TailSpec {
+        mode: TailMode::Window,
+        filter: Some("needle".into()),
+        until_end: true,
+        ..TailSpec::ring("browse", Some(0), SeekPosition::Offset(-5))
+    };
+    let found = remote.tail(search, 1_000);
+    until_tail("the search done", &found.buffer, TailBuffer::is_done).await;
+    assert_eq!(tail_offsets(&found.buffer), needles.to_vec());
+    assert_eq!((found.buffer.scanned(), found.buffer.matched()), (6_000, 3));
+    drop(found);
+    drop(remote);
+    embedded.shutdown().await;
 }
 
 /// The console attaches before it needs a terminal, so an unreachable cluster is an error

@@ -55,11 +55,7 @@ fn update_returns_effects_and_performs_none() {
         },
         now(),
     );
-    let spec = TailSpec {
-        topic: "clicks".into(),
-        partition: Some(1),
-        start: SeekPosition::Offset(100),
-    };
+    let spec = TailSpec::ring("clicks", Some(1), SeekPosition::Offset(100));
     assert_eq!(
         effects,
         vec![Effect::Tail {

@@ -178,11 +178,7 @@ async fn client_churn(
         }
         if second % 10 == 0 {
             let tail = embedded.tail(
-                TailSpec {
-                    topic: crate::workload::PAGE_VIEWS.into(),
-                    partition: None,
-                    start: SeekPosition::End,
-                },
+                TailSpec::ring(crate::workload::PAGE_VIEWS, None, SeekPosition::End),
                 1_000,
             );
             tokio::time::sleep(Duration::from_millis(500)).await;

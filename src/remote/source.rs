@@ -33,7 +33,7 @@ use crate::view::timeline::{self, Timeline};
 use crate::view::{
     BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome,
     GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, SeekPosition,
-    SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
+    SourceKind, TailBuffer, TailFeed, TailHandle, TailMode, TailSpec, Throughput, TopicRow,
 };
 
 pub use events::{diff, diff_classified};
@@ -160,7 +160,7 @@ impl ClusterSource for RemoteSource {
     }
 
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
-        let buffer = Arc::new(TailBuffer::new(capacity));
+        let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
         tokio::spawn(tail_loop(self.client.clone(), spec.clone(), Arc::clone(&buffer)));
         TailHandle { spec, buffer }
     }
@@ -744,7 +744,8 @@ fn problems(observation: &Observation, brokers: &[BrokerRow]) -> Vec<String> {
 }
 
 /// Fills `buffer` with `spec`'s records: one task per partition, each resolving its start
-/// then fetching until the handle is dropped.
+/// then fetching until the handle is dropped (a search: until every partition reached the
+/// end it had when the tail started).
 async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>) {
     let errors = Arc::new(TailErrors::default());
     let mut backoff = TAIL_BACKOFF;
@@ -770,18 +771,72 @@ async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>)
         backoff = (backoff * 2).min(TAIL_BACKOFF_MAX);
     };
     buffer.set_error(None);
+    let Some(ends) = capture_bounds(&client, &spec, &partitions, &buffer).await else {
+        return;
+    };
     let mut tasks = JoinSet::new();
     for partition in partitions {
         tasks.spawn(tail_partition(
             client.clone(),
-            spec.topic.clone(),
-            partition,
-            spec.start,
+            PartitionTail {
+                spec: spec.clone(),
+                partition,
+                end: ends.get(&partition).copied(),
+            },
             Arc::clone(&buffer),
             Arc::clone(&errors),
         ));
     }
     while tasks.join_next().await.is_some() {}
+    // Every partition reached its end, or the handle was dropped.
+    if spec.until_end && !buffer.is_closed() {
+        buffer.set_done();
+    }
+}
+
+/// Sets the log start of each partition on the buffer and returns, for a search, each
+/// partition's end (the high watermark now). A search asks until every partition answers
+/// (it cannot know where to stop otherwise); `None` when the handle is dropped meanwhile.
+async fn capture_bounds(
+    client: &KafkaClient,
+    spec: &TailSpec,
+    partitions: &[i32],
+    buffer: &TailBuffer,
+) -> Option<HashMap<i32, i64>> {
+    let wanted: Vec<(String, i32)> = partitions.iter().map(|p| (spec.topic.clone(), *p)).collect();
+    let mut backoff = TAIL_BACKOFF;
+    loop {
+        let (starts, latest) = tokio::join!(
+            ops::list_offsets(client, &wanted, OffsetSpec::Earliest),
+            ops::list_offsets(client, &wanted, OffsetSpec::Latest)
+        );
+        let mut log_starts = Vec::new();
+        let mut ends = HashMap::new();
+        let mut problem = None;
+        for ((partition, start), end) in partitions.iter().zip(starts).zip(latest) {
+            match start {
+                Ok(o) => log_starts.push((*partition, o)),
+                Err(e) => problem = Some(format!("partition {partition}: {e}")),
+            }
+            match end {
+                Ok(o) if spec.until_end => {
+                    ends.insert(*partition, o);
+                }
+                Ok(_) => {}
+                Err(e) => problem = Some(format!("partition {partition}: {e}")),
+            }
+        }
+        if problem.is_none() || !spec.until_end {
+            buffer.set_log_starts(log_starts);
+            return Some(ends);
+        }
+        buffer.set_error(problem);
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(TAIL_BACKOFF_MAX);
+        if buffer.is_closed() {
+            return None;
+        }
+    }
 }
 
 /// Each partition's last read error; the buffer shows the first, so one partition's
@@ -836,32 +891,50 @@ async fn offset_of(client: &KafkaClient, topic: &str, partition: i32, spec: Offs
         .unwrap_or_else(|| Err(RemoteError::Other(format!("no offset for {topic}-{partition}"))))
 }
 
-async fn tail_partition(
-    client: KafkaClient,
-    topic: String,
+/// One partition of a tail: the tail's spec and, for a search, where this partition stops.
+struct PartitionTail {
+    spec: TailSpec,
     partition: i32,
-    start: SeekPosition,
-    buffer: Arc<TailBuffer>,
-    errors: Arc<TailErrors>,
-) {
+    end: Option<i64>,
+}
+
+async fn tail_partition(client: KafkaClient, tail: PartitionTail, buffer: Arc<TailBuffer>, errors: Arc<TailErrors>) {
+    let PartitionTail { spec, partition, end } = tail;
+    let topic = spec.topic.as_str();
+    let mut feed = TailFeed::new(Arc::clone(&buffer), &spec);
+    let mut start = spec.start;
     let mut backoff = TAIL_BACKOFF;
     let mut position: Option<i64> = None;
     while !buffer.is_closed() {
+        if feed.is_waiting() {
+            feed.wait_for_room().await;
+            continue;
+        }
+        if let (Some(end), Some(at)) = (end, position)
+            && at >= end
+        {
+            return;
+        }
         let result = match position {
-            None => resolve_start(&client, &topic, partition, start).await.map(|o| {
+            None => resolve_start(&client, topic, partition, start).await.map(|o| {
                 position = Some(o);
             }),
-            Some(offset) => match ops::fetch(&client, &topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
+            Some(offset) => match ops::fetch(&client, topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
                 Ok(fetched) => {
-                    if !fetched.records.is_empty() && !buffer.is_closed() {
-                        buffer.push(fetched.records);
-                    }
+                    // A search reads up to its end offset, even when more has arrived since.
+                    let stop = end.unwrap_or(i64::MAX);
+                    feed.offer(fetched.records.into_iter().filter(|r| r.offset < stop));
                     position = Some(fetched.next_offset.max(offset));
                     Ok(())
                 }
                 // Retention removed what the tail was about to read: go on from the new start.
                 Err(RemoteError::Kafka { ref name, .. }) if name == "OFFSET_OUT_OF_RANGE" => {
                     position = None;
+                    // A window goes on from where it was, kept within the log; a ring
+                    // starts over as it was asked to.
+                    if spec.mode == TailMode::Window {
+                        start = SeekPosition::Offset(offset);
+                    }
                     Err(RemoteError::Other(format!(
                         "offset {offset} is out of range; reading from the start"
                     )))

@@ -451,11 +451,11 @@ impl App {
             return;
         }
         self.start_tail(
-            TailSpec {
+            TailSpec::ring(
                 topic,
-                partition: self.tail_partition,
-                start: SeekPosition::Last(self.console.tail_start_last),
-            },
+                self.tail_partition,
+                SeekPosition::Last(self.console.tail_start_last),
+            ),
             effects,
         );
     }
@@ -875,14 +875,7 @@ impl App {
             self.pane_mut(Pane::Topics).cursor = i;
         }
         self.tail_partition = partition;
-        self.start_tail(
-            TailSpec {
-                topic,
-                partition,
-                start: to,
-            },
-            effects,
-        );
+        self.start_tail(TailSpec::ring(topic, partition, to), effects);
         if matches!(
             to,
             SeekPosition::Beginning | SeekPosition::Offset(_) | SeekPosition::Timestamp(_)

@@ -29,7 +29,7 @@ use tokio::sync::watch;
 pub use crate::engine::{OffsetSpec, topic_name_error};
 pub use source::{
     Capabilities, ClusterSource, Command, CommandOutcome, OutcomeSender, ProduceRequest, SeekPosition, TailBuffer,
-    TailHandle, TailRecord, TailSpec,
+    TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
 };
 
 pub type BrokerId = i32;

@@ -3,7 +3,9 @@
 //!
 //! Rendering never waits on the cluster: the latest view is an `Arc<ClusterView>` in a watch
 //! channel, commands are submitted and their outcome arrives later as a message, and message
-//! tails travel in bounded ring buffers the renderer only peeks into.
+//! tails travel in bounded buffers the renderer only peeks into: a ring of the newest records
+//! that follows the end, or a window that reads from a position and pauses when full (the
+//! message browser, and searches that stop at the end the partitions had).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
 use super::{BrokerId, ClusterView, OffsetSpec};
 
@@ -150,6 +152,54 @@ pub struct TailSpec {
     /// `None`: every partition.
     pub partition: Option<i32>,
     pub start: SeekPosition,
+    /// How the buffer fills.
+    pub mode: TailMode,
+    /// Only records whose key, value, a header name or a header value contains this text
+    /// (bytes compared as lossy UTF-8, case-sensitive substring) are put in the buffer; every
+    /// record read counts as scanned. `None`: every record.
+    pub filter: Option<String>,
+    /// A search: stop at the end offsets the partitions had when the tail started, instead
+    /// of waiting for new records; the buffer then reports done.
+    pub until_end: bool,
+}
+
+impl TailSpec {
+    /// A ring tail: the newest records, no filter, following the end.
+    pub fn ring(topic: impl Into<String>, partition: Option<i32>, start: SeekPosition) -> TailSpec {
+        TailSpec {
+            topic: topic.into(),
+            partition,
+            start,
+            mode: TailMode::Ring,
+            filter: None,
+            until_end: false,
+        }
+    }
+
+    /// Whether `record` passes the filter.
+    pub fn matches(&self, record: &TailRecord) -> bool {
+        let Some(text) = self.filter.as_deref() else {
+            return true;
+        };
+        let contains = |bytes: &[u8]| String::from_utf8_lossy(bytes).contains(text);
+        record.key.as_deref().is_some_and(contains)
+            || record.value.as_deref().is_some_and(contains)
+            || record
+                .headers
+                .iter()
+                .any(|(name, value)| name.contains(text) || value.as_deref().is_some_and(contains))
+    }
+}
+
+/// How a tail's buffer fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TailMode {
+    /// The newest `capacity` records; the oldest fall out (following the end).
+    #[default]
+    Ring,
+    /// From the start on, until `capacity` records are buffered; then reading pauses until
+    /// [`TailBuffer::advance`] makes room. Nothing is ever dropped by the reader.
+    Window,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,39 +213,165 @@ pub struct TailRecord {
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 
-/// A bounded ring of the newest records of a tail, filled by the source and read by the
-/// renderer; the oldest records fall out.
+/// The records of a tail, filled by the source and read by the renderer: a ring of the
+/// newest records, or a window the console moves on with [`TailBuffer::advance`].
 #[derive(Debug)]
 pub struct TailBuffer {
     records: Mutex<VecDeque<TailRecord>>,
     capacity: usize,
+    mode: TailMode,
     /// Bumped on every change so the renderer knows when to redraw.
     version: AtomicU64,
     error: Mutex<Option<String>>,
     closed: AtomicBool,
+    scanned: AtomicU64,
+    matched: AtomicU64,
+    done: AtomicBool,
+    log_starts: Mutex<Vec<(i32, i64)>>,
+    /// Wakes a window's reader when `advance` makes room or the handle is dropped.
+    room_made: Notify,
 }
 
 impl TailBuffer {
+    /// A ring of `capacity` records.
     pub fn new(capacity: usize) -> TailBuffer {
+        TailBuffer::with_mode(capacity, TailMode::Ring)
+    }
+
+    pub fn with_mode(capacity: usize, mode: TailMode) -> TailBuffer {
         TailBuffer {
             records: Mutex::new(VecDeque::with_capacity(capacity.min(4096))),
             capacity: capacity.max(1),
+            mode,
             version: AtomicU64::new(0),
             error: Mutex::new(None),
             closed: AtomicBool::new(false),
+            scanned: AtomicU64::new(0),
+            matched: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            log_starts: Mutex::new(Vec::new()),
+            room_made: Notify::new(),
         }
     }
 
+    pub fn mode(&self) -> TailMode {
+        self.mode
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many records can still be pushed: a window's free places; a ring takes any
+    /// number (the oldest fall out), so its whole capacity.
+    pub fn room(&self) -> usize {
+        match self.mode {
+            TailMode::Ring => self.capacity,
+            TailMode::Window => self.capacity.saturating_sub(lock(&self.records).len()),
+        }
+    }
+
+    /// Appends records: a ring drops its oldest to make place, a window takes no more than
+    /// its room and drops the rest (readers push from [`TailBuffer::push_from`] instead,
+    /// which leaves what does not fit with them).
     pub fn push(&self, batch: impl IntoIterator<Item = TailRecord>) {
+        let mut batch: VecDeque<TailRecord> = batch.into_iter().collect();
+        self.push_from(&mut batch);
+    }
+
+    /// Moves records from the front of `pending` into the buffer: all of them into a ring
+    /// (its oldest fall out), as many as there is room for into a window.
+    pub fn push_from(&self, pending: &mut VecDeque<TailRecord>) {
+        if pending.is_empty() {
+            return;
+        }
         let mut records = lock(&self.records);
-        for r in batch {
-            if records.len() == self.capacity {
+        let mut pushed = false;
+        while let Some(r) = pending.pop_front() {
+            if records.len() >= self.capacity {
+                if self.mode == TailMode::Window {
+                    pending.push_front(r);
+                    break;
+                }
                 records.pop_front();
             }
             records.push_back(r);
+            pushed = true;
         }
         drop(records);
-        self.version.fetch_add(1, Ordering::Release);
+        if pushed {
+            self.bump();
+        }
+    }
+
+    /// Drops the `n` oldest records, making room in a window for its reader.
+    pub fn advance(&self, n: usize) {
+        let mut records = lock(&self.records);
+        let n = n.min(records.len());
+        records.drain(..n);
+        drop(records);
+        self.bump();
+        self.room_made.notify_waiters();
+    }
+
+    /// Waits until a window has room or the tail is closed (at once for a ring).
+    pub async fn room_or_closed(&self) {
+        loop {
+            let notified = self.room_made.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so an `advance` right after it is not missed.
+            notified.as_mut().enable();
+            if self.room() > 0 || self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Counts records read by the source (`scanned`) and those that passed the filter.
+    pub fn count(&self, scanned: u64, matched: u64) {
+        if scanned == 0 && matched == 0 {
+            return;
+        }
+        self.scanned.fetch_add(scanned, Ordering::AcqRel);
+        self.matched.fetch_add(matched, Ordering::AcqRel);
+        self.bump();
+    }
+
+    /// Records read by the source, before the filter.
+    pub fn scanned(&self) -> u64 {
+        self.scanned.load(Ordering::Acquire)
+    }
+
+    /// Records that passed the filter: all of them, also those a full window could not take
+    /// yet.
+    pub fn matched(&self) -> u64 {
+        self.matched.load(Ordering::Acquire)
+    }
+
+    /// A search reached the end offsets its partitions had when it started, and every
+    /// match it read is in the buffer or was moved past by `advance`.
+    pub fn set_done(&self) {
+        if !self.done.swap(true, Ordering::AcqRel) {
+            self.bump();
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// The log start offset of each partition read, as seen when the tail started.
+    pub fn set_log_starts(&self, mut starts: Vec<(i32, i64)>) {
+        starts.sort_unstable();
+        *lock(&self.log_starts) = starts;
+        self.bump();
+    }
+
+    /// The log start offset of each partition read (by partition), as seen when the tail
+    /// started: whether records exist before the window. Empty until the source learned them.
+    pub fn log_starts(&self) -> Vec<(i32, i64)> {
+        lock(&self.log_starts).clone()
     }
 
     /// The last problem reading the tail (cleared by the next successful read).
@@ -203,7 +379,7 @@ impl TailBuffer {
         let mut slot = lock(&self.error);
         if *slot != error {
             *slot = error;
-            self.version.fetch_add(1, Ordering::Release);
+            self.bump();
         }
     }
 
@@ -223,6 +399,60 @@ impl TailBuffer {
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
+
+    fn bump(&self) {
+        self.version.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A source's reading side of one tail (one per reading task): applies the filter, counts
+/// what it reads, and keeps what a full window cannot take yet, so nothing read is dropped.
+#[derive(Debug)]
+pub struct TailFeed {
+    buffer: Arc<TailBuffer>,
+    spec: TailSpec,
+    pending: VecDeque<TailRecord>,
+}
+
+impl TailFeed {
+    pub fn new(buffer: Arc<TailBuffer>, spec: &TailSpec) -> TailFeed {
+        TailFeed {
+            buffer,
+            spec: spec.clone(),
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Takes records read from the source: counts them, keeps those that pass the filter
+    /// and pushes what fits.
+    pub fn offer(&mut self, records: impl IntoIterator<Item = TailRecord>) {
+        let before = self.pending.len();
+        let mut scanned = 0;
+        for r in records {
+            scanned += 1;
+            if self.spec.matches(&r) {
+                self.pending.push_back(r);
+            }
+        }
+        self.buffer.count(scanned, (self.pending.len() - before) as u64);
+        if !self.buffer.is_closed() {
+            self.buffer.push_from(&mut self.pending);
+        }
+    }
+
+    /// Whether records wait for room in the window (the reader should not read more).
+    pub fn is_waiting(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Waits for room in the window, then pushes what fits; returns at once when the tail
+    /// is closed.
+    pub async fn wait_for_room(&mut self) {
+        self.buffer.room_or_closed().await;
+        if !self.buffer.is_closed() {
+            self.buffer.push_from(&mut self.pending);
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -239,6 +469,7 @@ pub struct TailHandle {
 impl Drop for TailHandle {
     fn drop(&mut self) {
         self.buffer.closed.store(true, Ordering::Release);
+        self.buffer.room_made.notify_waiters();
     }
 }
 
@@ -281,7 +512,8 @@ pub trait ClusterSource: Send + Sync {
     fn views(&self) -> watch::Receiver<Arc<ClusterView>>;
     /// Runs a command in the background; its outcome is sent to `outcomes`.
     fn submit(&self, command: Command, outcomes: OutcomeSender);
-    /// Starts reading records into a ring buffer of `capacity` records.
+    /// Starts reading records into a buffer of `capacity` records filled as `spec.mode`
+    /// says.
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle;
 }
 
@@ -292,19 +524,165 @@ mod tests {
     #[test]
     fn the_tail_ring_keeps_only_the_newest_records() {
         let buffer = TailBuffer::new(3);
-        let record = |offset| TailRecord {
+        let before = buffer.version();
+        buffer.push((0..5).map(record));
+        let offsets: Vec<i64> = buffer.records().iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![2, 3, 4]);
+        assert!(buffer.version() > before);
+    }
+
+    fn record(offset: i64) -> TailRecord {
+        TailRecord {
             partition: 0,
             offset,
             timestamp: 0,
             key: None,
             value: None,
             headers: Vec::new(),
-        };
+        }
+    }
+
+    fn offsets(buffer: &TailBuffer) -> Vec<i64> {
+        buffer.records().iter().map(|r| r.offset).collect()
+    }
+
+    #[test]
+    fn a_window_fills_to_its_capacity_and_advance_drops_the_oldest_to_make_room() {
+        let buffer = TailBuffer::with_mode(5, TailMode::Window);
+        assert_eq!(
+            (buffer.mode(), buffer.capacity(), buffer.room()),
+            (TailMode::Window, 5, 5)
+        );
+        let mut pending: VecDeque<TailRecord> = (0..8).map(record).collect();
         let before = buffer.version();
-        buffer.push((0..5).map(record));
-        let offsets: Vec<i64> = buffer.records().iter().map(|r| r.offset).collect();
-        assert_eq!(offsets, vec![2, 3, 4]);
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![0, 1, 2, 3, 4]);
+        assert_eq!(buffer.room(), 0);
+        let left: Vec<i64> = pending.iter().map(|r| r.offset).collect();
+        assert_eq!(left, vec![5, 6, 7], "what does not fit stays with the reader");
         assert!(buffer.version() > before);
+
+        let before = buffer.version();
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![0, 1, 2, 3, 4], "a full window takes nothing");
+        assert_eq!(buffer.version(), before, "nothing changed, nothing to redraw");
+
+        buffer.advance(2);
+        assert_eq!(offsets(&buffer), vec![2, 3, 4]);
+        assert_eq!(buffer.room(), 2);
+        assert!(buffer.version() > before);
+        buffer.push_from(&mut pending);
+        assert_eq!(offsets(&buffer), vec![2, 3, 4, 5, 6]);
+        assert_eq!(pending.len(), 1);
+        buffer.advance(99);
+        assert!(buffer.records().is_empty(), "advancing past the end empties the window");
+        assert_eq!(buffer.room(), 5);
+    }
+
+    #[test]
+    fn a_ring_always_has_room() {
+        let buffer = TailBuffer::new(3);
+        buffer.push((0..10).map(record));
+        assert_eq!(buffer.mode(), TailMode::Ring);
+        assert_eq!(buffer.room(), 3);
+        assert_eq!(offsets(&buffer), vec![7, 8, 9]);
+    }
+
+    #[test]
+    fn the_filter_looks_in_keys_values_and_header_names_and_values() {
+        let spec = TailSpec {
+            filter: Some("needle".into()),
+            ..TailSpec::ring("t", None, SeekPosition::Beginning)
+        };
+        let with = |key: Option<&[u8]>, value: Option<&[u8]>, headers: Vec<(&str, Option<&[u8]>)>| TailRecord {
+            key: key.map(Bytes::copy_from_slice),
+            value: value.map(Bytes::copy_from_slice),
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.map(Bytes::copy_from_slice)))
+                .collect(),
+            ..record(0)
+        };
+        assert!(spec.matches(&with(Some(b"a needle"), None, vec![])));
+        assert!(
+            spec.matches(&with(None, Some(b"\xffneedle\xfe"), vec![])),
+            "bytes as lossy UTF-8"
+        );
+        assert!(spec.matches(&with(None, None, vec![("needle-id", None)])));
+        assert!(spec.matches(&with(None, None, vec![("h", Some(b"needles"))])));
+        assert!(
+            !spec.matches(&with(Some(b"Needle"), Some(b"hay"), vec![("h", Some(b"nee dle"))])),
+            "case-sensitive"
+        );
+        assert!(
+            TailSpec::ring("t", None, SeekPosition::End).matches(&record(0)),
+            "no filter: every record"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_feed_counts_what_it_reads_and_keeps_the_matches_a_full_window_cannot_take() {
+        let buffer = Arc::new(TailBuffer::with_mode(2, TailMode::Window));
+        let spec = TailSpec {
+            mode: TailMode::Window,
+            filter: Some("needle".into()),
+            ..TailSpec::ring("t", None, SeekPosition::Beginning)
+        };
+        let mut feed = TailFeed::new(Arc::clone(&buffer), &spec);
+        let read = (0..10).map(|o| TailRecord {
+            value: Some(Bytes::from(if o % 3 == 0 { "needle" } else { "hay" })),
+            ..record(o)
+        });
+        let before = buffer.version();
+        feed.offer(read);
+        assert_eq!((buffer.scanned(), buffer.matched()), (10, 4));
+        assert_eq!(offsets(&buffer), vec![0, 3]);
+        assert!(feed.is_waiting(), "6 and 9 wait for room");
+        assert!(buffer.version() > before);
+
+        buffer.advance(1);
+        feed.wait_for_room().await;
+        assert_eq!(offsets(&buffer), vec![3, 6]);
+        buffer.advance(2);
+        feed.wait_for_room().await;
+        assert_eq!(offsets(&buffer), vec![9]);
+        assert!(!feed.is_waiting());
+        assert_eq!(buffer.matched(), 4, "counted once, when read");
+    }
+
+    #[tokio::test]
+    async fn a_reader_waiting_for_room_wakes_when_the_handle_is_dropped() {
+        let buffer = Arc::new(TailBuffer::with_mode(1, TailMode::Window));
+        buffer.push([record(0)]);
+        let handle = TailHandle {
+            spec: TailSpec::ring("t", None, SeekPosition::End),
+            buffer: Arc::clone(&buffer),
+        };
+        let waiter = tokio::spawn({
+            let buffer = Arc::clone(&buffer);
+            async move { buffer.room_or_closed().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "no room yet");
+        drop(handle);
+        waiter.await.expect("the reader wakes");
+    }
+
+    #[test]
+    fn done_log_starts_and_counters_are_changes_to_redraw() {
+        let buffer = TailBuffer::new(3);
+        let v0 = buffer.version();
+        buffer.count(5, 2);
+        let v1 = buffer.version();
+        assert!(v1 > v0);
+        buffer.set_log_starts(vec![(1, 40), (0, 7)]);
+        assert_eq!(buffer.log_starts(), vec![(0, 7), (1, 40)]);
+        let v2 = buffer.version();
+        assert!(v2 > v1);
+        assert!(!buffer.is_done());
+        buffer.set_done();
+        assert!(buffer.is_done());
+        assert!(buffer.version() > v2);
     }
 
     #[test]
@@ -331,11 +709,7 @@ mod tests {
     fn dropping_the_handle_closes_the_tail() {
         let buffer = Arc::new(TailBuffer::new(3));
         let handle = TailHandle {
-            spec: TailSpec {
-                topic: "t".into(),
-                partition: None,
-                start: SeekPosition::End,
-            },
+            spec: TailSpec::ring("t", None, SeekPosition::End),
             buffer: Arc::clone(&buffer),
         };
         assert!(!buffer.is_closed());
