@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEven
 use kdeck::tui::Pane;
 use kdeck::tui::action::{Action, Effect};
 use kdeck::tui::overlay::Overlay;
-use kdeck::view::{Command, SeekPosition, TailSpec};
+use kdeck::view::{Command, SeekPosition, TailMode, TailSpec};
 use tui_fixture::{harness, now};
 
 #[derive(serde::Deserialize)]
@@ -55,7 +55,11 @@ fn update_returns_effects_and_performs_none() {
         },
         now(),
     );
-    let spec = TailSpec::ring("clicks", Some(1), SeekPosition::Offset(100));
+    // From an offset the tail is a window the user scrolls, not a ring that follows.
+    let spec = TailSpec {
+        mode: TailMode::Window,
+        ..TailSpec::ring("clicks", Some(1), SeekPosition::Offset(100))
+    };
     assert_eq!(
         effects,
         vec![Effect::Tail {

@@ -105,6 +105,13 @@ pub enum Action {
     TailPartition {
         partition: Option<i32>,
     },
+    /// Search the tail's topic from the selected record to the end for records whose key,
+    /// value or headers contain `text`.
+    Search {
+        text: String,
+    },
+    /// End the search and go back to the tail it started from.
+    StopSearch,
     /// Answer the confirmation on top.
     Answer {
         yes: bool,
@@ -185,6 +192,10 @@ pub enum Effect {
     Tail {
         spec: TailSpec,
         capacity: usize,
+    },
+    /// Move the message window on by `n` records (the oldest go, reading goes on).
+    Advance {
+        n: usize,
     },
     Quit,
 }

@@ -20,7 +20,7 @@ use super::theme::Theme;
 use crate::config::ConsoleConfig;
 use crate::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
-    SeekPosition, Severity, TailHandle, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
+    SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
 };
 
 /// A row of the Events pane.
@@ -87,6 +87,11 @@ pub struct Tail {
     /// A frozen copy while paused.
     pub frozen: Option<Vec<TailRecord>>,
     pub seen_version: u64,
+    /// The selected record (partition, offset): the cursor stays on it while records arrive,
+    /// fall out of a ring, or a window moves.
+    pub selected: Option<(i32, i64)>,
+    /// While a search runs (or shows its matches): the tail to go back to.
+    pub before_search: Option<TailSpec>,
 }
 
 impl Tail {
@@ -101,6 +106,29 @@ impl Tail {
     /// Why the tail cannot read, if it cannot.
     pub fn error(&self) -> Option<String> {
         self.handle.as_ref().and_then(|h| h.buffer.error())
+    }
+
+    /// A search's progress: records scanned, matched, and whether it reached the end.
+    pub fn search_progress(&self) -> Option<(u64, u64, bool)> {
+        let h = self.handle.as_ref()?;
+        self.before_search
+            .is_some()
+            .then(|| (h.buffer.scanned(), h.buffer.matched(), h.buffer.is_done()))
+    }
+
+    /// Whether the window is full: the reader waits for room.
+    fn window_full(&self) -> bool {
+        self.spec.mode == TailMode::Window && self.handle.as_ref().is_some_and(|h| h.buffer.room() == 0)
+    }
+
+    /// Where the log of `partition` started when the tail began.
+    fn log_start(&self, partition: i32) -> Option<i64> {
+        let h = self.handle.as_ref()?;
+        h.buffer
+            .log_starts()
+            .into_iter()
+            .find(|(p, _)| *p == partition)
+            .map(|(_, s)| s)
     }
 }
 
@@ -417,11 +445,30 @@ impl App {
 
     /// The cursor of a pane, clamped to its list.
     pub fn cursor(&self, pane: Pane) -> usize {
-        let len = pane::view_of(pane).rows(self);
-        if pane == Pane::Messages && self.tail.as_ref().is_some_and(|t| t.follow) {
-            return len.saturating_sub(1);
+        if pane == Pane::Messages {
+            return self.message_cursor(&self.visible_messages());
         }
+        let len = pane::view_of(pane).rows(self);
         self.pane(pane).cursor.min(len.saturating_sub(1))
+    }
+
+    /// The cursor among `messages` (the visible ones): the newest while following, else the
+    /// selected record's row (or the first after it, if it was filtered or compacted away).
+    pub fn message_cursor(&self, messages: &[TailRecord]) -> usize {
+        let last = messages.len().saturating_sub(1);
+        let Some(tail) = &self.tail else {
+            return 0;
+        };
+        if tail.follow {
+            return last;
+        }
+        match tail.selected {
+            Some((p, o)) => messages
+                .iter()
+                .position(|r| r.partition == p && r.offset >= o)
+                .unwrap_or(self.pane(Pane::Messages).cursor.min(last)),
+            None => self.pane(Pane::Messages).cursor.min(last),
+        }
     }
 
     pub fn selected_broker(&self) -> Option<&BrokerRow> {
@@ -464,9 +511,11 @@ impl App {
         self.tail = Some(Tail {
             spec: spec.clone(),
             handle: None,
-            follow: true,
+            follow: spec.mode == TailMode::Ring,
             frozen: None,
             seen_version: 0,
+            selected: None,
+            before_search: None,
         });
         effects.push(Effect::Tail {
             spec,
@@ -561,6 +610,15 @@ impl App {
                     now,
                 );
                 effects.extend(self.update(Action::Close, now));
+                if pane == Pane::Messages {
+                    effects.extend(self.update(Action::StopSearch, now));
+                }
+                effects
+            }
+            // In Messages, Enter searches the whole partition (or all) from the cursor on.
+            KeyCode::Enter if pane == Pane::Messages && !text.is_empty() => {
+                let mut effects = self.update(Action::Close, now);
+                effects.extend(self.update(Action::Search { text }, now));
                 effects
             }
             KeyCode::Enter => self.update(Action::Close, now),
@@ -722,16 +780,23 @@ impl App {
             Action::Focus { pane } => self.set_focus(pane),
             Action::NextPane => self.set_focus(self.focus.next()),
             Action::PrevPane => self.set_focus(self.focus.prev()),
+            Action::Move { by } if self.focus == Pane::Messages => self.move_in_messages(by, &mut effects, now),
             Action::Move { by } => self.move_cursor(by),
             Action::Top => self.pane_mut(self.focus).cursor = 0,
             Action::Bottom => self.pane_mut(self.focus).cursor = usize::MAX,
             Action::Select { pane, row } => {
                 self.set_focus(pane);
-                let current = self.cursor(pane) as i64;
-                self.move_cursor(row as i64 - current);
+                let by = row as i64 - self.cursor(pane) as i64;
+                if pane == Pane::Messages {
+                    self.move_in_messages(by, &mut effects, now);
+                } else {
+                    self.move_cursor(by);
+                }
             }
+            Action::Search { text } => self.search(text, now, &mut effects),
+            Action::StopSearch => self.stop_search(&mut effects),
             Action::Drill => self.drill(),
-            Action::Back => self.back(),
+            Action::Back => self.back(&mut effects),
             Action::EditFilter => self.overlays.push(Overlay::Filter),
             Action::Filter { pane, text } => {
                 let state = self.pane_mut(pane);
@@ -875,16 +940,126 @@ impl App {
             self.pane_mut(Pane::Topics).cursor = i;
         }
         self.tail_partition = partition;
-        self.start_tail(TailSpec::ring(topic, partition, to), effects);
-        if matches!(
-            to,
-            SeekPosition::Beginning | SeekPosition::Offset(_) | SeekPosition::Timestamp(_)
-        ) && let Some(t) = &mut self.tail
-        {
-            t.follow = false;
-            self.pane_mut(Pane::Messages).cursor = 0;
-        }
+        // From a position the tail is a window that waits to be scrolled; from the end it
+        // follows.
+        let spec = match to {
+            SeekPosition::Beginning | SeekPosition::Offset(_) | SeekPosition::Timestamp(_) => TailSpec {
+                mode: TailMode::Window,
+                ..TailSpec::ring(topic, partition, to)
+            },
+            SeekPosition::End | SeekPosition::Last(_) => TailSpec::ring(topic, partition, to),
+        };
+        self.start_tail(spec, effects);
+        self.pane_mut(Pane::Messages).cursor = 0;
         self.hint(&format!("messages from {to}"), now);
+    }
+
+    /// Moves in the message browser: the cursor follows records, not rows. At the bottom of a
+    /// full window the window moves on; above its top, older records are loaded.
+    fn move_in_messages(&mut self, delta: i64, effects: &mut Vec<Effect>, now: DateTime<Utc>) {
+        let messages = self.visible_messages();
+        let len = messages.len();
+        let current = self.message_cursor(&messages);
+        let step = isize::try_from(delta).unwrap_or(if delta < 0 { isize::MIN } else { isize::MAX });
+        let next = current.saturating_add_signed(step).min(len.saturating_sub(1));
+        let Some(tail) = &mut self.tail else {
+            return;
+        };
+        tail.follow = false;
+        tail.selected = messages.get(next).map(|r| (r.partition, r.offset));
+        self.pane_mut(Pane::Messages).cursor = next;
+        let Some(tail) = &mut self.tail else {
+            return;
+        };
+        if tail.spec.mode == TailMode::Ring {
+            if next + 1 == len && delta > 0 {
+                tail.follow = true;
+            }
+            return;
+        }
+        // Down from the last record of a full window: it moves on by half a window.
+        if delta > 0 && current + 1 >= len && tail.window_full() {
+            let n = tail.handle.as_ref().map_or(0, |h| h.buffer.capacity() / 2).max(1);
+            effects.push(Effect::Advance { n });
+            return;
+        }
+        if delta < 0 && current == 0 {
+            let Some(first) = messages.first() else {
+                return;
+            };
+            if tail.log_start(first.partition).is_some_and(|s| first.offset <= s) && tail.spec.partition.is_some() {
+                return self.hint("this is the start of the log", now);
+            }
+            // Load what came before the window, and keep the cursor on this record.
+            let capacity = tail.handle.as_ref().map_or(1000, |h| h.buffer.capacity()) as i64;
+            let to = match tail.spec.partition {
+                Some(_) => SeekPosition::Offset((first.offset - capacity / 2).max(0)),
+                None => {
+                    let last = messages.last().map_or(first.timestamp, |r| r.timestamp);
+                    let span = (last - first.timestamp).max(1000);
+                    match DateTime::<Utc>::from_timestamp_millis(first.timestamp - span) {
+                        Some(t) => SeekPosition::Timestamp(t),
+                        None => return,
+                    }
+                }
+            };
+            let spec = TailSpec {
+                start: to,
+                ..tail.spec.clone()
+            };
+            let keep = (first.partition, first.offset);
+            let search = tail.before_search.clone();
+            self.start_tail(spec, effects);
+            if let Some(t) = &mut self.tail {
+                t.follow = false;
+                t.selected = Some(keep);
+                t.before_search = search;
+            }
+            self.hint("loading older records", now);
+        }
+    }
+
+    /// Searches the tail's topic (its partition, or all) from the selected record on (the
+    /// start when none) to the end it has now, in the background; the pane shows the matches
+    /// as they come, and the search's progress.
+    fn search(&mut self, text: String, now: DateTime<Utc>, effects: &mut Vec<Effect>) {
+        let Some(tail) = &self.tail else {
+            return self.hint("select a topic first", now);
+        };
+        // From the selected record among all the tail holds (the filter being typed has
+        // already narrowed what the pane shows).
+        let records = tail.records();
+        let from = records.get(self.message_cursor(&records));
+        let start = match (from, tail.spec.partition) {
+            (Some(r), Some(_)) if !tail.follow => SeekPosition::Offset(r.offset),
+            (Some(r), None) if !tail.follow => DateTime::<Utc>::from_timestamp_millis(r.timestamp)
+                .map_or(SeekPosition::Beginning, SeekPosition::Timestamp),
+            _ => SeekPosition::Beginning,
+        };
+        let back = tail.before_search.clone().unwrap_or_else(|| tail.spec.clone());
+        let spec = TailSpec {
+            topic: tail.spec.topic.clone(),
+            partition: tail.spec.partition,
+            start,
+            mode: TailMode::Window,
+            filter: Some(text.clone()),
+            until_end: true,
+        };
+        self.start_tail(spec, effects);
+        if let Some(t) = &mut self.tail {
+            t.before_search = Some(back);
+        }
+        self.pane_mut(Pane::Messages).filter = text;
+        self.hint(&format!("searching from {start} to the end"), now);
+    }
+
+    /// Ends a search and goes back to the tail it started from.
+    fn stop_search(&mut self, effects: &mut Vec<Effect>) {
+        let Some(back) = self.tail.as_mut().and_then(|t| t.before_search.take()) else {
+            return;
+        };
+        self.pane_mut(Pane::Messages).filter.clear();
+        self.start_tail(back, effects);
     }
 
     fn move_cursor(&mut self, delta: i64) {
@@ -962,7 +1137,10 @@ impl App {
         }
     }
 
-    fn back(&mut self) {
+    fn back(&mut self, effects: &mut Vec<Effect>) {
+        if self.focus == Pane::Messages && self.tail.as_ref().is_some_and(|t| t.before_search.is_some()) {
+            return self.stop_search(effects);
+        }
         let state = self.pane_mut(self.focus);
         if !state.filter.is_empty() {
             state.filter.clear();

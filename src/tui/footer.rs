@@ -23,6 +23,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     } else {
         let mut spans = Vec::new();
         let mut used = 0;
+        // The active filter, in full: what the pane shows depends on it.
+        let filter = app.filter(app.focus);
+        if !filter.is_empty() {
+            let searching =
+                app.focus == super::Pane::Messages && app.tail.as_ref().is_some_and(|t| t.search_progress().is_some());
+            let what = if searching { "search" } else { "filter" };
+            let text = format!(" {what} \"{filter}\" (Esc clears) ");
+            used += text.chars().count();
+            spans.push(Span::styled(text, t.warn));
+        }
         if let Some(status) = app.status.as_ref().filter(|s| s.current(now)) {
             let text = fit(&status.text, width.saturating_sub(2) * 2 / 3);
             used += text.chars().count() + 4;

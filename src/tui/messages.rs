@@ -14,7 +14,7 @@ use super::keymap::Binding;
 use super::layout::{block, scroll};
 use super::pane::{PaneLayout, PaneView};
 use super::text::fit;
-use crate::view::TailRecord;
+use crate::view::{TailMode, TailRecord};
 
 /// A record field as one line of text: UTF-8 as is, binary as hex.
 pub fn preview(bytes: &Option<bytes::Bytes>) -> String {
@@ -78,12 +78,22 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let messages = app.visible_messages();
     let spec = &tail.spec;
     let partition = spec.partition.map_or("all partitions".to_string(), |p| format!("p{p}"));
-    let mode = match (&tail.frozen, tail.follow) {
-        (Some(_), _) => "FROZEN",
-        (None, true) => "following",
-        (None, false) => "scrolling",
+    let mode = match (&tail.frozen, tail.follow, spec.mode) {
+        (Some(_), ..) => "FROZEN".to_string(),
+        (None, true, _) => "following".to_string(),
+        (None, false, TailMode::Ring) => "scrolling".to_string(),
+        (None, false, TailMode::Window) => "browsing".to_string(),
     };
-    let mut info = format!("{} · {partition} · {} · {mode}", spec.topic, spec.start);
+    // A search's progress comes first: it is what the user waits for.
+    let mut info = match tail.search_progress() {
+        Some((scanned, matched, done)) => format!(
+            "search: scanned {scanned}, matched {matched}{} · {} · {partition} · from {}",
+            if done { ", done" } else { "…" },
+            spec.topic,
+            spec.start
+        ),
+        None => format!("{} · {partition} · {} · {mode}", spec.topic, spec.start),
+    };
     if let Some(e) = tail.error() {
         info.push_str(&format!(" · {e}"));
     }

@@ -129,6 +129,11 @@ impl Console {
                     let handle = self.source.tail(spec, capacity);
                     self.app.attach_tail(handle);
                 }
+                Effect::Advance { n } => {
+                    if let Some(handle) = self.app.tail.as_ref().and_then(|t| t.handle.as_ref()) {
+                        handle.buffer.advance(n);
+                    }
+                }
                 Effect::Quit => self.app.quit = true,
             }
         }

@@ -15,8 +15,8 @@ use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, EventClass,
-    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, Severity,
-    SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
+    Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -351,6 +351,11 @@ pub struct RecordingSource {
     pub capabilities: Capabilities,
     pub commands: Mutex<Vec<Command>>,
     pub tails: Mutex<Vec<TailSpec>>,
+    /// A partition log to browse (partition 0 of every topic); `None`: every tail holds
+    /// [`records`].
+    pub log: Mutex<Option<Vec<TailRecord>>>,
+    /// What each window still has to hand out, for [`RecordingSource::refill`].
+    pub pending: Mutex<Vec<(Arc<TailBuffer>, std::collections::VecDeque<TailRecord>)>>,
 }
 
 impl RecordingSource {
@@ -364,7 +369,37 @@ impl RecordingSource {
             capabilities,
             commands: Mutex::new(Vec::new()),
             tails: Mutex::new(Vec::new()),
+            log: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Gives the source a log of `n` records in partition 0, offsets from `start`, one a
+    /// millisecond; values `v<offset>`, and `needle` in those whose offset is in `needles`.
+    pub fn browse(&self, start: i64, n: i64, needles: &[i64]) {
+        let base = now().timestamp_millis() - 3_600_000;
+        let log = (start..start + n)
+            .map(|o| TailRecord {
+                partition: 0,
+                offset: o,
+                timestamp: base + o,
+                key: Some(Bytes::from(format!("k{o}"))),
+                value: Some(Bytes::from(if needles.contains(&o) {
+                    format!("v{o} needle")
+                } else {
+                    format!("v{o}")
+                })),
+                headers: Vec::new(),
+            })
+            .collect();
+        *self.log.lock().expect("log") = Some(log);
+    }
+
+    /// What a reader does when a window made room: hands out what it still has.
+    pub fn refill(&self) {
+        for (buffer, pending) in self.pending.lock().expect("pending").iter_mut() {
+            buffer.push_from(pending);
+        }
     }
 
     pub fn commands(&self) -> Vec<Command> {
@@ -391,8 +426,40 @@ impl ClusterSource for RecordingSource {
 
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
         self.tails.lock().expect("tails").push(spec.clone());
-        let buffer = Arc::new(TailBuffer::new(capacity));
-        buffer.push(records());
+        let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
+        let Some(log) = self.log.lock().expect("log").clone() else {
+            buffer.push(records());
+            return TailHandle { spec, buffer };
+        };
+        // Reads partition 0 as a source would: from the position, clamped into the log.
+        let first = log.first().map_or(0, |r| r.offset);
+        let end = log.last().map_or(0, |r| r.offset + 1);
+        let from = match spec.start {
+            SeekPosition::Beginning => first,
+            SeekPosition::End => end,
+            SeekPosition::Last(n) => (end - n).max(first),
+            SeekPosition::Offset(o) => o.clamp(first, end),
+            SeekPosition::Timestamp(t) => log
+                .iter()
+                .find(|r| r.timestamp >= t.timestamp_millis())
+                .map_or(end, |r| r.offset),
+        };
+        let read: Vec<TailRecord> = log
+            .into_iter()
+            .filter(|r| r.offset >= from && spec.partition.is_none_or(|p| p == r.partition))
+            .collect();
+        let mut matched: std::collections::VecDeque<TailRecord> =
+            read.iter().filter(|r| spec.matches(r)).cloned().collect();
+        buffer.set_log_starts(vec![(0, first)]);
+        buffer.count(read.len() as u64, matched.len() as u64);
+        if spec.until_end {
+            buffer.set_done();
+        }
+        buffer.push_from(&mut matched);
+        self.pending
+            .lock()
+            .expect("pending")
+            .push((Arc::clone(&buffer), matched));
         TailHandle { spec, buffer }
     }
 }
