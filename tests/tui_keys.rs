@@ -495,3 +495,18 @@ fn the_produce_dialog_refuses_a_partition_the_topic_does_not_have() {
     }
     assert!(h.source.commands().is_empty());
 }
+
+#[test]
+fn restart_and_pause_act_only_where_the_selected_broker_is_in_sight() {
+    let mut h = harness();
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('r'));
+    assert!(h.source.commands().is_empty(), "not from the Topics pane");
+    let hint = h.app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default();
+    assert!(hint.contains("Brokers") && hint.contains('1'), "{hint}");
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Char('r'));
+    assert_eq!(h.source.commands(), vec![Command::StartBroker(1)]);
+}

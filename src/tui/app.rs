@@ -698,6 +698,14 @@ impl App {
                 }
             }
             Binding::KillBroker | Binding::StopBroker | Binding::RestartBroker | Binding::PauseBroker => {
+                // Kill and stop name the broker in their confirmation; restart and pause act
+                // at once, so only where the selected broker is in sight.
+                if matches!(binding, Binding::RestartBroker | Binding::PauseBroker) && self.focus != Pane::Brokers {
+                    return Err(format!(
+                        "{} acts on the broker selected in Brokers: focus it with 1 first",
+                        self.keymap.hint(binding)
+                    ));
+                }
                 let broker = self.selected_broker().ok_or("no broker selected")?;
                 let (id, status) = (broker.id, broker.status);
                 match (binding, status) {
