@@ -621,6 +621,7 @@ fn classify(kind: &EventKind) -> EventClass {
             EventClass::Fault(*broker)
         }
         EventKind::BrokerFenced { broker, .. } => EventClass::Fenced(*broker),
+        EventKind::BrokerStarted { broker, .. } => EventClass::Restarted(*broker),
         EventKind::BrokerUnfenced { broker } | EventKind::BrokerResumed { broker } => EventClass::Recovered(*broker),
         EventKind::LeaderElected { .. } => EventClass::LeaderMoved,
         EventKind::IsrShrunk { .. } => EventClass::IsrShrunk,

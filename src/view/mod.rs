@@ -291,6 +291,8 @@ pub enum EventClass {
     Fault(BrokerId),
     /// The controller fenced a broker.
     Fenced(BrokerId),
+    /// A broker's process started again (it is back in service once unfenced).
+    Restarted(BrokerId),
     /// A broker is back in service.
     Recovered(BrokerId),
     LeaderMoved,

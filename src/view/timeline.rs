@@ -430,6 +430,7 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
                 match class {
                     EventClass::Fenced(b) if b == incident.broker => tally.fenced_after = Some(secs),
                     EventClass::Recovered(b) if b == incident.broker => tally.recovered_after = Some(secs),
+                    EventClass::Restarted(b) if b == incident.broker => {}
                     EventClass::LeaderMoved => tally.leaders += 1,
                     EventClass::IsrShrunk => tally.shrunk += 1,
                     EventClass::IsrExpanded => tally.expanded += 1,
@@ -507,15 +508,17 @@ mod tests {
             event(13, EventClass::LeaderMoved, "leader orders-1: 1 -> 0"),
             event(14, EventClass::Other, "group billing rebalanced"),
             event(14, EventClass::IsrShrunk, "ISR orders-0 shrank"),
+            event(39, EventClass::Restarted(1), "broker 1 started"),
             event(40, EventClass::Recovered(1), "broker 1 unfenced"),
             event(41, EventClass::IsrExpanded, "ISR orders-0 expanded"),
             event(200, EventClass::IsrShrunk, "ISR orders-2 shrank (slow follower)"),
+            event(201, EventClass::Restarted(2), "broker 2 started"),
         ];
         let found = incidents(&events);
         assert_eq!(found.len(), 1, "{found:?}");
         let crash = &found[0];
         assert_eq!(crash.broker, 1);
-        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7, 8]);
+        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7, 8, 9]);
         assert_eq!(
             crash.summary,
             "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s, 1 ISR rejoined"
