@@ -112,3 +112,20 @@ fn a_search_scans_the_partition_from_the_cursor_and_shows_its_progress() {
     assert_eq!((back.start, back.filter), (SeekPosition::Offset(1000), None));
     assert_eq!(offsets(&h).0, 1000);
 }
+
+#[test]
+fn top_and_bottom_move_within_the_window_without_reloading() {
+    let mut h = browsing(0, 6000, &[]);
+    h.press(KeyCode::Char('o'));
+    h.chars("3000");
+    h.press(KeyCode::Enter);
+    for _ in 0..5 {
+        h.press(KeyCode::Down);
+    }
+    let tails = h.source.tails().len();
+    h.act(kdeck::tui::action::Action::Bottom, tui_fixture::now());
+    assert_eq!(selected_offset(&h), 3999);
+    h.act(kdeck::tui::action::Action::Top, tui_fixture::now());
+    assert_eq!(selected_offset(&h), 3000);
+    assert_eq!(h.source.tails().len(), tails, "no reload, no window move");
+}

@@ -790,6 +790,17 @@ impl App {
             Action::PrevPane => self.set_focus(self.focus.prev()),
             Action::Move { by } if self.focus == Pane::Messages => self.move_in_messages(by, &mut effects, now),
             Action::Move { by } => self.move_cursor(by),
+            // In Messages the cursor is a record: top and bottom are moves to the first and
+            // last loaded one (no window moves or reloads).
+            Action::Top if self.focus == Pane::Messages => {
+                let by = -(self.cursor(Pane::Messages) as i64);
+                self.move_in_messages(by, &mut effects, now);
+            }
+            Action::Bottom if self.focus == Pane::Messages => {
+                let messages = self.visible_messages();
+                let by = messages.len().saturating_sub(1 + self.message_cursor(&messages)) as i64;
+                self.move_in_messages(by, &mut effects, now);
+            }
             Action::Top => self.pane_mut(self.focus).cursor = 0,
             Action::Bottom => self.pane_mut(self.focus).cursor = usize::MAX,
             Action::Select { pane, row } => {
@@ -1074,21 +1085,9 @@ impl App {
         let pane = self.focus;
         let len = pane::view_of(pane).rows(self);
         let current = self.cursor(pane);
-        if pane == Pane::Messages
-            && let Some(t) = &mut self.tail
-        {
-            t.follow = false;
-        }
         let delta = isize::try_from(delta).unwrap_or(if delta < 0 { isize::MIN } else { isize::MAX });
         let next = current.saturating_add_signed(delta).min(len.saturating_sub(1));
         self.pane_mut(pane).cursor = next;
-        if pane == Pane::Messages
-            && next + 1 == len
-            && delta > 0
-            && let Some(t) = &mut self.tail
-        {
-            t.follow = true;
-        }
         if pane == Pane::Topics {
             self.pane_mut(Pane::Partitions).cursor = 0;
             self.tail_partition = None;
