@@ -375,12 +375,13 @@ struct Tally {
     offline: usize,
     rejected: usize,
     recovered_after: Option<f64>,
+    moved_back: usize,
 }
 
 /// Groups the events of each fault into one incident: a broker going away opens it; its
 /// fencing, the leaders that moved, the ISRs that shrank, partitions gone offline and rejected
-/// produces join it while they keep coming (within 30 s of the last); the broker's return
-/// and its ISRs filling again end it. Events of no fault stay on their own.
+/// produces join it while they keep coming (within 30 s of the last); the broker's return,
+/// its ISRs filling again and its leaderships coming back end it. Events of no fault stay on their own.
 pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
     let mut done = Vec::new();
     let mut open: Option<(Incident, Tally, DateTime<Utc>)> = None;
@@ -417,9 +418,10 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
                 open = Some((incident, Tally::default(), e.at));
             }
             class => {
-                // Once the broker is back, only its ISRs filling again belong to the story.
+                // Once the broker is back, only its ISRs filling again and leaders moving back
+                // (the preferred-leader election) belong to the story.
                 if open.as_ref().is_some_and(|(_, t, _)| t.recovered_after.is_some())
-                    && class != EventClass::IsrExpanded
+                    && !matches!(class, EventClass::IsrExpanded | EventClass::LeaderMoved)
                 {
                     close(&mut open, &mut done);
                 }
@@ -431,6 +433,7 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
                     EventClass::Fenced(b) if b == incident.broker => tally.fenced_after = Some(secs),
                     EventClass::Recovered(b) if b == incident.broker => tally.recovered_after = Some(secs),
                     EventClass::Restarted(b) if b == incident.broker => {}
+                    EventClass::LeaderMoved if tally.recovered_after.is_some() => tally.moved_back += 1,
                     EventClass::LeaderMoved => tally.leaders += 1,
                     EventClass::IsrShrunk => tally.shrunk += 1,
                     EventClass::IsrExpanded => tally.expanded += 1,
@@ -480,6 +483,12 @@ fn summary(incident: &Incident, tally: &Tally, events: &[ViewEvent]) -> String {
         if tally.expanded > 0 {
             back.push_str(&format!(", {} rejoined", plural(tally.expanded, "ISR", "ISRs")));
         }
+        if tally.moved_back > 0 {
+            back.push_str(&format!(
+                ", {} back",
+                plural(tally.moved_back, "leader moved", "leaders moved")
+            ));
+        }
         steps.push(back);
     }
     steps.join(" -> ")
@@ -511,6 +520,12 @@ mod tests {
             event(39, EventClass::Restarted(1), "broker 1 started"),
             event(40, EventClass::Recovered(1), "broker 1 unfenced"),
             event(41, EventClass::IsrExpanded, "ISR orders-0 expanded"),
+            event(
+                45,
+                EventClass::LeaderMoved,
+                "leader orders-0: 2 -> 1 (preferred leader)",
+            ),
+            event(46, EventClass::Other, "group billing rebalanced"),
             event(200, EventClass::IsrShrunk, "ISR orders-2 shrank (slow follower)"),
             event(201, EventClass::Restarted(2), "broker 2 started"),
         ];
@@ -518,10 +533,10 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         let crash = &found[0];
         assert_eq!(crash.broker, 1);
-        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7, 8, 9]);
+        assert_eq!(crash.members, vec![1, 2, 3, 4, 6, 7, 8, 9, 10]);
         assert_eq!(
             crash.summary,
-            "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s, 1 ISR rejoined"
+            "broker 1 down: killed -> fenced after 3.0 s -> 2 leaders moved, 1 ISR shrank -> back after 30.0 s, 1 ISR rejoined, 1 leader moved back"
         );
     }
 
