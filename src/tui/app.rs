@@ -280,27 +280,29 @@ impl App {
     /// Why the console does not offer `binding`, if it does not: hidden by read-only, or not
     /// available from this source.
     pub fn unavailable(&self, binding: Binding) -> Option<&'static str> {
-        if self.capabilities.read_only && binding.mutates() {
-            return Some(READ_ONLY);
-        }
-        if binding.controls_broker() {
-            return self.capabilities.broker_control.err();
-        }
-        if binding == Binding::PauseDemo && !self.capabilities.demo {
-            return Some(NO_DEMO);
-        }
-        None
+        self.why_not(
+            binding.mutates(),
+            binding.controls_broker(),
+            binding == Binding::PauseDemo,
+        )
     }
 
     /// Why the console refuses `action`, whoever asked for it.
     fn refused(&self, action: &Action) -> Option<&'static str> {
-        if self.capabilities.read_only && action.mutates() {
+        let demo = matches!(action, Action::PauseDemo | Action::ResumeDemo);
+        self.why_not(action.mutates(), action.controls_broker(), demo)
+    }
+
+    /// The one rule behind both: read-only hides what changes the cluster, the source may
+    /// not control brokers, and only a cluster with a demo can pause it.
+    fn why_not(&self, mutates: bool, controls_broker: bool, demo: bool) -> Option<&'static str> {
+        if self.capabilities.read_only && mutates {
             return Some(READ_ONLY);
         }
-        if action.controls_broker() {
+        if controls_broker {
             return self.capabilities.broker_control.err();
         }
-        if matches!(action, Action::PauseDemo | Action::ResumeDemo) && !self.capabilities.demo {
+        if demo && !self.capabilities.demo {
             return Some(NO_DEMO);
         }
         None
