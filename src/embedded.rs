@@ -30,9 +30,9 @@ use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, EventClass, GroupOffsetRow, GroupRow,
-    MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer,
-    TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupOffsetRow,
+    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind,
+    TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -247,6 +247,21 @@ impl Embedded {
 }
 
 impl Shared {
+    /// The clock and the settings as they are now.
+    fn controls(&self) -> Controls {
+        let config = self.cluster.config();
+        Controls {
+            frozen: false,
+            slow_motion: 1,
+            auto_rebalance: config.auto_leader_rebalance,
+            unclean_election: config.unclean_leader_election,
+            balanced_election: config.leader_election == crate::engine::LeaderElection::Balanced,
+            replica_lag_time_max_ms: config.replica_lag_time_max_ms,
+            broker_session_timeout_ms: config.broker_session_timeout_ms,
+            producer_acks: None,
+        }
+    }
+
     fn demo_state(&self) -> Option<bool> {
         self.demo
             .as_ref()
@@ -356,6 +371,8 @@ impl Shared {
                 self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(outcome::DEMO_RESUMED.into())
             }
+            // Trainer controls, being built (issue 16).
+            other => bail!("{other}: not available yet"),
         }
     }
 }
@@ -404,7 +421,8 @@ async fn snapshot_loop(
                 Err(_) => break,
             }
         }
-        let view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
+        let mut view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
+        view.controls = Some(shared.controls());
         if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
@@ -604,6 +622,7 @@ impl ViewBuilder {
             events: self.timeline.events(),
             demo,
             problems: Vec::new(),
+            controls: None,
         };
         crate::view::sort_rows(&mut view);
         self.trends.forget_what_is_gone(&view);

@@ -254,6 +254,10 @@ async fn execute(
             ops::delete_topic(client, name).await.map_err(kafka)?;
             Ok(outcome::topic_deleted(name))
         }
+        // Kafka's AlterConfigs could set min.insync.replicas and the unclean rule, but an
+        // operator's console does not change a shared cluster's settings as a side effect
+        // of a trainer's toggle.
+        other => Err(outcome::embedded_only(other)),
     }
 }
 
@@ -648,6 +652,7 @@ impl ViewBuilder {
             events: Vec::new(),
             demo: None,
             problems: Vec::new(),
+            controls: None,
         };
         crate::view::sort_rows(&mut view);
         view

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Pane;
-use crate::view::{BrokerId, Command, ProduceRequest, SeekPosition, TailSpec};
+use crate::view::{BrokerId, Command, LinkState, ProduceRequest, SeekPosition, TailSpec};
 
 /// One thing the console does. Serialized as a table tagged by `action` in snake_case:
 /// `{ action = "kill_broker", broker = 1 }`, `{ action = "seek", topic = "clicks",
@@ -123,6 +123,50 @@ pub enum Action {
         text: String,
     },
     HideCaption,
+    /// Stop the cluster's clock (see [`Command::Freeze`]).
+    Freeze,
+    Thaw,
+    /// Every engine timeout and interval `factor` times slower (1: real time).
+    SlowMotion {
+        factor: u32,
+    },
+    SetLink {
+        a: BrokerId,
+        b: BrokerId,
+        state: LinkState,
+    },
+    /// Cut a broker off from the other brokers and the controller.
+    Isolate {
+        broker: BrokerId,
+    },
+    HealLinks,
+    SetAutoRebalance {
+        enabled: bool,
+    },
+    SetUncleanElection {
+        topic: Option<String>,
+        enabled: bool,
+    },
+    SetMinInsync {
+        topic: String,
+        value: i32,
+    },
+    /// `acks` of the workload's producers: 0, 1 or -1 (all).
+    SetProducerAcks {
+        acks: i16,
+    },
+    AddMember {
+        group: String,
+    },
+    RemoveMember {
+        group: String,
+    },
+    PauseGroup {
+        group: String,
+    },
+    ResumeGroup {
+        group: String,
+    },
 }
 
 /// What the seek dialog asks for.
@@ -158,6 +202,30 @@ impl Action {
             Action::DeleteTopic { topic } => Command::DeleteTopic { name: topic.clone() },
             Action::PauseDemo => Command::PauseDemo,
             Action::ResumeDemo => Command::ResumeDemo,
+            Action::Freeze => Command::Freeze,
+            Action::Thaw => Command::Thaw,
+            Action::SlowMotion { factor } => Command::SlowMotion { factor: *factor },
+            Action::SetLink { a, b, state } => Command::SetLink {
+                a: *a,
+                b: *b,
+                state: *state,
+            },
+            Action::Isolate { broker } => Command::Isolate(*broker),
+            Action::HealLinks => Command::HealLinks,
+            Action::SetAutoRebalance { enabled } => Command::SetAutoRebalance(*enabled),
+            Action::SetUncleanElection { topic, enabled } => Command::SetUncleanElection {
+                topic: topic.clone(),
+                enabled: *enabled,
+            },
+            Action::SetMinInsync { topic, value } => Command::SetMinInsync {
+                topic: topic.clone(),
+                value: *value,
+            },
+            Action::SetProducerAcks { acks } => Command::SetProducerAcks(*acks),
+            Action::AddMember { group } => Command::AddMember { group: group.clone() },
+            Action::RemoveMember { group } => Command::RemoveMember { group: group.clone() },
+            Action::PauseGroup { group } => Command::PauseGroup { group: group.clone() },
+            Action::ResumeGroup { group } => Command::ResumeGroup { group: group.clone() },
             _ => return None,
         })
     }
@@ -177,8 +245,7 @@ impl Action {
     /// Whether it changes the cluster (a read-only console refuses it); opening the
     /// produce or create dialog counts, so that a read-only console offers no form.
     pub fn mutates(&self) -> bool {
-        self.command()
-            .is_some_and(|c| !matches!(c, Command::PauseDemo | Command::ResumeDemo))
+        self.command().is_some_and(|c| c.mutates())
             || matches!(self, Action::OpenProduce { .. } | Action::OpenCreateTopic)
     }
 }

@@ -28,8 +28,8 @@ use tokio::sync::watch;
 
 pub use crate::engine::{OffsetSpec, topic_name_error};
 pub use source::{
-    Capabilities, ClusterSource, Command, CommandOutcome, OutcomeSender, ProduceRequest, SeekPosition, TailBuffer,
-    TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
+    Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, SeekPosition,
+    TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
 };
 
 pub type BrokerId = i32;
@@ -324,6 +324,32 @@ pub struct ClusterView {
     /// What keeps the source from seeing the whole cluster now, worst first ("broker 2
     /// 127.0.0.1:9094: connection refused"); the header shows the first and a count.
     pub problems: Vec<String>,
+    /// The embedded cluster's clock and the rules a trainer explains and toggles; `None`
+    /// for an external cluster.
+    pub controls: Option<Controls>,
+}
+
+/// The embedded cluster's clock, its live settings and the timing rules behind its
+/// decisions (what "explain" quotes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Controls {
+    /// The cluster's clock is stopped.
+    pub frozen: bool,
+    /// Every engine timeout and interval runs this many times slower (1: real time).
+    pub slow_motion: u32,
+    /// `auto.leader.rebalance.enable`.
+    pub auto_rebalance: bool,
+    /// `unclean.leader.election.enable`, the cluster's default.
+    pub unclean_election: bool,
+    /// The balanced election rule instead of Kafka's (first live ISR member in assignment
+    /// order).
+    pub balanced_election: bool,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max_ms: u64,
+    /// `broker.session.timeout.ms`.
+    pub broker_session_timeout_ms: u64,
+    /// `acks` of the workload's producers, when a workload runs.
+    pub producer_acks: Option<i16>,
 }
 
 impl ClusterView {
@@ -341,6 +367,7 @@ impl ClusterView {
             events: Vec::new(),
             demo: None,
             problems: Vec::new(),
+            controls: None,
         }
     }
 

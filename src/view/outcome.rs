@@ -79,6 +79,12 @@ pub const READ_ONLY: &str = "read-only: this console changes nothing in the clus
 pub const NO_BROKER_CONTROL: &str = "not available on an external cluster: Kafka has no API to stop or start a broker";
 
 pub const NO_DEMO_EXTERNAL: &str = "an external cluster has no demo workload";
+
+/// A trainer's control (the clock, links, workload, live settings) asked of an external
+/// cluster.
+pub fn embedded_only(command: &super::Command) -> String {
+    format!("{command}: only the embedded cluster can do this")
+}
 /// The console's words when the source has no demo to pause.
 pub const NO_DEMO_WORKLOAD: &str = "this cluster has no demo workload";
 pub const NO_DEMO: &str = "this console runs without the demo workload (--no-demo)";

@@ -57,6 +57,77 @@ pub enum Command {
     },
     PauseDemo,
     ResumeDemo,
+    /// Stop the cluster's clock: no timer, heartbeat, session or lag advances, so nothing
+    /// is fenced or shrunk because of the freeze; in-process clients block.
+    Freeze,
+    /// Let the clock run again.
+    Thaw,
+    /// Run every engine timeout and interval `factor` times slower (1: real time).
+    SlowMotion {
+        factor: u32,
+    },
+    /// Set the link between two brokers, both ways.
+    SetLink {
+        a: BrokerId,
+        b: BrokerId,
+        state: LinkState,
+    },
+    /// Cut a broker off from every other broker and from the controller; clients still
+    /// reach it.
+    Isolate(BrokerId),
+    /// Every link back to normal.
+    HealLinks,
+    /// `auto.leader.rebalance.enable`, live.
+    SetAutoRebalance(bool),
+    /// `unclean.leader.election.enable` of one topic, or of the cluster (every topic
+    /// without its own setting).
+    SetUncleanElection {
+        topic: Option<String>,
+        enabled: bool,
+    },
+    /// `min.insync.replicas` of a topic.
+    SetMinInsync {
+        topic: String,
+        value: i32,
+    },
+    /// `acks` of the workload's producers: 0, 1 or -1 (all).
+    SetProducerAcks(i16),
+    /// One more consumer in a workload's group.
+    AddMember {
+        group: String,
+    },
+    /// The group's newest workload consumer leaves (LeaveGroup).
+    RemoveMember {
+        group: String,
+    },
+    /// The group's workload consumers stop polling (lag builds), or go on.
+    PauseGroup {
+        group: String,
+    },
+    ResumeGroup {
+        group: String,
+    },
+}
+
+/// What a link between two brokers does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    Up,
+    /// Requests are lost (the caller times out).
+    Cut,
+    /// Requests arrive this many milliseconds late.
+    Delay(u64),
+}
+
+impl std::fmt::Display for LinkState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkState::Up => write!(f, "up"),
+            LinkState::Cut => write!(f, "cut"),
+            LinkState::Delay(ms) => write!(f, "delayed {ms} ms"),
+        }
+    }
 }
 
 impl std::fmt::Display for Command {
@@ -85,8 +156,37 @@ impl std::fmt::Display for Command {
             Command::DeleteTopic { name } => write!(f, "delete topic {name}"),
             Command::PauseDemo => write!(f, "pause the demo workload"),
             Command::ResumeDemo => write!(f, "resume the demo workload"),
+            Command::Freeze => write!(f, "freeze the cluster's clock"),
+            Command::Thaw => write!(f, "let the cluster's clock run"),
+            Command::SlowMotion { factor } => write!(f, "slow motion x{factor}"),
+            Command::SetLink { a, b, state } => write!(f, "link {a}-{b} {state}"),
+            Command::Isolate(id) => write!(f, "cut broker {id} off from the cluster"),
+            Command::HealLinks => write!(f, "heal every link"),
+            Command::SetAutoRebalance(on) => {
+                write!(f, "auto.leader.rebalance.enable={on}")
+            }
+            Command::SetUncleanElection {
+                topic: Some(t),
+                enabled,
+            } => {
+                write!(f, "unclean.leader.election.enable={enabled} for {t}")
+            }
+            Command::SetUncleanElection { topic: None, enabled } => {
+                write!(f, "unclean.leader.election.enable={enabled}")
+            }
+            Command::SetMinInsync { topic, value } => write!(f, "min.insync.replicas={value} for {topic}"),
+            Command::SetProducerAcks(acks) => write!(f, "producers' acks={}", acks_label(*acks)),
+            Command::AddMember { group } => write!(f, "add a consumer to {group}"),
+            Command::RemoveMember { group } => write!(f, "remove a consumer from {group}"),
+            Command::PauseGroup { group } => write!(f, "pause the consumers of {group}"),
+            Command::ResumeGroup { group } => write!(f, "resume the consumers of {group}"),
         }
     }
+}
+
+/// `acks` as Kafka's configs spell it: `0`, `1`, `all`.
+pub fn acks_label(acks: i16) -> String {
+    if acks == -1 { "all".into() } else { acks.to_string() }
 }
 
 /// How a command ended: a short human sentence either way.
@@ -498,7 +598,48 @@ impl Default for Capabilities {
 impl Command {
     /// Whether the command changes the cluster (refused by a read-only source).
     pub fn mutates(&self) -> bool {
-        !matches!(self, Command::PauseDemo | Command::ResumeDemo)
+        !matches!(
+            self,
+            Command::PauseDemo
+                | Command::ResumeDemo
+                | Command::Freeze
+                | Command::Thaw
+                | Command::SlowMotion { .. }
+                | Command::AddMember { .. }
+                | Command::RemoveMember { .. }
+                | Command::PauseGroup { .. }
+                | Command::ResumeGroup { .. }
+                | Command::SetProducerAcks(_)
+        )
+    }
+
+    /// Whether only an embedded cluster can do it (the engine's clock, its network, its
+    /// workload, its settings).
+    pub fn embedded_only(&self) -> bool {
+        matches!(
+            self,
+            Command::KillBroker(_)
+                | Command::StopBroker(_)
+                | Command::StartBroker(_)
+                | Command::PauseBroker(_)
+                | Command::ResumeBroker(_)
+                | Command::PauseDemo
+                | Command::ResumeDemo
+                | Command::Freeze
+                | Command::Thaw
+                | Command::SlowMotion { .. }
+                | Command::SetLink { .. }
+                | Command::Isolate(_)
+                | Command::HealLinks
+                | Command::SetAutoRebalance(_)
+                | Command::SetUncleanElection { .. }
+                | Command::SetMinInsync { .. }
+                | Command::SetProducerAcks(_)
+                | Command::AddMember { .. }
+                | Command::RemoveMember { .. }
+                | Command::PauseGroup { .. }
+                | Command::ResumeGroup { .. }
+        )
     }
 }
 

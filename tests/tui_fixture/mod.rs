@@ -276,6 +276,7 @@ pub fn view() -> ClusterView {
         ],
         demo: Some(true),
         problems: Vec::new(),
+        controls: None,
     }
 }
 
