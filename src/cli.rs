@@ -176,10 +176,43 @@ pub enum Command {
     Groups(GroupsArgs),
     /// Move partition leadership back to the preferred replicas.
     Elect(ElectArgs),
+    /// Trainer mode: list the teaching scenarios, or run one (in the console, or headless).
+    Scenario {
+        #[command(subcommand)]
+        what: ScenarioCommand,
+    },
     /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ScenarioCommand {
+    /// The shipped scenarios and yours (kdeck/scenarios/*.toml in the config directory).
+    List {
+        /// Another directory of scenario files.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Run a scenario: in the console (n: next step), or headless with --headless.
+    Run {
+        /// A scenario's name (see `kdeck scenario list`) or a path to a .toml file.
+        name: String,
+        /// Show the captions in this language (`zh`) where the scenario has them.
+        #[arg(long, value_name = "LANG")]
+        lang: Option<String>,
+        /// Print captions, commands and checks instead of opening the console; exits
+        /// non-zero when a check fails.
+        #[arg(long)]
+        headless: bool,
+        /// Another directory of scenario files.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Configuration file (default: kdeck/kdeck.toml in the platform config directory).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 

@@ -26,6 +26,8 @@ use crate::config::{ConsoleConfig, KdeckConfig};
 use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind};
 use crate::engine::{OffsetSpec, TopicConfig, TopicPartition};
 use crate::storage::CleanupPolicy;
+use crate::scenario::format::Setup;
+use crate::scenario::workload::ScenarioWorkload;
 use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
@@ -129,6 +131,8 @@ struct Shared {
     cluster: Cluster,
     demo: Option<DemoConfig>,
     workload: tokio::sync::Mutex<Option<Workload>>,
+    /// A scenario's producers and groups (instead of the demo).
+    scenario: Option<ScenarioWorkload>,
     demo_running: std::sync::atomic::AtomicBool,
     producer: OnceCell<Producer>,
     console: ConsoleConfig,
@@ -160,33 +164,99 @@ impl Embedded {
             cluster_config.brokers = n;
         }
         let cluster = Cluster::start(cluster_config).await?;
-        // Kafka clients reach the same brokers the console shows (`[wire]`).
-        let wire = if config.wire.enabled {
-            match WireServer::start(cluster.clone(), config.wire.clone()).await {
-                Ok(server) => Some(server),
-                Err(e) => {
-                    cluster.shutdown().await;
-                    return Err(anyhow::Error::new(e).context("starting the Kafka listeners ([wire])"));
-                }
-            }
-        } else {
-            None
-        };
-        let events = cluster.events();
+        let wire = Embedded::listen(config, &cluster).await?;
         let demo = (!args.no_demo).then(|| config.demo.clone());
         let workload = match &demo {
-            Some(d) => Some(
-                Workload::start(&cluster, d.clone())
-                    .await
-                    .context("starting the demo workload")?,
-            ),
+            Some(d) => match Workload::start(&cluster, d.clone()).await {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    cluster.shutdown().await;
+                    return Err(e.context("starting the demo workload"));
+                }
+            },
             None => None,
         };
+        Ok(Embedded::assemble(config, cluster, wire, data_dir, demo, workload, None))
+    }
+
+    /// Starts the cluster a scenario sets up (its brokers, rules, topics, producers and
+    /// groups) in `data_dir`, without the demo.
+    pub async fn start_scenario(config: &KdeckConfig, setup: &Setup, data_dir: DataDir) -> Result<Embedded> {
+        let mut cluster_config = setup.cluster_config(config.cluster_config());
+        cluster_config.data_dir = data_dir.path().to_path_buf();
+        let cluster = Cluster::start(cluster_config).await?;
+        let started = async {
+            for t in &setup.topics {
+                cluster
+                    .create_topic(&t.name, setup.topic_config(t))
+                    .await
+                    .with_context(|| format!("creating topic {}", t.name))?;
+            }
+            // Producers start once every partition has a leader, so the story starts calm.
+            let names: Vec<&str> = setup.topics.iter().map(|t| t.name.as_str()).collect();
+            cluster
+                .wait_for(Duration::from_secs(30), |s| {
+                    names.iter().all(|n| s.partitions.iter().any(|p| p.tp.topic == *n))
+                        && s.partitions
+                            .iter()
+                            .filter(|p| names.contains(&p.tp.topic.as_str()))
+                            .all(|p| p.leader.is_some())
+                })
+                .await
+                .context("waiting for the scenario's partitions to have leaders")?;
+            let wire = Embedded::listen(config, &cluster).await?;
+            let workload = ScenarioWorkload::start(&cluster, &setup.producers, &setup.groups)
+                .await
+                .context("starting the scenario's producers and consumers")?;
+            anyhow::Ok((wire, workload))
+        };
+        match started.await {
+            Ok((wire, workload)) => Ok(Embedded::assemble(
+                config,
+                cluster,
+                wire,
+                data_dir,
+                None,
+                None,
+                Some(workload),
+            )),
+            Err(e) => {
+                cluster.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Kafka clients reach the same brokers the console shows (`[wire]`).
+    async fn listen(config: &KdeckConfig, cluster: &Cluster) -> Result<Option<WireServer>> {
+        if !config.wire.enabled {
+            return Ok(None);
+        }
+        match WireServer::start(cluster.clone(), config.wire.clone()).await {
+            Ok(server) => Ok(Some(server)),
+            Err(e) => {
+                cluster.shutdown().await;
+                Err(anyhow::Error::new(e).context("starting the Kafka listeners ([wire])"))
+            }
+        }
+    }
+
+    fn assemble(
+        config: &KdeckConfig,
+        cluster: Cluster,
+        wire: Option<WireServer>,
+        data_dir: DataDir,
+        demo: Option<DemoConfig>,
+        workload: Option<Workload>,
+        scenario: Option<ScenarioWorkload>,
+    ) -> Embedded {
+        let events = cluster.events();
         let shared = Arc::new(Shared {
             demo_running: std::sync::atomic::AtomicBool::new(workload.is_some()),
             cluster,
             demo,
             workload: tokio::sync::Mutex::new(workload),
+            scenario,
             producer: OnceCell::new(),
             console: config.console.clone(),
         });
@@ -195,14 +265,14 @@ impl Embedded {
         let first = Arc::new(builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now()));
         let (tx, views) = watch::channel(first);
         let task = tokio::spawn(snapshot_loop(Arc::clone(&shared), builder, events, tx));
-        Ok(Embedded {
+        Embedded {
             shared,
             views,
             snapshot_task: Mutex::new(Some(task)),
             data_path: data_dir.path().to_path_buf(),
             data_dir: Mutex::new(Some(data_dir)),
             wire,
-        })
+        }
     }
 
     pub fn cluster(&self) -> &Cluster {
@@ -232,6 +302,9 @@ impl Embedded {
         if let Some(w) = self.shared.workload.lock().await.take() {
             w.stop();
         }
+        if let Some(w) = &self.shared.scenario {
+            w.stop();
+        }
         if let Some(t) = lock(&self.snapshot_task).take() {
             t.abort();
         }
@@ -247,6 +320,12 @@ impl Embedded {
 }
 
 impl Shared {
+    fn scenario(&self) -> Result<&ScenarioWorkload> {
+        self.scenario
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!(outcome::NO_SCENARIO_WORKLOAD))
+    }
+
     /// The clock and the settings as they are now.
     fn controls(&self) -> Controls {
         let config = self.cluster.config();
@@ -258,7 +337,7 @@ impl Shared {
             balanced_election: config.leader_election == crate::engine::LeaderElection::Balanced,
             replica_lag_time_max_ms: config.replica_lag_time_max_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
-            producer_acks: None,
+            producer_acks: self.scenario.as_ref().and_then(|w| w.stats().acks),
         }
     }
 
@@ -371,6 +450,26 @@ impl Shared {
                 self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(outcome::DEMO_RESUMED.into())
             }
+            Command::SetProducerAcks(acks) => {
+                self.scenario()?.set_acks(*acks).await?;
+                Ok(outcome::producer_acks(*acks))
+            }
+            Command::AddMember { group } => {
+                let members = self.scenario()?.add_member(group).await?;
+                Ok(outcome::member_added(group, members))
+            }
+            Command::RemoveMember { group } => {
+                let members = self.scenario()?.remove_member(group).await?;
+                Ok(outcome::member_removed(group, members))
+            }
+            Command::PauseGroup { group } => {
+                self.scenario()?.pause_group(group, true).await?;
+                Ok(outcome::group_paused(group))
+            }
+            Command::ResumeGroup { group } => {
+                self.scenario()?.pause_group(group, false).await?;
+                Ok(outcome::group_resumed(group))
+            }
             // Trainer controls, being built (issue 16).
             other => bail!("{other}: not available yet"),
         }
@@ -423,6 +522,7 @@ async fn snapshot_loop(
         }
         let mut view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
         view.controls = Some(shared.controls());
+        view.workload = shared.scenario.as_ref().map(ScenarioWorkload::stats);
         if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
@@ -623,6 +723,7 @@ impl ViewBuilder {
             demo,
             problems: Vec::new(),
             controls: None,
+            workload: None,
         };
         crate::view::sort_rows(&mut view);
         self.trends.forget_what_is_gone(&view);

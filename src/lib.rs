@@ -9,6 +9,7 @@ pub mod config;
 pub mod embedded;
 pub mod engine;
 pub mod remote;
+pub mod scenario;
 pub mod serve;
 pub mod sim;
 pub mod storage;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Consume(args)) => commands::consume(&args),
         Some(Command::Groups(args)) => commands::groups(&args),
         Some(Command::Elect(args)) => commands::elect(&args),
+        Some(Command::Scenario { what }) => scenario_command(what),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
@@ -63,6 +65,64 @@ pub fn run(cli: Cli) -> Result<()> {
             what: BenchCommand::Soak(args),
         }) => bench::soak::run(&args),
     }
+}
+
+/// `kdeck scenario list|run`.
+fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
+    match what {
+        cli::ScenarioCommand::List { dir } => {
+            let mut all = scenario::shipped()?;
+            if let Some(d) = dir.or_else(scenario::user_dir).filter(|d| d.is_dir()) {
+                all.extend(scenario::from_dir(&d)?);
+            }
+            let width = all.iter().map(|s| s.name.len()).max().unwrap_or(0);
+            for s in &all {
+                let langs: Vec<&str> = s.lang.keys().map(String::as_str).collect();
+                let langs = if langs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [en, {}]", langs.join(", "))
+                };
+                println!("{:width$}  {}{langs}", s.name, s.title);
+            }
+            Ok(())
+        }
+        cli::ScenarioCommand::Run {
+            name,
+            lang,
+            headless,
+            dir,
+            config,
+        } => {
+            let dir = dir.or_else(scenario::user_dir);
+            let found = scenario::find(&name, dir.as_deref())?;
+            if let Some(l) = &lang
+                && !found.lang.contains_key(l)
+            {
+                anyhow::bail!(
+                    "scenario {name} has no [lang.{l}]; it has: en{}",
+                    found.lang.keys().map(|k| format!(", {k}")).collect::<String>()
+                );
+            }
+            let translated = found.translated(lang.as_deref());
+            let config = KdeckConfig::load(config.as_deref())?;
+            if headless {
+                let summary = scenario::headless::run_blocking(&translated, &config, &mut |line| println!("{line}"))?;
+                if !summary.passed() {
+                    anyhow::bail!("scenario {name}: {} checks failed", summary.failures().len());
+                }
+                Ok(())
+            } else {
+                run_scenario_console(translated, &config)
+            }
+        }
+    }
+}
+
+/// The console on a scenario's cluster, in trainer mode.
+fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> Result<()> {
+    let _ = (scenario, config);
+    anyhow::bail!("the console's trainer mode is being built: use --headless")
 }
 
 /// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never

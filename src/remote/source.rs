@@ -653,6 +653,7 @@ impl ViewBuilder {
             demo: None,
             problems: Vec::new(),
             controls: None,
+            workload: None,
         };
         crate::view::sort_rows(&mut view);
         view

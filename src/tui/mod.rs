@@ -38,7 +38,7 @@ use ratatui::backend::Backend;
 
 use crate::config::KdeckConfig;
 use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
-use action::{Action, Effect};
+pub use action::{Action, Effect};
 use app::App;
 use keymap::Keymap;
 use theme::Theme;

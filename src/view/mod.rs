@@ -327,6 +327,34 @@ pub struct ClusterView {
     /// The embedded cluster's clock and the rules a trainer explains and toggles; `None`
     /// for an external cluster.
     pub controls: Option<Controls>,
+    /// What a scenario's workload counted; `None` without one.
+    pub workload: Option<WorkloadStats>,
+}
+
+/// What a scenario's producers and consumers counted, for the room to see.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadStats {
+    pub acked: u64,
+    /// Failures by Kafka's error name (`NOT_ENOUGH_REPLICAS`, `REQUEST_TIMED_OUT`...).
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// Acknowledged records whose offset now holds another record.
+    pub lost_acked: u64,
+    /// Keys whose records landed in more than one partition.
+    pub keys_in_many_partitions: u64,
+    /// Records a consumer saw out of its key's order, by group.
+    pub out_of_order: std::collections::BTreeMap<String, u64>,
+    /// The producers' `acks` now (0, 1, -1), when there are producers.
+    pub acks: Option<i16>,
+}
+
+impl WorkloadStats {
+    /// Failures of one error (by Kafka's name), or of any.
+    pub fn errors_of(&self, error: Option<&str>) -> u64 {
+        match error {
+            Some(name) => self.errors.get(name).copied().unwrap_or(0),
+            None => self.errors.values().sum(),
+        }
+    }
 }
 
 /// The embedded cluster's clock, its live settings and the timing rules behind its
@@ -368,6 +396,7 @@ impl ClusterView {
             demo: None,
             problems: Vec::new(),
             controls: None,
+            workload: None,
         }
     }
 

@@ -277,6 +277,7 @@ pub fn view() -> ClusterView {
         demo: Some(true),
         problems: Vec::new(),
         controls: None,
+        workload: None,
     }
 }
 
