@@ -383,6 +383,44 @@ async fn killing_the_controllers_broker_moves_the_controller_and_elections_keep_
     cluster.shutdown().await;
 }
 
+/// The controller's broker stopped and started again before the failover moved the role:
+/// the new instance has no controller duties of its own, so the role must still move (it
+/// once stayed with the restarted broker and nobody fenced or elected again).
+#[tokio::test(start_paused = true)]
+async fn a_controller_broker_restarted_within_the_failover_time_still_hands_the_role_on() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("ctl", TopicConfig::new(3, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "ctl", 3).await;
+    let controller = cluster.snapshot().controller.expect("controller");
+    cluster.stop(controller).await.expect("controlled shutdown of the controller's broker");
+    cluster.start_broker(controller).expect("start it again at once");
+    let s = cluster
+        .wait_for(Duration::from_secs(30), |s| s.controller.is_some())
+        .await
+        .expect("a controller again");
+    let now = s.controller.expect("controller");
+    // Whoever holds the role does the work: a crash is fenced and its leaders move.
+    let victim = (0..3).find(|b| *b != now).expect("another broker");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.isr.len() == 3))
+        .await
+        .expect("the restarted broker caught up");
+    cluster.kill(victim).expect("kill");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partitions
+                .iter()
+                .all(|p| p.leader.is_some() && p.leader != Some(victim) && !p.isr.contains(&victim))
+        })
+        .await
+        .expect("the crashed broker is fenced and its leaderships move");
+    cluster.shutdown().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn preferred_election_after_restarts_returns_every_partition_to_its_preferred_leader() {
     let dir = scratch_dir();

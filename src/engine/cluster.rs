@@ -56,6 +56,9 @@ struct Inner {
     ctx: BrokerContext,
     slots: Mutex<BTreeMap<BrokerId, Slot>>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// The broker that hosted the controller role until it stopped or crashed: the role
+    /// is vacant until the supervisor gives it to a running broker.
+    vacated: Mutex<Option<BrokerId>>,
 }
 
 /// A running embedded cluster. Cheap to clone; dropping the last clone does not stop it:
@@ -228,6 +231,7 @@ impl Cluster {
                 ctx,
                 slots: Mutex::new(BTreeMap::new()),
                 supervisor: Mutex::new(None),
+                vacated: Mutex::new(None),
             }),
         };
         for id in 0..config.brokers {
@@ -306,10 +310,17 @@ impl Cluster {
                 self.inner.ctx.network.set_controller(Some(id));
                 self.inner.ctx.controller.reset_heartbeats();
                 broker.spawn_controller_duties();
+                let from = self
+                    .inner
+                    .vacated
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .or(host);
                 self.inner
                     .ctx
                     .events
-                    .publish(EventKind::ControllerMoved { from: host, to: id });
+                    .publish(EventKind::ControllerMoved { from, to: id });
                 broker.publish(self.inner.ctx.controller.image());
                 unhealthy_since = None;
             }
@@ -477,7 +488,16 @@ impl Cluster {
             bail!("broker {id} is not running");
         }
         slot.state = new_state;
-        slot.broker.take().ok_or_else(|| anyhow!("broker {id} is not running"))
+        let broker = slot.broker.take().ok_or_else(|| anyhow!("broker {id} is not running"))?;
+        drop(slots);
+        // The controller's duties ran in the instance that is going away: the role is
+        // vacant, even if this broker starts again before the failover would have moved
+        // it (a restarted instance has no controller duties of its own).
+        if self.inner.ctx.network.controller() == Some(id) {
+            self.inner.ctx.network.set_controller(None);
+            *self.inner.vacated.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
+        }
+        Ok(broker)
     }
 
     /// Injects (or with `None` heals) a fault on the link between two nodes.

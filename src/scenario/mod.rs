@@ -21,9 +21,20 @@ use anyhow::{Context, Result, bail};
 
 pub use format::Scenario;
 
-/// The scenarios shipped with kdeck: (file name, text).
+/// The scenarios shipped with kdeck, in teaching order: (file name, text).
 pub const SHIPPED: &[(&str, &str)] = &[
     ("leader-crash", include_str!("../../assets/scenarios/leader-crash.toml")),
+    ("second-crash", include_str!("../../assets/scenarios/second-crash.toml")),
+    ("unclean-election", include_str!("../../assets/scenarios/unclean-election.toml")),
+    ("controlled-shutdown", include_str!("../../assets/scenarios/controlled-shutdown.toml")),
+    ("preferred-leader", include_str!("../../assets/scenarios/preferred-leader.toml")),
+    ("balanced-election", include_str!("../../assets/scenarios/balanced-election.toml")),
+    ("group-rebalance", include_str!("../../assets/scenarios/group-rebalance.toml")),
+    ("consumer-lag", include_str!("../../assets/scenarios/consumer-lag.toml")),
+    ("keyed-order", include_str!("../../assets/scenarios/keyed-order.toml")),
+    ("coordinator-failover", include_str!("../../assets/scenarios/coordinator-failover.toml")),
+    ("diverged-follower", include_str!("../../assets/scenarios/diverged-follower.toml")),
+    ("controller-failover", include_str!("../../assets/scenarios/controller-failover.toml")),
 ];
 
 /// Every shipped scenario, parsed; a broken shipped file is a bug the tests catch.
