@@ -25,9 +25,9 @@ use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::config::{ConsoleConfig, KdeckConfig};
 use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind};
 use crate::engine::{OffsetSpec, TopicConfig, TopicPartition};
-use crate::storage::CleanupPolicy;
 use crate::scenario::format::Setup;
 use crate::scenario::workload::ScenarioWorkload;
+use crate::storage::CleanupPolicy;
 use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
@@ -176,7 +176,9 @@ impl Embedded {
             },
             None => None,
         };
-        Ok(Embedded::assemble(config, cluster, wire, data_dir, demo, workload, None))
+        Ok(Embedded::assemble(
+            config, cluster, wire, data_dir, demo, workload, None,
+        ))
     }
 
     /// Starts the cluster a scenario sets up (its brokers, rules, topics, producers and

@@ -396,7 +396,10 @@ async fn a_controller_broker_restarted_within_the_failover_time_still_hands_the_
         .expect("create");
     ready(&cluster, "ctl", 3).await;
     let controller = cluster.snapshot().controller.expect("controller");
-    cluster.stop(controller).await.expect("controlled shutdown of the controller's broker");
+    cluster
+        .stop(controller)
+        .await
+        .expect("controlled shutdown of the controller's broker");
     cluster.start_broker(controller).expect("start it again at once");
     let s = cluster
         .wait_for(Duration::from_secs(30), |s| s.controller.is_some())
@@ -406,7 +409,9 @@ async fn a_controller_broker_restarted_within_the_failover_time_still_hands_the_
     // Whoever holds the role does the work: a crash is fenced and its leaders move.
     let victim = (0..3).find(|b| *b != now).expect("another broker");
     cluster
-        .wait_for(Duration::from_secs(30), |s| s.partitions.iter().all(|p| p.isr.len() == 3))
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partitions.iter().all(|p| p.isr.len() == 3)
+        })
         .await
         .expect("the restarted broker caught up");
     cluster.kill(victim).expect("kill");

@@ -488,14 +488,21 @@ impl Cluster {
             bail!("broker {id} is not running");
         }
         slot.state = new_state;
-        let broker = slot.broker.take().ok_or_else(|| anyhow!("broker {id} is not running"))?;
+        let broker = slot
+            .broker
+            .take()
+            .ok_or_else(|| anyhow!("broker {id} is not running"))?;
         drop(slots);
         // The controller's duties ran in the instance that is going away: the role is
         // vacant, even if this broker starts again before the failover would have moved
         // it (a restarted instance has no controller duties of its own).
         if self.inner.ctx.network.controller() == Some(id) {
             self.inner.ctx.network.set_controller(None);
-            *self.inner.vacated.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
+            *self
+                .inner
+                .vacated
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
         }
         Ok(broker)
     }

@@ -70,6 +70,14 @@ fn leader_text(leader: Option<BrokerId>) -> String {
     leader.map_or_else(|| "none".into(), |l| format!("broker {l}"))
 }
 
+/// The partitions of `topic`, or of every user topic.
+fn user_partitions<'a>(view: &'a ClusterView, topic: Option<&'a str>) -> impl Iterator<Item = &'a PartitionRow> + 'a {
+    view.partitions.iter().filter(move |p| match topic {
+        Some(t) => p.topic == t,
+        None => view.topic(&p.topic).is_some_and(|t| !t.internal),
+    })
+}
+
 fn stats(view: &ClusterView) -> WorkloadStats {
     view.workload.clone().unwrap_or_default()
 }
@@ -124,6 +132,16 @@ pub fn describe(check: &Check, bound: &BTreeMap<String, BrokerId>) -> String {
         } => format!(
             "partitions led by their preferred replica{} {}",
             topic.as_ref().map(|t| format!(" ({t})")).unwrap_or_default(),
+            compare(*is, *at_least, *at_most)
+        ),
+        Check::UnderReplicated {
+            topic,
+            is,
+            at_least,
+            at_most,
+        } => format!(
+            "under-replicated partitions{} {}",
+            topic.as_ref().map(|t| format!(" of {t}")).unwrap_or_default(),
             compare(*is, *at_least, *at_most)
         ),
         Check::Event { text } => format!("the timeline says \"{text}\""),
@@ -216,7 +234,10 @@ fn evaluate_inner(
         Check::Leader { partition: p, broker } => {
             let now = partition(view, p)?;
             let want = target::resolve(broker, view, bound)?;
-            Verdict::new(now.leader == Some(want) && !now.offline(), format!("leader {}", leader_text(now.leader)))
+            Verdict::new(
+                now.leader == Some(want) && !now.offline(),
+                format!("leader {}", leader_text(now.leader)),
+            )
         }
         Check::Offline { partition: p } => {
             let now = partition(view, p)?;
@@ -278,7 +299,13 @@ fn evaluate_inner(
             let ends: Vec<String> = row
                 .replicas
                 .iter()
-                .map(|r| format!("{}:{}", r.broker, r.log_end_offset.map_or("?".into(), |o| o.to_string())))
+                .map(|r| {
+                    format!(
+                        "{}:{}",
+                        r.broker,
+                        r.log_end_offset.map_or("?".into(), |o| o.to_string())
+                    )
+                })
                 .collect();
             let leader = row.leader_log_end();
             let equal = leader.is_some() && row.replicas.iter().all(|r| r.log_end_offset == leader);
@@ -291,11 +318,18 @@ fn evaluate_inner(
                 .iter()
                 .find(|b| b.id == id)
                 .ok_or_else(|| format!("no broker {id}"))?;
-            Verdict::new(row.status.label() == status, format!("broker {id} {}", row.status.label()))
+            Verdict::new(
+                row.status.label() == status,
+                format!("broker {id} {}", row.status.label()),
+            )
         }
         Check::ControllerChanged => Verdict::new(
             view.controller.is_some() && view.controller != was.controller,
-            format!("controller {} (was {})", leader_text(view.controller), leader_text(was.controller)),
+            format!(
+                "controller {} (was {})",
+                leader_text(view.controller),
+                leader_text(was.controller)
+            ),
         ),
         Check::CoordinatorChanged { group: g } => {
             let now = group(view, g)?.coordinator;
@@ -319,7 +353,11 @@ fn evaluate_inner(
                 .filter(|p| topic.as_ref().is_none_or(|t| &p.topic == t))
                 .filter(|p| p.leader == Some(id) && !p.offline())
                 .count();
-            counted(n as i64, compare(*is, *at_least, *at_most), &format!("broker {id} leads"))
+            counted(
+                n as i64,
+                compare(*is, *at_least, *at_most),
+                &format!("broker {id} leads"),
+            )
         }
         Check::PreferredLeaders {
             topic,
@@ -327,22 +365,21 @@ fn evaluate_inner(
             at_least,
             at_most,
         } => {
-            let user: Vec<&str> = view
-                .topics
-                .iter()
-                .filter(|t| !t.internal)
-                .map(|t| t.name.as_str())
-                .collect();
-            let n = view
-                .partitions
-                .iter()
-                .filter(|p| match topic {
-                    Some(t) => &p.topic == t,
-                    None => user.contains(&p.topic.as_str()),
-                })
+            let n = user_partitions(view, topic.as_deref())
                 .filter(|p| p.preferred_leads() && !p.offline())
                 .count();
             counted(n as i64, compare(*is, *at_least, *at_most), "preferred leaders")
+        }
+        Check::UnderReplicated {
+            topic,
+            is,
+            at_least,
+            at_most,
+        } => {
+            let n = user_partitions(view, topic.as_deref())
+                .filter(|p| p.under_replicated)
+                .count();
+            counted(n as i64, compare(*is, *at_least, *at_most), "under-replicated")
         }
         Check::Event { text } => {
             let found = events.iter().find(|e| e.contains(text.as_str()));

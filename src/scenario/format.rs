@@ -256,13 +256,23 @@ pub struct Compare {
 pub enum Check {
     /// The partition (`"orders-0"`) has another leader than when the step started (or
     /// none).
-    LeaderChanged { partition: String },
+    LeaderChanged {
+        partition: String,
+    },
     /// The partition's leader is this broker (a number, a bound name or a role).
-    Leader { partition: String, broker: toml::Value },
+    Leader {
+        partition: String,
+        broker: toml::Value,
+    },
     /// The partition has no leader able to serve.
-    Offline { partition: String },
+    Offline {
+        partition: String,
+    },
     /// The leader epoch grew by at least `by` since the step started.
-    EpochGrew { partition: String, by: i32 },
+    EpochGrew {
+        partition: String,
+        by: i32,
+    },
     IsrSize {
         partition: String,
         is: Option<i64>,
@@ -284,17 +294,29 @@ pub enum Check {
         at_most: Option<i64>,
     },
     /// The high watermark moved on by at least `by` since the step started (writes go on).
-    HwGrew { partition: String, by: i64 },
+    HwGrew {
+        partition: String,
+        by: i64,
+    },
     /// The high watermark has not moved since the step started.
-    HwStill { partition: String },
+    HwStill {
+        partition: String,
+    },
     /// Every replica of the partition has the same log end offset as the leader.
-    ReplicasEqual { partition: String },
+    ReplicasEqual {
+        partition: String,
+    },
     /// A broker's state: online, fenced, killed, stopped, paused.
-    Broker { broker: toml::Value, status: String },
+    Broker {
+        broker: toml::Value,
+        status: String,
+    },
     /// The controller is another broker than when the step started.
     ControllerChanged,
     /// The group's coordinator is another broker than when the step started.
-    CoordinatorChanged { group: String },
+    CoordinatorChanged {
+        group: String,
+    },
     /// Partitions of `topic` (every topic when unset) whose leader is `broker`.
     Leads {
         broker: toml::Value,
@@ -310,8 +332,17 @@ pub enum Check {
         at_least: Option<i64>,
         at_most: Option<i64>,
     },
+    /// Partitions (of `topic`, else every user topic) whose ISR lacks a replica.
+    UnderReplicated {
+        topic: Option<String>,
+        is: Option<i64>,
+        at_least: Option<i64>,
+        at_most: Option<i64>,
+    },
     /// A timeline event since the step started contains this text.
-    Event { text: String },
+    Event {
+        text: String,
+    },
     /// Records the workload's producers had acknowledged since the step started.
     Acked {
         is: Option<i64>,
@@ -333,14 +364,19 @@ pub enum Check {
         at_most: Option<i64>,
     },
     /// Records consumed by the group's members came in order of each key's sequence.
-    KeyOrderHeld { group: String },
+    KeyOrderHeld {
+        group: String,
+    },
     /// Distinct keys seen in more than one partition (0: keyed partitioning held).
     KeysInManyPartitions {
         is: Option<i64>,
         at_least: Option<i64>,
         at_most: Option<i64>,
     },
-    GroupState { group: String, state: String },
+    GroupState {
+        group: String,
+        state: String,
+    },
     GroupMembers {
         group: String,
         is: Option<i64>,
@@ -348,9 +384,14 @@ pub enum Check {
         at_most: Option<i64>,
     },
     /// The group's generation grew by at least `by` since the step started.
-    GenerationGrew { group: String, by: i32 },
+    GenerationGrew {
+        group: String,
+        by: i32,
+    },
     /// Every partition of the group's topic is assigned to a member.
-    FullyAssigned { group: String },
+    FullyAssigned {
+        group: String,
+    },
     Lag {
         group: String,
         is: Option<i64>,
@@ -358,7 +399,9 @@ pub enum Check {
         at_most: Option<i64>,
     },
     /// The group's committed offsets did not go back since the step started.
-    OffsetsKept { group: String },
+    OffsetsKept {
+        group: String,
+    },
 }
 
 impl Compare {

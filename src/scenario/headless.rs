@@ -193,7 +193,10 @@ fn mask_numbers(text: &str) -> String {
     while i < chars.len() {
         if chars[i].is_ascii_digit() {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || (chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))) {
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || (chars[i] == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)))
+            {
                 i += 1;
             }
             let token: String = chars[start..i].iter().collect();
@@ -234,7 +237,11 @@ mod tests {
         ];
         assert_eq!(
             normalise(&events),
-            vec!["HW N", "ISR of orders-0 shrank to [0, 2]", "broker 1 fenced after N s (x2)"]
+            vec![
+                "HW N",
+                "ISR of orders-0 shrank to [0, 2]",
+                "broker 1 fenced after N s (x2)"
+            ]
         );
     }
 }

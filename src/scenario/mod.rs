@@ -25,16 +25,40 @@ pub use format::Scenario;
 pub const SHIPPED: &[(&str, &str)] = &[
     ("leader-crash", include_str!("../../assets/scenarios/leader-crash.toml")),
     ("second-crash", include_str!("../../assets/scenarios/second-crash.toml")),
-    ("unclean-election", include_str!("../../assets/scenarios/unclean-election.toml")),
-    ("controlled-shutdown", include_str!("../../assets/scenarios/controlled-shutdown.toml")),
-    ("preferred-leader", include_str!("../../assets/scenarios/preferred-leader.toml")),
-    ("balanced-election", include_str!("../../assets/scenarios/balanced-election.toml")),
-    ("group-rebalance", include_str!("../../assets/scenarios/group-rebalance.toml")),
+    (
+        "unclean-election",
+        include_str!("../../assets/scenarios/unclean-election.toml"),
+    ),
+    (
+        "controlled-shutdown",
+        include_str!("../../assets/scenarios/controlled-shutdown.toml"),
+    ),
+    (
+        "preferred-leader",
+        include_str!("../../assets/scenarios/preferred-leader.toml"),
+    ),
+    (
+        "balanced-election",
+        include_str!("../../assets/scenarios/balanced-election.toml"),
+    ),
+    (
+        "group-rebalance",
+        include_str!("../../assets/scenarios/group-rebalance.toml"),
+    ),
     ("consumer-lag", include_str!("../../assets/scenarios/consumer-lag.toml")),
     ("keyed-order", include_str!("../../assets/scenarios/keyed-order.toml")),
-    ("coordinator-failover", include_str!("../../assets/scenarios/coordinator-failover.toml")),
-    ("diverged-follower", include_str!("../../assets/scenarios/diverged-follower.toml")),
-    ("controller-failover", include_str!("../../assets/scenarios/controller-failover.toml")),
+    (
+        "coordinator-failover",
+        include_str!("../../assets/scenarios/coordinator-failover.toml"),
+    ),
+    (
+        "diverged-follower",
+        include_str!("../../assets/scenarios/diverged-follower.toml"),
+    ),
+    (
+        "controller-failover",
+        include_str!("../../assets/scenarios/controller-failover.toml"),
+    ),
 ];
 
 /// Every shipped scenario, parsed; a broken shipped file is a bug the tests catch.
@@ -48,7 +72,10 @@ pub fn shipped() -> Result<Vec<Scenario>> {
 fn load_text(path: &str, name: &str, text: &str) -> Result<Scenario> {
     let scenario = format::parse(path, text)?;
     if scenario.name != name {
-        bail!("{path}: its name is \"{}\" but the file is named {name}.toml", scenario.name);
+        bail!(
+            "{path}: its name is \"{}\" but the file is named {name}.toml",
+            scenario.name
+        );
     }
     player::validate(&scenario).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
     Ok(scenario)
@@ -57,7 +84,8 @@ fn load_text(path: &str, name: &str, text: &str) -> Result<Scenario> {
 /// The user's scenarios in `dir` (`*.toml`), each checked.
 pub fn from_dir(dir: &Path) -> Result<Vec<Scenario>> {
     let mut out = Vec::new();
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading the scenario directory {}", dir.display()))?;
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("reading the scenario directory {}", dir.display()))?;
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))

@@ -145,7 +145,11 @@ impl Player {
     }
 
     /// Runs the next step to its end, reporting to `out`; `None` when every step ran.
-    pub async fn step(&mut self, source: &dyn ClusterSource, out: &mpsc::UnboundedSender<PlayerEvent>) -> Option<StepReport> {
+    pub async fn step(
+        &mut self,
+        source: &dyn ClusterSource,
+        out: &mpsc::UnboundedSender<PlayerEvent>,
+    ) -> Option<StepReport> {
         let step = self.scenario.steps.get(self.next)?.clone();
         let index = self.next;
         self.next += 1;
@@ -195,16 +199,19 @@ impl Player {
                 Err(e) => errors.push(e),
             }
         }
-        let (reached, waited, took) = self
-            .wait(&step, source, &base, &mut cursor, &mut events, out)
-            .await;
+        let (reached, waited, took) = self.wait(&step, source, &base, &mut cursor, &mut events, out).await;
         let view = source.views().borrow().clone();
         self.learn_hw(&view);
         events.extend(cursor.take_new(&view).into_iter().map(|e| e.text.clone()));
         let expects = step
             .expect
             .iter()
-            .map(|c| (check::describe(c, &self.bound), check::evaluate(c, &view, &base, &events, &self.bound)))
+            .map(|c| {
+                (
+                    check::describe(c, &self.bound),
+                    check::evaluate(c, &view, &base, &events, &self.bound),
+                )
+            })
             .collect();
         let report = StepReport {
             index,
@@ -253,7 +260,12 @@ impl Player {
             let verdicts: Vec<(String, Verdict)> = step
                 .wait_until
                 .iter()
-                .map(|c: &Check| (check::describe(c, &self.bound), check::evaluate(c, &view, base, events, &self.bound)))
+                .map(|c: &Check| {
+                    (
+                        check::describe(c, &self.bound),
+                        check::evaluate(c, &view, base, events, &self.bound),
+                    )
+                })
                 .collect();
             let held = verdicts.iter().all(|(_, v)| v.holds);
             if verdicts != shown && !verdicts.is_empty() {
@@ -267,9 +279,7 @@ impl Player {
                 return (held, verdicts, simulated);
             }
             tokio::time::sleep(self.tick).await;
-            let (frozen, slow) = view
-                .controls
-                .map_or((false, 1), |c| (c.frozen, c.slow_motion.max(1)));
+            let (frozen, slow) = view.controls.map_or((false, 1), |c| (c.frozen, c.slow_motion.max(1)));
             if !frozen {
                 simulated += self.tick / slow;
             }
@@ -299,12 +309,18 @@ pub fn validate(scenario: &Scenario) -> Result<(), String> {
     let topics: Vec<&str> = scenario.setup.topics.iter().map(|t| t.name.as_str()).collect();
     for p in &scenario.setup.producers {
         if !topics.contains(&p.topic.as_str()) {
-            problems.push(format!("producer on topic {} that [[setup.topic]] does not create", p.topic));
+            problems.push(format!(
+                "producer on topic {} that [[setup.topic]] does not create",
+                p.topic
+            ));
         }
     }
     for g in &scenario.setup.groups {
         if !topics.contains(&g.topic.as_str()) {
-            problems.push(format!("group {} on topic {} that [[setup.topic]] does not create", g.name, g.topic));
+            problems.push(format!(
+                "group {} on topic {} that [[setup.topic]] does not create",
+                g.name, g.topic
+            ));
         }
     }
     for t in &scenario.setup.topics {

@@ -28,7 +28,11 @@ fn partition<'a>(view: &'a ClusterView, text: &str) -> Result<&'a PartitionRow, 
 }
 
 /// The broker a TOML value names: a number, a name bound earlier, or a role.
-pub fn resolve(value: &toml::Value, view: &ClusterView, bound: &BTreeMap<String, BrokerId>) -> Result<BrokerId, String> {
+pub fn resolve(
+    value: &toml::Value,
+    view: &ClusterView,
+    bound: &BTreeMap<String, BrokerId>,
+) -> Result<BrokerId, String> {
     match value {
         toml::Value::Integer(n) => BrokerId::try_from(*n).map_err(|_| format!("{n} is not a broker id")),
         toml::Value::String(s) => resolve_text(s, view, bound),
@@ -63,7 +67,10 @@ pub fn resolve_text(text: &str, view: &ClusterView, bound: &BTreeMap<String, Bro
     if let Some(p) = text.strip_prefix("preferred leader of ") {
         return Ok(partition(view, p)?.preferred_leader);
     }
-    if let Some(p) = text.strip_prefix("follower of ").or_else(|| text.strip_prefix("a follower of ")) {
+    if let Some(p) = text
+        .strip_prefix("follower of ")
+        .or_else(|| text.strip_prefix("a follower of "))
+    {
         let row = partition(view, p)?;
         let followers = || row.replicas.iter().filter(|r| Some(r.broker) != row.leader);
         return followers()
@@ -129,14 +136,18 @@ mod tests {
             partition: 0,
             leader: Some(1),
             leader_epoch: 3,
-            replicas: [(0, ReplicaRole::OutOfSync), (1, ReplicaRole::Leader), (2, ReplicaRole::InSync)]
-                .into_iter()
-                .map(|(broker, role)| ReplicaRow {
-                    broker,
-                    role,
-                    log_end_offset: None,
-                })
-                .collect(),
+            replicas: [
+                (0, ReplicaRole::OutOfSync),
+                (1, ReplicaRole::Leader),
+                (2, ReplicaRole::InSync),
+            ]
+            .into_iter()
+            .map(|(broker, role)| ReplicaRow {
+                broker,
+                role,
+                log_end_offset: None,
+            })
+            .collect(),
             isr: vec![1, 2],
             preferred_leader: 0,
             high_watermark: None,
@@ -167,11 +178,15 @@ mod tests {
     #[test]
     fn an_action_table_gets_its_broker_fields_resolved() {
         let v = view();
-        let table: toml::Table = toml::from_str("action = \"set_link\"\na = \"leader of my-orders-0\"\nb = 0\nstate = \"cut\"")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let table: toml::Table =
+            toml::from_str("action = \"set_link\"\na = \"leader of my-orders-0\"\nb = 0\nstate = \"cut\"")
+                .unwrap_or_else(|e| panic!("{e}"));
         let out = resolve_action(&table, &v, &BTreeMap::new()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out.get("a"), Some(&toml::Value::Integer(1)));
         assert_eq!(out.get("b"), Some(&toml::Value::Integer(0)));
-        assert_eq!(fill("broker {victim} died", &BTreeMap::from([("victim".into(), 1)])), "broker 1 died");
+        assert_eq!(
+            fill("broker {victim} died", &BTreeMap::from([("victim".into(), 1)])),
+            "broker 1 died"
+        );
     }
 }

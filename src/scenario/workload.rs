@@ -52,7 +52,8 @@ fn error_name(e: &ProduceError) -> String {
     match e {
         ProduceError::Kafka { error, .. } => kafka_name(*error),
         ProduceError::DeliveryTimeout {
-            last_error: Some(error), ..
+            last_error: Some(error),
+            ..
         } => kafka_name(*error),
         ProduceError::DeliveryTimeout { .. } => "DELIVERY_TIMEOUT".into(),
         other => format!("{other}"),
@@ -97,7 +98,11 @@ fn acks_of(code: i16) -> Acks {
 }
 
 impl ScenarioWorkload {
-    pub async fn start(cluster: &Cluster, producers: &[ProducerSetup], groups: &[GroupSetup]) -> Result<ScenarioWorkload> {
+    pub async fn start(
+        cluster: &Cluster,
+        producers: &[ProducerSetup],
+        groups: &[GroupSetup],
+    ) -> Result<ScenarioWorkload> {
         let acks = producers.first().map_or(-1, |p| p.acks.code());
         let counters = Arc::new(Mutex::new(Counters::default()));
         lock(&counters).stats.acks = (!producers.is_empty()).then_some(acks);
@@ -145,7 +150,12 @@ impl ScenarioWorkload {
                 ..ProducerConfig::default()
             };
             let producer = Producer::new(self.cluster.clone(), config).await?;
-            tasks.push(tokio::spawn(produce_loop(producer, p.clone(), i, Arc::clone(&self.counters))));
+            tasks.push(tokio::spawn(produce_loop(
+                producer,
+                p.clone(),
+                i,
+                Arc::clone(&self.counters),
+            )));
         }
         *lock(&self.producer_tasks) = tasks;
         Ok(())
@@ -273,9 +283,13 @@ async fn produce_loop(producer: Producer, setup: ProducerSetup, index: usize, co
                             if meta.offset >= 0 {
                                 let tp = TopicPartition::new(&*meta.topic, meta.partition);
                                 let tracked = c.acked.entry(tp).or_default();
-                                tracked.insert(meta.offset, value);
+                                // An offset acknowledged twice: the first record is gone.
+                                let replaced = tracked.insert(meta.offset, value);
                                 if tracked.len() > TRACKED_PER_PARTITION {
                                     tracked.pop_first();
+                                }
+                                if replaced.is_some() {
+                                    c.stats.lost_acked += 1;
                                 }
                             }
                             if keyed {
@@ -406,7 +420,11 @@ async fn consume_loop(
                     *last = seq;
                 }
                 if disorder > 0 {
-                    *lock(&counters).stats.out_of_order.entry(setup.name.clone()).or_insert(0) += disorder;
+                    *lock(&counters)
+                        .stats
+                        .out_of_order
+                        .entry(setup.name.clone())
+                        .or_insert(0) += disorder;
                 }
                 if setup.ms_per_record > 0 && !batch.is_empty() {
                     tokio::time::sleep(Duration::from_millis(setup.ms_per_record * batch.len() as u64)).await;

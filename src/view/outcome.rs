@@ -103,6 +103,29 @@ pub fn no_partitions(topic: &str) -> String {
     format!("topic {topic} has no partitions")
 }
 
+/// A workload command asked of a cluster that runs no scenario.
+pub const NO_SCENARIO_WORKLOAD: &str = "only a scenario's producers and groups take this (kdeck scenario run)";
+
+pub fn producer_acks(acks: i16) -> String {
+    format!("the producers now send with acks={}", super::source::acks_label(acks))
+}
+
+pub fn member_added(group: &str, members: usize) -> String {
+    format!("a consumer joins {group} ({members} members): the group rebalances")
+}
+
+pub fn member_removed(group: &str, members: usize) -> String {
+    format!("a consumer leaves {group} ({members} members left): the group rebalances")
+}
+
+pub fn group_paused(group: &str) -> String {
+    format!("the consumers of {group} stop polling: lag builds")
+}
+
+pub fn group_resumed(group: &str) -> String {
+    format!("the consumers of {group} poll again: lag drains")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,27 +154,4 @@ mod tests {
         );
         assert_eq!(broker_stopped(1), "broker 1 stopped after moving its leaderships away");
     }
-}
-
-/// A workload command asked of a cluster that runs no scenario.
-pub const NO_SCENARIO_WORKLOAD: &str = "only a scenario's producers and groups take this (kdeck scenario run)";
-
-pub fn producer_acks(acks: i16) -> String {
-    format!("the producers now send with acks={}", super::source::acks_label(acks))
-}
-
-pub fn member_added(group: &str, members: usize) -> String {
-    format!("a consumer joins {group} ({members} members): the group rebalances")
-}
-
-pub fn member_removed(group: &str, members: usize) -> String {
-    format!("a consumer leaves {group} ({members} members left): the group rebalances")
-}
-
-pub fn group_paused(group: &str) -> String {
-    format!("the consumers of {group} stop polling: lag builds")
-}
-
-pub fn group_resumed(group: &str) -> String {
-    format!("the consumers of {group} poll again: lag drains")
 }

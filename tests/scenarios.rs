@@ -1,0 +1,86 @@
+//! Every shipped teaching scenario runs headless to its end on tokio's paused clock, with
+//! every check passing, and tells the same story each time: its normalised timeline (each
+//! step's commands, checks and events, numbers that vary masked) is a golden trace kept as
+//! an insta snapshot. A change in the engine that changes a story shows up here as a diff
+//! to read.
+
+use kdeck::config::KdeckConfig;
+use kdeck::scenario::{self, headless};
+
+async fn run(name: &str) {
+    let found = scenario::find(name, None).unwrap_or_else(|e| panic!("{e:#}"));
+    let config = KdeckConfig::default();
+    let summary = headless::run(&found, &config, &mut |_| {})
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    assert!(
+        summary.passed(),
+        "{name} failed:\n{}\n\ntrace:\n{}",
+        summary.failures().join("\n"),
+        summary.trace.join("\n")
+    );
+    insta::assert_snapshot!(format!("scenario_{name}"), summary.trace.join("\n"));
+}
+
+macro_rules! scenario_tests {
+    ($($test:ident => $name:literal),* $(,)?) => {
+        $(
+            #[tokio::test(start_paused = true)]
+            async fn $test() {
+                run($name).await;
+            }
+        )*
+
+        /// Each shipped scenario has its test above.
+        #[test]
+        fn every_shipped_scenario_has_a_test() {
+            let tested = [$($name),*];
+            for (name, _) in scenario::SHIPPED {
+                assert!(tested.contains(name), "scenario {name} has no test in tests/scenarios.rs");
+            }
+        }
+    };
+}
+
+scenario_tests! {
+    leader_crash => "leader-crash",
+    second_crash => "second-crash",
+    unclean_election => "unclean-election",
+    controlled_shutdown => "controlled-shutdown",
+    preferred_leader => "preferred-leader",
+    balanced_election => "balanced-election",
+    group_rebalance => "group-rebalance",
+    consumer_lag => "consumer-lag",
+    keyed_order => "keyed-order",
+    coordinator_failover => "coordinator-failover",
+    diverged_follower => "diverged-follower",
+    controller_failover => "controller-failover",
+}
+
+#[test]
+fn every_shipped_scenario_parses_and_there_are_at_least_two_in_chinese() {
+    let all = scenario::shipped().unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(all.len(), scenario::SHIPPED.len());
+    let chinese = all.iter().filter(|s| s.lang.contains_key("zh")).count();
+    assert!(chinese >= 2, "{chinese} scenarios have [lang.zh]");
+    for s in all.iter().filter(|s| s.lang.contains_key("zh")) {
+        let zh = s.translated(Some("zh"));
+        assert_ne!(zh.title, s.title, "{}: the Chinese title is the English one", s.name);
+        assert!(
+            zh.steps.iter().zip(&s.steps).all(|(a, b)| a.caption != b.caption),
+            "{}: a step lacks its Chinese caption",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn a_malformed_scenario_is_refused_with_its_file_line_and_column() {
+    let text = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\nbrokers = \"three\"\n";
+    let e = scenario::format::parse("my.toml", text).expect_err("a string for brokers");
+    assert!(e.to_string().starts_with("my.toml:5:11:"), "{e}");
+    let unknown = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\n[[step]]\ncaption = \"c\"\nactions = [{ action = \"kill_everything\" }]\n";
+    let parsed = scenario::format::parse("my.toml", unknown).unwrap_or_else(|e| panic!("{e}"));
+    let e = scenario::player::validate(&parsed).expect_err("an unknown action");
+    assert!(e.contains("step 1") && e.contains("kill_everything"), "{e}");
+}
