@@ -10,6 +10,7 @@ use crate::engine::ClusterConfig;
 use crate::remote::RemoteConfig;
 use crate::storage::LogConfig;
 pub use crate::tui::keymap::KeysConfig;
+pub use crate::tui::layout::Presentation;
 use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
 
@@ -49,9 +50,12 @@ pub struct ConsoleConfig {
     pub event_history: usize,
     /// How long a changed cell stays highlighted, in ms.
     pub flash_ms: u64,
-    /// The colour theme: a name from `assets/themes/` (`default`, `high-contrast`,
-    /// `monochrome`), or the path of a theme file. `NO_COLOR` always means `monochrome`.
+    /// The colour theme: `auto` (the default colours, high contrast in the projector
+    /// layout), a name from `assets/themes/` (`default`, `high-contrast`, `monochrome`), or
+    /// the path of a theme file. `NO_COLOR` always means `monochrome`.
     pub theme: String,
+    /// `normal`, or `projector`: fewer, bigger, more spaced items for a room.
+    pub layout: Presentation,
 }
 
 impl Default for ConsoleConfig {
@@ -65,7 +69,8 @@ impl Default for ConsoleConfig {
             tail_start_last: 50,
             event_history: 500,
             flash_ms: 2000,
-            theme: "default".into(),
+            theme: "auto".into(),
+            layout: Presentation::Normal,
         }
     }
 }

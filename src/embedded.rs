@@ -647,6 +647,7 @@ impl ViewBuilder {
                 high_watermark: p.high_watermark,
                 log_start_offset: p.log_start_offset,
                 under_replicated: p.under_replicated,
+                min_insync_replicas: Some(p.min_insync_replicas),
                 changed_at: None,
             })
             .collect();
@@ -1047,6 +1048,7 @@ mod view_builder_tests {
                 high_watermark: None,
                 log_start_offset: None,
                 under_replicated: isr.len() < 3,
+                min_insync_replicas: None,
                 changed_at: None,
             }
         }

@@ -109,3 +109,15 @@ fn a_theme_that_does_not_exist_is_a_clear_error() {
         "{message}"
     );
 }
+
+#[test]
+fn a_console_layout_that_does_not_exist_is_placed_at_its_line_and_column() {
+    let err = KdeckConfig::from_layers(Some(("my.toml", "[console]\nlayout = \"big\"\n")))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("my.toml:2:10:"), "{err}");
+    assert!(err.contains("normal") && err.contains("projector"), "{err}");
+    let config = KdeckConfig::from_layers(Some(("my.toml", "[console]\nlayout = \"projector\"\n"))).expect("parses");
+    assert_eq!(config.console.layout, kdeck::config::Presentation::Projector);
+}

@@ -98,6 +98,7 @@ fn large_view(partitions: u32) -> ClusterView {
             high_watermark: Some(1_000_000),
             log_start_offset: Some(0),
             under_replicated: false,
+            min_insync_replicas: Some(2),
             changed_at: None,
         });
     }

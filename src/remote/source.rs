@@ -576,6 +576,7 @@ impl ViewBuilder {
                     high_watermark: end,
                     log_start_offset: start,
                     under_replicated: p.isr.len() < p.replicas.len(),
+                    min_insync_replicas: None,
                     changed_at: None,
                 });
             }

@@ -154,6 +154,7 @@ mod tests {
             log_start_offset: None,
             under_replicated: true,
             changed_at: None,
+            min_insync_replicas: Some(2),
         }];
         v
     }

@@ -91,6 +91,11 @@ pub enum Action {
     ToggleFollow,
     /// Freeze the tail's records on screen, or let them move again.
     ToggleFreeze,
+    /// The focused pane takes the whole body (header and footer stay), or the dashboard
+    /// comes back.
+    ToggleMaximize,
+    /// The projector layout (few big, spaced columns for a room), or the normal one.
+    ToggleProjector,
     /// Read a topic (one partition, or all) from a position.
     Seek {
         topic: String,

@@ -13,10 +13,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use super::Pane;
 use super::action::{Action, Effect, SeekBy};
 use super::keymap::{Binding, Keymap};
-use super::layout::FrameLayout;
+use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
-use super::theme::Theme;
+use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
 use crate::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
@@ -137,7 +137,9 @@ pub struct App {
     pub capabilities: Capabilities,
     pub view: Arc<ClusterView>,
     pub keymap: Keymap,
+    /// The theme of the layout shown (one of `themes`).
     pub theme: Theme,
+    pub themes: Themes,
     pub console: ConsoleConfig,
     pub tz: FixedOffset,
     pub log_path: Option<PathBuf>,
@@ -145,6 +147,9 @@ pub struct App {
     /// Bottom first; the topmost one that takes keys gets them.
     pub overlays: Vec<Overlay>,
     pub focus: Pane,
+    /// The focused pane takes the whole body.
+    pub maximized: bool,
+    pub presentation: Presentation,
     pub panes: BTreeMap<Pane, PaneState>,
     pub status: Option<Status>,
     pub tail: Option<Tail>,
@@ -172,10 +177,12 @@ impl App {
         tz: FixedOffset,
         log_path: Option<PathBuf>,
     ) -> App {
+        let presentation = console.layout;
         App {
             capabilities,
             view,
             keymap,
+            themes: Themes::same(theme.clone()),
             theme,
             console,
             tz,
@@ -183,6 +190,8 @@ impl App {
             screens: vec![Screen::Dashboard],
             overlays: Vec::new(),
             focus: Pane::Brokers,
+            maximized: false,
+            presentation,
             panes: BTreeMap::new(),
             status: None,
             tail: None,
@@ -192,6 +201,18 @@ impl App {
             layout: FrameLayout::default(),
             quit: false,
         }
+    }
+
+    /// The app with a theme for each layout (see [`Themes`]).
+    pub fn with_themes(mut self, themes: Themes) -> App {
+        self.theme = themes.of(self.presentation).clone();
+        self.themes = themes;
+        self
+    }
+
+    /// Whether the projector layout is on.
+    pub fn projector(&self) -> bool {
+        self.presentation == Presentation::Projector
     }
 
     /// The effects of the initial state (the tail of the first topic).
@@ -285,6 +306,7 @@ impl App {
             binding.controls_broker(),
             binding == Binding::PauseDemo,
         )
+        .or_else(|| (binding.trainer() && self.view.controls.is_none()).then_some(NO_CONTROLS))
     }
 
     /// Why the console refuses `action`, whoever asked for it.
@@ -396,7 +418,8 @@ impl App {
     }
 
     /// The rows of the Events pane: each fault's incident as one row (its events below it
-    /// when expanded), other events as they are. A filter lists matching events flat.
+    /// when expanded), other events as they are (not in the projector layout: a room follows
+    /// the incidents). A filter lists matching events flat.
     pub fn event_rows(&self) -> Vec<EventRow> {
         let events = self.timeline();
         let f = self.filter(Pane::Events);
@@ -419,6 +442,7 @@ impl App {
         let mut rows = Vec::new();
         for (i, event) in events.iter().enumerate() {
             match owner[i].and_then(|n| incidents.get(n).map(|inc| (n, inc))) {
+                None if self.projector() => {}
                 None => rows.push(EventRow::Event(event.clone())),
                 Some((_, incident)) if incident.members.first() == Some(&i) => {
                     let expanded = self.expanded.contains(&incident.at);
@@ -766,6 +790,108 @@ impl App {
                     partition: order.get((at + step) % order.len()).copied().flatten(),
                 }
             }
+            Binding::Maximize => Action::ToggleMaximize,
+            Binding::Projector => Action::ToggleProjector,
+            Binding::Freeze
+            | Binding::Slower
+            | Binding::Faster
+            | Binding::AutoRebalance
+            | Binding::Unclean
+            | Binding::MinInsyncUp
+            | Binding::MinInsyncDown
+            | Binding::Acks => self.trainer_action(binding)?,
+        })
+    }
+
+    /// A trainer's toggle, from what the view's controls say now: freeze when running, thaw
+    /// when frozen; one slow-motion step; the other value of a setting.
+    fn trainer_action(&self, binding: Binding) -> Result<Action, String> {
+        let controls = self.view.controls.ok_or(NO_CONTROLS)?;
+        let key = |b: Binding| self.keymap.hint(b);
+        Ok(match binding {
+            Binding::Freeze if controls.frozen => Action::Thaw,
+            Binding::Freeze => Action::Freeze,
+            Binding::Slower => {
+                let factor = SLOW_MOTION.iter().find(|f| **f > controls.slow_motion).ok_or_else(|| {
+                    format!(
+                        "slow motion is at its slowest (x{}); {} goes back towards real time",
+                        controls.slow_motion,
+                        key(Binding::Faster)
+                    )
+                })?;
+                Action::SlowMotion { factor: *factor }
+            }
+            Binding::Faster => {
+                let factor = SLOW_MOTION
+                    .iter()
+                    .rev()
+                    .find(|f| **f < controls.slow_motion)
+                    .ok_or_else(|| {
+                        format!(
+                            "the cluster runs in real time already; {} slows it down",
+                            key(Binding::Slower)
+                        )
+                    })?;
+                Action::SlowMotion { factor: *factor }
+            }
+            Binding::AutoRebalance => Action::SetAutoRebalance {
+                enabled: !controls.auto_rebalance,
+            },
+            // The view tells no topic's own setting: the cluster's default is what toggles.
+            Binding::Unclean => Action::SetUncleanElection {
+                topic: None,
+                enabled: !controls.unclean_election,
+            },
+            Binding::MinInsyncUp | Binding::MinInsyncDown => self.min_insync_step(binding == Binding::MinInsyncUp)?,
+            Binding::Acks => {
+                let acks = controls
+                    .producer_acks
+                    .ok_or("no workload producer runs: acks is the demo workload's producers' setting")?;
+                // all -> 1 -> 0 -> all: from the safest to the fastest, and round again.
+                Action::SetProducerAcks {
+                    acks: match acks {
+                        -1 => 1,
+                        1 => 0,
+                        _ => -1,
+                    },
+                }
+            }
+            _ => return Err(format!("{binding} is not a trainer's control")),
+        })
+    }
+
+    /// The selected topic's `min.insync.replicas` one up or down, within 1..=RF.
+    fn min_insync_step(&self, up: bool) -> Result<Action, String> {
+        if !matches!(self.focus, Pane::Topics | Pane::Partitions) {
+            return Err(format!(
+                "{} / {} change the selected topic's min.insync.replicas: focus Topics (2) or Partitions (3) first",
+                self.keymap.hint(Binding::MinInsyncUp),
+                self.keymap.hint(Binding::MinInsyncDown)
+            ));
+        }
+        let topic = self.selected_topic().ok_or("no topic selected")?;
+        let current = self
+            .view
+            .partitions_of(&topic.name)
+            .find_map(|p| p.min_insync_replicas)
+            .ok_or_else(|| format!("the min.insync.replicas of {} is not known here", topic.name))?;
+        let rf = topic.replication_factor;
+        let value = if up { current + 1 } else { current - 1 };
+        if value > rf {
+            return Err(format!(
+                "{} already needs all its {rf} replicas in sync (min.insync.replicas {current} = RF): more could never be met",
+                topic.name
+            ));
+        }
+        if value < 1 {
+            return Err(format!(
+                "min.insync.replicas of {} is 1 already, the least Kafka allows",
+                topic.name
+            ));
+        }
+        Ok(Action::SetMinInsync {
+            topic: topic.name.clone(),
+            value,
         })
     }
 
@@ -852,6 +978,14 @@ impl App {
                         None => Some(t.records()),
                     };
                 }
+            }
+            Action::ToggleMaximize => self.maximized = !self.maximized,
+            Action::ToggleProjector => {
+                self.presentation = match self.presentation {
+                    Presentation::Normal => Presentation::Projector,
+                    Presentation::Projector => Presentation::Normal,
+                };
+                self.theme = self.themes.of(self.presentation).clone();
             }
             Action::Seek { topic, partition, to } => self.seek(topic, partition, to, now, &mut effects),
             Action::TailPartition { partition } => self.tail_partition = partition,
@@ -1166,7 +1300,10 @@ impl App {
     }
 }
 
-use crate::view::outcome::{NO_DEMO_WORKLOAD as NO_DEMO, READ_ONLY};
+use crate::view::outcome::{NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, READ_ONLY};
+
+/// The slow-motion factors `slower` and `faster` step through.
+const SLOW_MOTION: [u32; 5] = [1, 2, 3, 5, 10];
 
 /// What a key did to an overlay.
 enum OverlayKey {

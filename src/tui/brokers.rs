@@ -12,7 +12,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, flashing, scroll};
+use super::layout::{block, flashing, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, rate, sparkline};
 use crate::view::{BrokerRow, Throughput};
@@ -51,6 +51,9 @@ impl PaneView for BrokersPane {
 }
 
 fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
+    if app.projector() {
+        return draw_projector(frame, area, app, now);
+    }
     let t = &app.theme;
     let brokers = app.visible_brokers();
     let online: Vec<_> = app.view.brokers.iter().filter(|b| b.status.is_up()).collect();
@@ -136,6 +139,52 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
         Constraint::Min(4),
     ];
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    layout
+}
+
+/// For a room: id (◆ controller), state and leaders, spaced.
+fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
+    let t = &app.theme;
+    let brokers = app.visible_brokers();
+    let block = block(app, Pane::Brokers, "◆ controller".into());
+    let inner = block.inner(area);
+    let height = rows_in(inner.height.saturating_sub(1), 2);
+    let cursor = app.cursor(Pane::Brokers);
+    let first = scroll(cursor, height);
+    let layout = PaneLayout::spaced(Pane::Brokers, area, inner, first, brokers.len(), 2);
+    let rows = brokers.iter().enumerate().skip(first).take(height).map(|(i, b)| {
+        let state_style = if flashing(app, b.changed_at, now) {
+            t.flash
+        } else {
+            t.broker(b.status)
+        };
+        let id = if b.is_controller {
+            format!("{} ◆", b.id)
+        } else {
+            b.id.to_string()
+        };
+        let row = spaced_row(Row::new(vec![
+            Cell::from(id),
+            Cell::from(Span::styled(b.status.label().to_uppercase(), state_style)),
+            Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
+        ]));
+        if i == cursor && app.focus == Pane::Brokers {
+            row.style(t.selected)
+        } else {
+            row
+        }
+    });
+    let header = Row::new(vec![
+        Cell::from("BROKER"),
+        Cell::from("STATE"),
+        Cell::from(Line::from("LEADERS").right_aligned()),
+    ])
+    .style(t.column_header);
+    let widths = [Constraint::Length(6), Constraint::Length(7), Constraint::Length(7)];
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        area,
+    );
     layout
 }
 

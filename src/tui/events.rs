@@ -48,6 +48,18 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let inner = block.inner(area);
     let height = inner.height as usize;
     let text_width = (inner.width as usize).saturating_sub(TIME_WIDTH).max(1);
+    if events.is_empty() && app.projector() && app.filter(Pane::Events).is_empty() {
+        let quiet = Paragraph::new(Line::styled("no incidents in the timeline", t.dim));
+        frame.render_widget(quiet.block(block), area);
+        return PaneLayout::plain(Pane::Events, area);
+    }
+    // A blank line between rows in the projector layout.
+    let gap = usize::from(app.projector());
+    let wrap = |text: &str, width: usize| {
+        let mut rows = wrap(text, width);
+        rows.extend(std::iter::repeat_n(String::new(), gap));
+        rows
+    };
     // Focused, the cursor's row is shown (scrolling back from the newest); otherwise the
     // newest are. Rows before it fill the pane first, then rows after it.
     let last = if app.focus == Pane::Events {

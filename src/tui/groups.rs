@@ -9,7 +9,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, scroll};
+use super::layout::{block, rows_in, scroll, spaced_row};
 use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
 
@@ -28,8 +28,12 @@ impl PaneView for GroupsPane {
         app.visible_groups().len()
     }
 
-    /// The group list and the selected group's partitions, each with its column header.
+    /// The group list and the selected group's partitions, each with its column header
+    /// (the list alone in the projector layout).
     fn wanted_height(&self, app: &App) -> u16 {
+        if app.projector() {
+            return u16::try_from(self.rows(app) * 2).unwrap_or(u16::MAX).saturating_add(2);
+        }
         let offsets = app.selected_group().map_or(0, |g| g.offsets.len());
         u16::try_from(self.rows(app) + offsets)
             .unwrap_or(u16::MAX)
@@ -42,6 +46,9 @@ impl PaneView for GroupsPane {
 }
 
 fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
+    if app.projector() {
+        return draw_projector(frame, area, app);
+    }
     let t = &app.theme;
     let groups = app.visible_groups();
     let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
@@ -128,6 +135,45 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         Constraint::Min(6),
     ];
     frame.render_widget(Table::new(rows, widths).header(header), parts[1]);
+    layout
+}
+
+/// For a room: group, state and total lag, spaced.
+fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
+    let t = &app.theme;
+    let groups = app.visible_groups();
+    let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
+    let inner = block.inner(area);
+    let height = rows_in(inner.height.saturating_sub(1), 2);
+    let cursor = app.cursor(Pane::Groups);
+    let first = scroll(cursor, height);
+    let id_width = (inner.width as usize).saturating_sub(11 + 8 + 2 * 3).clamp(6, 30);
+    let layout = PaneLayout::spaced(Pane::Groups, area, inner, first, groups.len(), 2);
+    let rows = groups.iter().enumerate().skip(first).take(height).map(|(i, g)| {
+        let state_style = if g.state == "Stable" { t.ok } else { t.warn };
+        let lag_style = if g.total_lag > 0 { t.warn } else { t.text };
+        let row = spaced_row(Row::new(vec![
+            Cell::from(fit(&g.group_id, id_width)),
+            Cell::from(Span::styled(state_label(&g.state), state_style)),
+            Cell::from(Line::from(Span::styled(g.total_lag.to_string(), lag_style)).right_aligned()),
+        ]));
+        if i == cursor { row.style(t.selected) } else { row }
+    });
+    let header = Row::new(vec![
+        Cell::from("GROUP"),
+        Cell::from("STATE"),
+        Cell::from(Line::from("LAG").right_aligned()),
+    ])
+    .style(t.column_header);
+    let widths = [
+        Constraint::Length(id_width as u16),
+        Constraint::Length(11),
+        Constraint::Length(8),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        area,
+    );
     layout
 }
 

@@ -1,10 +1,12 @@
 //! The header: cluster, source (and read-only), the first connection problem with a count,
-//! health counters and the clock.
+//! health counters and the clock; for the embedded cluster, the trainer's state of it: the
+//! clock FROZEN or in slow motion (next to the clock), and the settings that differ from a
+//! healthy default (auto-rebalance off, unclean election on) with the producers' acks.
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -21,7 +23,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         v.source.label().to_string()
     };
     let title = format!(" kdeck · cluster {} ({mode}) ", v.cluster_name);
-    let free = (area.width as usize).saturating_sub(title.chars().count() + clock.chars().count() + 1);
+    // The clock's state goes beside it, before any problem: a frozen cluster explains
+    // everything else on screen.
+    let mut clock_state = Vec::new();
+    if let Some(c) = &v.controls {
+        if c.frozen {
+            let unmissable = t.error.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+            clock_state.push(Span::styled(" FROZEN ", unmissable));
+            clock_state.push(Span::styled(" ", t.header));
+        }
+        if c.slow_motion > 1 {
+            let slow = t.warn.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+            clock_state.push(Span::styled(format!(" SLOW x{} ", c.slow_motion), slow));
+            clock_state.push(Span::styled(" ", t.header));
+        }
+    }
+    let state_width: usize = clock_state.iter().map(|s| s.content.chars().count()).sum();
+    let free = (area.width as usize).saturating_sub(title.chars().count() + state_width + clock.chars().count() + 1);
     let problem = match v.problems.as_slice() {
         [] => String::new(),
         [one] => format!("⚠ {one} "),
@@ -30,14 +48,29 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     };
     let problem = fit(&problem, free);
     let pad = free.saturating_sub(unicode_width::UnicodeWidthStr::width(problem.as_str()));
-    let first = Line::from(vec![
+    let mut first = vec![
         Span::styled(title, t.header),
         Span::styled(problem, t.header.patch(t.error)),
         Span::styled(" ".repeat(pad), t.header),
-        Span::styled(format!("{clock} "), t.header),
-    ]);
-    // Narrow terminals get short labels so every counter stays visible.
-    let wide = area.width >= 110;
+    ];
+    first.extend(clock_state);
+    first.push(Span::styled(format!("{clock} "), t.header));
+    let first = Line::from(first);
+    // Narrow terminals, or many settings to show, get short labels so every counter stays
+    // visible.
+    let mut spans = counters(app, area.width >= 110);
+    if spans.iter().map(|s| s.width()).sum::<usize>() > usize::from(area.width) {
+        spans = counters(app, false);
+    }
+    let second = Line::from(spans).style(Style::default());
+    frame.render_widget(Paragraph::new(vec![first, second]), area);
+}
+
+/// The health counters, then the demo and the trainer's settings, with long labels when
+/// `wide`.
+fn counters(app: &App, wide: bool) -> Vec<Span<'static>> {
+    let v = &app.view;
+    let t = &app.theme;
     let label = |long: &'static str, short: &'static str| if wide { long } else { short };
     let counter = |label: &str, value: String, bad: bool| {
         vec![
@@ -74,7 +107,24 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             if running { "running" } else { "paused" },
             if running { t.ok } else { t.warn },
         ));
+        spans.push(Span::raw(if wide { "   " } else { "  " }));
     }
-    let second = Line::from(spans).style(Style::default());
-    frame.render_widget(Paragraph::new(vec![first, second]), area);
+    if let Some(c) = &v.controls {
+        if !c.auto_rebalance {
+            spans.push(Span::styled(label("auto-rebalance off", "rebalance off"), t.warn));
+            spans.push(Span::raw(if wide { "   " } else { "  " }));
+        }
+        if c.unclean_election {
+            spans.push(Span::styled("unclean on", t.error));
+            spans.push(Span::raw(if wide { "   " } else { "  " }));
+        }
+        if let Some(acks) = c.producer_acks {
+            spans.push(Span::styled("acks=", t.dim));
+            spans.push(Span::styled(
+                crate::view::source::acks_label(acks),
+                if acks == -1 { t.ok } else { t.warn },
+            ));
+        }
+    }
+    spans
 }

@@ -44,6 +44,16 @@ pub enum Binding {
     SeekTime,
     NextPartition,
     PrevPartition,
+    Maximize,
+    Projector,
+    Freeze,
+    Slower,
+    Faster,
+    AutoRebalance,
+    Unclean,
+    MinInsyncUp,
+    MinInsyncDown,
+    Acks,
     /// Not in `[keys]`: the digits 1-6.
     #[serde(skip)]
     FocusPane(Pane),
@@ -51,7 +61,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 28] = [
+    pub const ALL: [Binding; 38] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -80,6 +90,16 @@ impl Binding {
         Binding::SeekTime,
         Binding::NextPartition,
         Binding::PrevPartition,
+        Binding::Maximize,
+        Binding::Projector,
+        Binding::Freeze,
+        Binding::Slower,
+        Binding::Faster,
+        Binding::AutoRebalance,
+        Binding::Unclean,
+        Binding::MinInsyncUp,
+        Binding::MinInsyncDown,
+        Binding::Acks,
     ];
 
     /// The name in `[keys]`.
@@ -113,6 +133,16 @@ impl Binding {
             Binding::SeekTime => "seek_time",
             Binding::NextPartition => "next_partition",
             Binding::PrevPartition => "prev_partition",
+            Binding::Maximize => "maximize",
+            Binding::Projector => "projector",
+            Binding::Freeze => "freeze",
+            Binding::Slower => "slower",
+            Binding::Faster => "faster",
+            Binding::AutoRebalance => "auto_rebalance",
+            Binding::Unclean => "unclean",
+            Binding::MinInsyncUp => "min_insync_up",
+            Binding::MinInsyncDown => "min_insync_down",
+            Binding::Acks => "acks",
             Binding::FocusPane(_) => "focus_pane",
         }
     }
@@ -129,6 +159,27 @@ impl Binding {
                 | Binding::Rebalance
                 | Binding::CreateTopic
                 | Binding::DeleteTopic
+                | Binding::AutoRebalance
+                | Binding::Unclean
+                | Binding::MinInsyncUp
+                | Binding::MinInsyncDown
+        )
+    }
+
+    /// Whether it is a trainer's live control of the embedded cluster (its clock, settings
+    /// and workload): the view's controls tell what it does, and a cluster without them (an
+    /// external one) does not offer it.
+    pub fn trainer(self) -> bool {
+        matches!(
+            self,
+            Binding::Freeze
+                | Binding::Slower
+                | Binding::Faster
+                | Binding::AutoRebalance
+                | Binding::Unclean
+                | Binding::MinInsyncUp
+                | Binding::MinInsyncDown
+                | Binding::Acks
         )
     }
 
@@ -188,6 +239,16 @@ impl Binding {
             Binding::SeekTime => "messages: seek to a time",
             Binding::NextPartition => "messages: next partition (all -> 0 -> 1 ...)",
             Binding::PrevPartition => "messages: previous partition",
+            Binding::Maximize => "maximise the focused pane / restore the dashboard",
+            Binding::Projector => "projector layout on / off (large, few columns, for a room)",
+            Binding::Freeze => "freeze / thaw the cluster's clock",
+            Binding::Slower => "slow motion: slower, the factor up (x1 -> x2 -> x3 -> x5 -> x10)",
+            Binding::Faster => "slow motion: faster, the factor down (back to real time, x1)",
+            Binding::AutoRebalance => "auto leader rebalance on / off",
+            Binding::Unclean => "unclean leader election on / off (the cluster's default)",
+            Binding::MinInsyncUp => "min.insync.replicas +1 for the selected topic",
+            Binding::MinInsyncDown => "min.insync.replicas -1 for the selected topic",
+            Binding::Acks => "producers' acks: all -> 1 -> 0 -> all",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Where each pane goes. At 120x36 and more: the whole dashboard. From 80x24: header,
 //! brokers, the focused main pane and the latest events (secondary panes collapse). Below
-//! that, one "terminal too small" line.
+//! that, one "terminal too small" line. Maximised, the focused pane takes the whole body. The
+//! projector layout shows at most two panes side by side, spaced, for a room.
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -13,6 +14,18 @@ use super::app::{App, Screen};
 use super::overlay::Overlay;
 use super::pane::{PaneLayout, view_of};
 use super::{dialog, footer, header, help, messages};
+
+/// How the dashboard presents itself: `[console] layout`, switched live by its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Presentation {
+    #[default]
+    Normal,
+    /// For a room, read from a distance: at most two panes side by side, only their
+    /// essential columns, a blank line between rows and wider glyphs. A terminal cannot
+    /// change its font size: fewer, more spaced, bolder items are what "large" can mean.
+    Projector,
+}
 
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
@@ -55,7 +68,11 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
     header::draw(frame, rows[0], app, now);
     match app.screen() {
         Screen::Dashboard => {
-            if area.width >= FULL_WIDTH && area.height >= FULL_HEIGHT {
+            if app.maximized {
+                place(frame, app, app.focus, rows[1], now, &mut layout);
+            } else if app.projector() {
+                projector(frame, rows[1], app, now, &mut layout);
+            } else if area.width >= FULL_WIDTH && area.height >= FULL_HEIGHT {
                 full(frame, rows[1], app, now, &mut layout);
             } else {
                 compact(frame, rows[1], app, now, &mut layout);
@@ -122,6 +139,49 @@ fn compact(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout:
     place(frame, app, Pane::Brokers, rows[0], now, layout);
     place(frame, app, main, rows[1], now, layout);
     place(frame, app, Pane::Events, rows[2], now, layout);
+}
+
+/// Two rows of two panes: brokers beside the topics (or the focused groups or messages), the
+/// selected topic's partitions beside the incidents. The top takes what its rows need, up
+/// to half the body.
+fn projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, layout: &mut FrameLayout) {
+    let beside = match app.focus {
+        Pane::Topics | Pane::Groups | Pane::Messages => app.focus,
+        _ => Pane::Topics,
+    };
+    let want = |p: Pane| spaced_height(view_of(p).rows(app));
+    let top = want(Pane::Brokers)
+        .max(want(beside))
+        .clamp(6.min(area.height / 2), (area.height / 2).max(6));
+    let rows = Layout::vertical([Constraint::Length(top), Constraint::Min(0)]).split(area);
+    let halves = |r: Rect| Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).split(r);
+    let (a, b) = (halves(rows[0]), halves(rows[1]));
+    place(frame, app, Pane::Brokers, a[0], now, layout);
+    place(frame, app, beside, a[1], now, layout);
+    place(frame, app, Pane::Partitions, b[0], now, layout);
+    place(frame, app, Pane::Events, b[1], now, layout);
+}
+
+/// The height of a spaced table of `rows` rows: the frame, the column header and the rows
+/// with a blank line between them.
+fn spaced_height(rows: usize) -> u16 {
+    u16::try_from(rows.max(1) * 2).unwrap_or(u16::MAX).saturating_add(2)
+}
+
+/// Screen lines per table row: 2 in the projector layout (a blank line between rows).
+pub fn row_stride(app: &App) -> u16 {
+    if app.projector() { 2 } else { 1 }
+}
+
+/// How many table rows fit in `lines` screen lines (the last needs no blank line after it).
+pub fn rows_in(lines: u16, stride: u16) -> usize {
+    usize::from(lines.div_ceil(stride.max(1)))
+}
+
+/// A row of a projector table: bold, with a blank line below it.
+pub fn spaced_row(row: ratatui::widgets::Row<'_>) -> ratatui::widgets::Row<'_> {
+    row.bottom_margin(1)
+        .style(ratatui::style::Style::default().add_modifier(ratatui::style::Modifier::BOLD))
 }
 
 /// Draws a pane and, when it has more rows than it shows, which ones it shows on its bottom

@@ -41,7 +41,7 @@ use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
 pub use action::{Action, Effect};
 use app::App;
 use keymap::Keymap;
-use theme::Theme;
+use theme::Themes;
 
 /// The panes of the dashboard, in focus order (keys 1-6). What each one is and draws is its
 /// [`pane::PaneView`].
@@ -170,10 +170,10 @@ impl Console {
 
 /// The keymap and theme of a configuration, checked: run before the terminal switches to the
 /// console, so a mistake is a clear error on a normal screen.
-pub fn check_config(config: &KdeckConfig) -> Result<(Keymap, Theme)> {
+pub fn check_config(config: &KdeckConfig) -> Result<(Keymap, Themes)> {
     let keymap = Keymap::from_config(&config.keys)?;
-    let theme = Theme::load(&config.console.theme, theme::no_color())?;
-    Ok((keymap, theme))
+    let themes = Themes::load(&config.console.theme, theme::no_color())?;
+    Ok((keymap, themes))
 }
 
 /// Builds the console for a source from the configuration.
@@ -182,7 +182,7 @@ pub fn new_console(
     config: &KdeckConfig,
     log_path: Option<PathBuf>,
 ) -> Result<(Console, mpsc::UnboundedReceiver<CommandOutcome>)> {
-    let (keymap, theme) = check_config(config)?;
+    let (keymap, themes) = check_config(config)?;
     let (outcomes_tx, outcomes) = mpsc::unbounded_channel();
     let tz = *Local::now().offset();
     let view = source.views().borrow().clone();
@@ -190,11 +190,12 @@ pub fn new_console(
         source.capabilities(),
         view,
         keymap,
-        theme,
+        themes.normal.clone(),
         config.console.clone(),
         tz,
         log_path,
-    );
+    )
+    .with_themes(themes);
     Ok((Console::new(app, source, outcomes_tx), outcomes))
 }
 

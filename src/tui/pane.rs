@@ -17,9 +17,11 @@ pub struct PaneLayout {
     pub pane: Pane,
     /// The whole pane, frame included.
     pub area: Rect,
-    /// The rows of its list (below the column header), one screen line each; `None` when
-    /// rows do not map to lines (wrapped text).
+    /// The rows of its list (below the column header), `stride` screen lines each; `None`
+    /// when rows do not map to lines (wrapped text).
     pub rows: Option<Rect>,
+    /// Screen lines per row: 2 when a blank line separates rows (the projector layout).
+    pub stride: u16,
     /// The index of the first row shown.
     pub first: usize,
     /// How many rows are shown.
@@ -35,6 +37,7 @@ impl PaneLayout {
             pane,
             area,
             rows: None,
+            stride: 1,
             first: 0,
             shown: 0,
             total: 0,
@@ -48,6 +51,7 @@ impl PaneLayout {
             pane,
             area,
             rows: None,
+            stride: 1,
             first,
             shown,
             total,
@@ -75,6 +79,11 @@ impl PaneLayout {
 
     /// A table in a frame: one column-header line, then one line per row from `first`.
     pub fn table(pane: Pane, area: Rect, inner: Rect, first: usize, total: usize) -> PaneLayout {
+        PaneLayout::spaced(pane, area, inner, first, total, 1)
+    }
+
+    /// A table whose rows take `stride` lines each (a blank line between rows when 2).
+    pub fn spaced(pane: Pane, area: Rect, inner: Rect, first: usize, total: usize, stride: u16) -> PaneLayout {
         let body = Rect {
             y: inner.y.saturating_add(1),
             height: inner.height.saturating_sub(1),
@@ -84,17 +93,19 @@ impl PaneLayout {
             pane,
             area,
             rows: Some(body),
+            stride: stride.max(1),
             first,
-            shown: usize::from(body.height).min(total.saturating_sub(first)),
+            shown: super::layout::rows_in(body.height, stride).min(total.saturating_sub(first)),
             total,
         }
     }
 
-    /// The row under a screen cell, if the cell is on one.
+    /// The row under a screen cell, if the cell is on one (the blank line below a spaced
+    /// row counts as the row).
     pub fn row_at(&self, column: u16, line: u16) -> Option<usize> {
         let rows = self.rows?;
         let inside = column >= rows.x && column < rows.x + rows.width && line >= rows.y && line < rows.y + rows.height;
-        let row = self.first + usize::from(line.checked_sub(rows.y)?);
+        let row = self.first + usize::from(line.checked_sub(rows.y)? / self.stride.max(1));
         (inside && row < self.total).then_some(row)
     }
 }
@@ -144,6 +155,7 @@ mod tests {
             pane: Pane::Topics,
             area: Rect::new(0, 0, 40, 10),
             rows: Some(Rect::new(1, 2, 38, 7)),
+            stride: 1,
             first: 5,
             shown: 4,
             total: 9,
@@ -158,5 +170,17 @@ mod tests {
         assert_eq!(all.scroll_note(), None, "every row fits");
         let more = PaneLayout::table(Pane::Topics, Rect::new(0, 0, 40, 10), Rect::new(1, 1, 38, 8), 0, 30);
         assert_eq!(more.scroll_note().as_deref(), Some("  ▼ 1-7 of 30 "));
+    }
+
+    #[test]
+    fn a_spaced_row_is_hit_on_its_line_and_the_blank_line_below() {
+        let spaced = PaneLayout::spaced(Pane::Brokers, Rect::new(0, 0, 40, 9), Rect::new(1, 1, 38, 7), 0, 5, 2);
+        // Six lines below the column header: rows on lines 2, 4 and 6.
+        assert_eq!(spaced.shown, 3);
+        assert_eq!(spaced.row_at(3, 2), Some(0));
+        assert_eq!(spaced.row_at(3, 3), Some(0));
+        assert_eq!(spaced.row_at(3, 4), Some(1));
+        assert_eq!(spaced.row_at(3, 7), Some(2));
+        assert_eq!(spaced.scroll_note().as_deref(), Some("  ▼ 1-3 of 5 "));
     }
 }

@@ -11,20 +11,26 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, flashing, scroll};
+use super::layout::{block, flashing, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::theme::Theme;
 use crate::view::{PartitionRow, ReplicaRole};
 
 /// The replicas of a partition as styled `★1 ●2 ○0` spans.
 pub fn replica_spans<'a>(theme: &Theme, p: &PartitionRow) -> Vec<Span<'a>> {
+    replica_spans_spaced(theme, p, false)
+}
+
+/// The replicas as spans, `wide` for a room: `★ 1  ● 2  ○ 0`.
+fn replica_spans_spaced<'a>(theme: &Theme, p: &PartitionRow, wide: bool) -> Vec<Span<'a>> {
+    let (inside, between) = if wide { (" ", "  ") } else { ("", " ") };
     let mut spans = Vec::new();
     for (i, r) in p.replicas.iter().enumerate() {
         if i > 0 {
-            spans.push(Span::raw(" "));
+            spans.push(Span::raw(between));
         }
         spans.push(Span::styled(
-            format!("{}{}", r.role.glyph(), r.broker),
+            format!("{}{inside}{}", r.role.glyph(), r.broker),
             theme.role(r.role),
         ));
     }
@@ -87,6 +93,9 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
         frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
         return PaneLayout::plain(Pane::Partitions, area);
     };
+    if app.projector() {
+        return draw_projector(frame, area, app, now, &topic.name);
+    }
     let partitions = app.visible_partitions();
     let legend = " · ★ leader ● in sync ○ out of sync ✗ offline";
     let room = (area.width as usize).saturating_sub(20 + topic.name.chars().count());
@@ -178,6 +187,66 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
     ];
     frame.render_widget(
         Table::new(rows, widths).header(header).column_spacing(1).block(block),
+        area,
+    );
+    layout
+}
+
+/// For a room: partition, leader, the replicas as wide role glyphs (★ and ● are the ISR) and
+/// the high watermark, spaced.
+fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, topic: &str) -> PaneLayout {
+    let t = &app.theme;
+    let partitions = app.visible_partitions();
+    let legend = " · ★ leader ● in sync ○ behind ✗ offline";
+    let room = (area.width as usize).saturating_sub(16 + topic.chars().count());
+    let info = if legend.chars().count() <= room {
+        format!("{topic}{legend}")
+    } else {
+        topic.to_string()
+    };
+    let block = block(app, Pane::Partitions, info);
+    let inner = block.inner(area);
+    let height = rows_in(inner.height.saturating_sub(1), 2);
+    let cursor = app.cursor(Pane::Partitions);
+    let first = scroll(cursor, height);
+    let layout = PaneLayout::spaced(Pane::Partitions, area, inner, first, partitions.len(), 2);
+    let replica_width = partitions
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|p| Line::from(replica_spans_spaced(t, p, true)).width())
+        .max()
+        .unwrap_or(0)
+        .max(8) as u16;
+    let rows = partitions.iter().enumerate().skip(first).take(height).map(|(i, p)| {
+        let flash = flashing(app, p.changed_at, now);
+        let leader = match p.leader {
+            Some(l) => Span::styled(l.to_string(), if flash { t.flash } else { t.leader }),
+            None => Span::styled("NONE", t.error),
+        };
+        let row = spaced_row(Row::new(vec![
+            Cell::from(Line::from(p.partition.to_string()).right_aligned()),
+            Cell::from(Line::from(leader).right_aligned()),
+            Cell::from(Line::from(replica_spans_spaced(t, p, true))),
+            Cell::from(Line::from(opt(p.high_watermark)).right_aligned()),
+        ]));
+        if i == cursor && app.focus == Pane::Partitions {
+            row.style(t.selected)
+        } else {
+            row
+        }
+    });
+    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
+    let header =
+        Row::new(vec![right("P"), right("LEADER"), Cell::from("REPLICAS"), right("HW")]).style(t.column_header);
+    let widths = [
+        Constraint::Length(3),
+        Constraint::Length(6),
+        Constraint::Length(replica_width),
+        Constraint::Length(7),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(3).block(block),
         area,
     );
     layout

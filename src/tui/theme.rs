@@ -1,5 +1,6 @@
 //! Semantic styles, read from theme files: `assets/themes/*.toml` are compiled in and
-//! chosen by name with `[console] theme`; a path names a user's own file. With `NO_COLOR`
+//! chosen by name with `[console] theme`; a path names a user's own file; `auto` (the
+//! default) is the default colours, and high contrast in the projector layout. With `NO_COLOR`
 //! set (non-empty) the monochrome theme is used whatever the configuration says: states stay
 //! readable through modifiers and the role glyphs (★ leader, ● in sync, ○ out of sync, ✗
 //! offline).
@@ -11,6 +12,7 @@ use anyhow::{Context, Result};
 use ratatui::style::{Color, Modifier, Style};
 use serde::{Deserialize, Deserializer};
 
+use super::layout::Presentation;
 use crate::view::{BrokerStatus, ReplicaRole, Severity};
 
 /// The themes shipped in the binary.
@@ -19,6 +21,47 @@ pub const THEMES: [(&str, &str); 3] = [
     ("high-contrast", include_str!("../../assets/themes/high-contrast.toml")),
     ("monochrome", include_str!("../../assets/themes/monochrome.toml")),
 ];
+
+/// `[console] theme` when it names no theme: each layout's own.
+pub const AUTO: &str = "auto";
+
+/// The theme of each layout. One configured theme serves both; `auto` is the default
+/// colours in the normal layout and high contrast in the projector layout (a projector
+/// washes dark greys and thin colours out).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Themes {
+    pub normal: Theme,
+    pub projector: Theme,
+}
+
+impl Themes {
+    /// The themes `[console] theme` means; monochrome for both when `no_color`.
+    pub fn load(name: &str, no_color: bool) -> Result<Themes> {
+        if name == AUTO {
+            return Ok(Themes {
+                normal: Theme::load("default", no_color)?,
+                projector: Theme::load("high-contrast", no_color)?,
+            });
+        }
+        let theme = Theme::load(name, no_color)?;
+        Ok(Themes::same(theme))
+    }
+
+    /// One theme for both layouts.
+    pub fn same(theme: Theme) -> Themes {
+        Themes {
+            normal: theme.clone(),
+            projector: theme,
+        }
+    }
+
+    pub fn of(&self, presentation: Presentation) -> &Theme {
+        match presentation {
+            Presentation::Normal => &self.normal,
+            Presentation::Projector => &self.projector,
+        }
+    }
+}
 
 /// Whether `NO_COLOR` asks for no colour.
 pub fn no_color() -> bool {
@@ -110,10 +153,14 @@ fn style<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Style, D::Error> 
 }
 
 impl Theme {
-    /// The theme `[console] theme` names (a shipped name or a file's path); monochrome when
-    /// `no_color`.
+    /// The theme `[console] theme` names (a shipped name or a file's path; `auto` is the
+    /// default colours); monochrome when `no_color`.
     pub fn load(name: &str, no_color: bool) -> Result<Theme> {
-        let name = if no_color { "monochrome" } else { name };
+        let name = match name {
+            _ if no_color => "monochrome",
+            AUTO => "default",
+            other => other,
+        };
         if let Some((_, text)) = THEMES.iter().find(|(n, _)| *n == name) {
             return Theme::parse(&format!("assets/themes/{name}.toml"), text);
         }
@@ -202,6 +249,17 @@ mod tests {
         let theme = Theme::load("high-contrast", true).unwrap_or_else(|e| panic!("{e:#}"));
         assert_eq!(theme, Theme::monochrome());
         assert!(theme.error.fg.is_none());
+    }
+
+    #[test]
+    fn auto_is_high_contrast_in_the_projector_layout_unless_a_theme_is_named_or_no_color() {
+        let auto = Themes::load(AUTO, false).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(auto.of(Presentation::Normal), &Theme::colored());
+        assert_eq!(auto.of(Presentation::Projector), &Theme::shipped("high-contrast"));
+        let named = Themes::load("default", false).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(named.of(Presentation::Projector), &Theme::colored());
+        let no_color = Themes::load(AUTO, true).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(no_color.of(Presentation::Projector), &Theme::monochrome());
     }
 
     #[test]

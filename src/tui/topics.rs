@@ -9,7 +9,7 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, scroll};
+use super::layout::{block, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, fit, rate, retention};
 
@@ -46,6 +46,9 @@ impl PaneView for TopicsPane {
 }
 
 fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
+    if app.projector() {
+        return draw_projector(frame, area, app);
+    }
     let t = &app.theme;
     let topics = app.visible_topics();
     let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
@@ -118,5 +121,61 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     }
     let header = Row::new(header).style(t.column_header);
     frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    layout
+}
+
+/// For a room: name, partitions, replication factor and under-replicated partitions
+/// (✗ offline ones), spaced.
+fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
+    let t = &app.theme;
+    let topics = app.visible_topics();
+    let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
+    let inner = block.inner(area);
+    let height = rows_in(inner.height.saturating_sub(1), 2);
+    let cursor = app.cursor(Pane::Topics);
+    let first = scroll(cursor, height);
+    // What the three number columns and their gaps leave to the names.
+    let name_width = (inner.width as usize).saturating_sub(5 + 2 + 6 + 3 * 3).clamp(8, 40);
+    let layout = PaneLayout::spaced(Pane::Topics, area, inner, first, topics.len(), 2);
+    let rows = topics.iter().enumerate().skip(first).take(height).map(|(i, tp)| {
+        let name_style = if tp.offline > 0 {
+            t.error
+        } else if tp.internal {
+            t.dim
+        } else {
+            t.text
+        };
+        let urp = if tp.offline > 0 {
+            format!("{} ✗{}", tp.under_replicated, tp.offline)
+        } else {
+            tp.under_replicated.to_string()
+        };
+        let urp_style = if tp.offline > 0 {
+            t.error
+        } else if tp.under_replicated > 0 {
+            t.warn
+        } else {
+            t.text
+        };
+        let row = spaced_row(Row::new(vec![
+            Cell::from(Span::styled(fit(&tp.name, name_width), name_style)),
+            Cell::from(Line::from(tp.partitions.to_string()).right_aligned()),
+            Cell::from(Line::from(tp.replication_factor.to_string()).right_aligned()),
+            Cell::from(Line::from(Span::styled(urp, urp_style)).right_aligned()),
+        ]));
+        if i == cursor { row.style(t.selected) } else { row }
+    });
+    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
+    let header = Row::new(vec![Cell::from("TOPIC"), right("PARTS"), right("RF"), right("URP")]).style(t.column_header);
+    let widths = [
+        Constraint::Length(name_width as u16),
+        Constraint::Length(5),
+        Constraint::Length(2),
+        Constraint::Length(6),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        area,
+    );
     layout
 }

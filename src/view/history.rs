@@ -319,6 +319,7 @@ mod tests {
             high_watermark: None,
             log_start_offset: None,
             under_replicated: false,
+            min_insync_replicas: None,
             changed_at: None,
         }
     }

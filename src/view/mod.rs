@@ -170,6 +170,8 @@ pub struct PartitionRow {
     pub high_watermark: Option<i64>,
     pub log_start_offset: Option<i64>,
     pub under_replicated: bool,
+    /// The topic's `min.insync.replicas`, when the source tells it.
+    pub min_insync_replicas: Option<i32>,
     pub changed_at: Option<DateTime<Utc>>,
 }
 

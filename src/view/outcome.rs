@@ -85,6 +85,9 @@ pub const NO_DEMO_EXTERNAL: &str = "an external cluster has no demo workload";
 pub fn embedded_only(command: &super::Command) -> String {
     format!("{command}: only the embedded cluster can do this")
 }
+/// Why a trainer's control (freeze, slow motion, live settings, the workload's acks) is not
+/// offered: the source shows no clock or settings to change.
+pub const NO_CONTROLS: &str = "only the embedded cluster has a clock and live settings to change";
 /// The console's words when the source has no demo to pause.
 pub const NO_DEMO_WORKLOAD: &str = "this cluster has no demo workload";
 pub const NO_DEMO: &str = "this console runs without the demo workload (--no-demo)";

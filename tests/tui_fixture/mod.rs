@@ -14,7 +14,7 @@ use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, EventClass,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EventClass,
     GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
     Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
@@ -55,6 +55,7 @@ fn partition(topic: &str, p: i32, leader: Option<i32>, replicas: Vec<ReplicaRow>
         preferred_leader: preferred,
         high_watermark: leader.map(|_| 1200 + i64::from(p)),
         log_start_offset: leader.map(|_| 0),
+        min_insync_replicas: Some(if topic == "page-views" { 2 } else { 1 }),
         changed_at: None,
     }
 }
@@ -276,8 +277,22 @@ pub fn view() -> ClusterView {
         ],
         demo: Some(true),
         problems: Vec::new(),
-        controls: None,
+        controls: Some(controls()),
         workload: None,
+    }
+}
+
+/// The embedded cluster's clock running in real time and Kafka's default settings.
+pub fn controls() -> Controls {
+    Controls {
+        frozen: false,
+        slow_motion: 1,
+        auto_rebalance: true,
+        unclean_election: false,
+        balanced_election: false,
+        replica_lag_time_max_ms: 6000,
+        broker_session_timeout_ms: 3000,
+        producer_acks: None,
     }
 }
 
@@ -288,6 +303,7 @@ pub fn external_view() -> ClusterView {
     v.cluster_name = "prod-eu".into();
     v.source = SourceKind::External;
     v.demo = None;
+    v.controls = None;
     for b in &mut v.brokers {
         b.throughput = Throughput::Messages {
             in_per_sec: if b.status == BrokerStatus::Online { 201.0 } else { 0.0 },

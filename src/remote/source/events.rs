@@ -202,6 +202,7 @@ mod tests {
             high_watermark: None,
             log_start_offset: None,
             under_replicated: isr.len() < 3,
+            min_insync_replicas: None,
             changed_at: None,
         }
     }

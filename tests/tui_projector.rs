@@ -1,0 +1,337 @@
+//! A trainer in front of a room: a pane maximised, the projector layout (few big, spaced
+//! columns), the cluster's clock and settings in the header, and the live toggles, each
+//! resolved from what the view says now.
+
+mod tui_fixture;
+
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use kdeck::config::{ConsoleConfig, Presentation};
+use kdeck::tui::Pane;
+use kdeck::tui::theme::{Theme, Themes};
+use kdeck::view::{ClusterView, Command, Controls};
+use ratatui::style::Modifier;
+use tui_fixture::{Harness, controls, default_keys, external_harness, harness, harness_with, now, view};
+
+/// The fixture with the clock and settings changed by `change`.
+fn with_controls(change: impl FnOnce(&mut Controls)) -> ClusterView {
+    let mut v = view();
+    let mut c = controls();
+    change(&mut c);
+    v.controls = Some(c);
+    v
+}
+
+/// Shows `view` to the console, as a new snapshot of the cluster would.
+fn show(h: &mut Harness, view: ClusterView) {
+    h.set_view(Arc::new(view));
+}
+
+fn note(h: &Harness) -> String {
+    h.app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default()
+}
+
+#[test]
+fn maximise_gives_the_focused_pane_the_whole_body_and_again_restores() {
+    let mut h = harness();
+    for digit in ['1', '2', '3', '4', '5', '6'] {
+        h.press(KeyCode::Char(digit));
+        h.press(KeyCode::Char('Z'));
+        let buffer = tui_fixture::draw(&mut h.console, 100, 30);
+        let panes = &h.app.layout.panes;
+        assert_eq!(panes.len(), 1, "{digit}: one pane");
+        assert_eq!(panes[0].pane, h.app.focus);
+        // Header (2 lines) and footer (1 line) stay.
+        assert_eq!(panes[0].area, ratatui::layout::Rect::new(0, 2, 100, 27), "{digit}");
+        let text = tui_fixture::text(&buffer);
+        assert!(text.starts_with(" kdeck · cluster training"), "{text}");
+        h.press(KeyCode::Char('Z'));
+        tui_fixture::draw(&mut h.console, 100, 30);
+        assert!(h.app.layout.panes.len() >= 3, "{digit}: restored");
+    }
+}
+
+#[test]
+fn a_click_in_a_maximised_pane_selects_the_row_under_it() {
+    let mut h = harness();
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('Z'));
+    assert_draw!("maximised_partitions_100x30", h, 100, 30);
+    let rows = h.app.layout.panes[0].rows.expect("partitions are rows");
+    h.mouse(
+        MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: rows.x + 2,
+            row: rows.y + 2,
+            modifiers: KeyModifiers::NONE,
+        },
+        now(),
+    );
+    assert_eq!(h.app.focus, Pane::Partitions);
+    assert_eq!(h.app.selected_partition().map(|p| p.partition), Some(2));
+}
+
+#[test]
+fn projector_layout_at_100x30() {
+    let mut h = harness();
+    h.press(KeyCode::Char('P'));
+    assert_eq!(h.app.presentation, Presentation::Projector);
+    assert_draw!("projector_100x30", h, 100, 30);
+    let panes = h.app.layout.panes.clone();
+    let on: Vec<Pane> = panes.iter().map(|p| p.pane).collect();
+    assert_eq!(on, vec![Pane::Brokers, Pane::Topics, Pane::Partitions, Pane::Events]);
+    for line in 2..29 {
+        let side_by_side = panes
+            .iter()
+            .filter(|p| line >= p.area.y && line < p.area.y + p.area.height)
+            .count();
+        assert!(side_by_side <= 2, "line {line}: {side_by_side} panes side by side");
+    }
+    h.press(KeyCode::Char('P'));
+    assert_eq!(h.app.presentation, Presentation::Normal);
+    tui_fixture::draw(&mut h.console, 120, 40);
+    assert_eq!(h.app.layout.panes.len(), 6, "the whole dashboard again");
+}
+
+#[test]
+fn the_projector_layout_spaces_rows_and_a_click_still_finds_them() {
+    let console = ConsoleConfig {
+        layout: Presentation::Projector,
+        ..ConsoleConfig::default()
+    };
+    let mut h = harness_with(view(), console, default_keys(), Theme::colored());
+    assert!(h.app.projector(), "[console] layout = \"projector\" starts in it");
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    // Wide role glyphs, and incidents only in Events.
+    assert!(text.contains("★ 0  ✗ 1  ● 2"), "{text}");
+    assert!(text.contains("▸ broker 1 down"), "{text}");
+    assert!(!text.contains("produce to clicks-1 rejected"), "{text}");
+    let brokers = h
+        .app
+        .layout
+        .panes
+        .iter()
+        .find(|p| p.pane == Pane::Brokers)
+        .copied()
+        .expect("brokers drawn");
+    let rows = brokers.rows.expect("brokers are rows");
+    assert_eq!(brokers.stride, 2);
+    // The third broker is two rows down: four lines.
+    h.mouse(
+        MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: rows.x + 1,
+            row: rows.y + 4,
+            modifiers: KeyModifiers::NONE,
+        },
+        now(),
+    );
+    assert_eq!(h.app.selected_broker().map(|b| b.id), Some(2));
+}
+
+#[test]
+fn the_projector_layout_is_high_contrast_unless_a_theme_is_named() {
+    let themes = Themes::load("auto", false).expect("shipped themes");
+    let mut h = harness();
+    h.console.app = kdeck::tui::app::App::new(
+        h.source.capabilities,
+        Arc::new(view()),
+        kdeck::tui::keymap::Keymap::from_config(&default_keys()).expect("keys"),
+        Theme::colored(),
+        ConsoleConfig::default(),
+        tui_fixture::tz(),
+        None,
+    )
+    .with_themes(themes.clone());
+    assert_eq!(h.app.theme, themes.normal);
+    h.press(KeyCode::Char('P'));
+    assert_eq!(h.app.theme, Theme::load("high-contrast", false).expect("shipped"));
+    h.press(KeyCode::Char('P'));
+    assert_eq!(h.app.theme, Theme::colored());
+}
+
+#[test]
+fn the_header_shows_the_clock_frozen_or_slowed_and_the_changed_settings() {
+    let mut h = harness();
+    show(
+        &mut h,
+        with_controls(|c| {
+            c.frozen = true;
+            c.slow_motion = 3;
+            c.auto_rebalance = false;
+            c.unclean_election = true;
+            c.producer_acks = Some(-1);
+        }),
+    );
+    let buffer = tui_fixture::draw(&mut h.console, 120, 40);
+    let text = tui_fixture::text(&buffer);
+    let header: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    insta::assert_snapshot!("header_frozen_slow", header);
+    let frozen = text
+        .lines()
+        .next()
+        .and_then(|l| l.find("FROZEN"))
+        .expect("FROZEN shown");
+    let x = u16::try_from(text.lines().next().map_or(0, |l| l[..frozen].chars().count())).expect("fits");
+    assert!(
+        buffer[(x, 0)].modifier.contains(Modifier::REVERSED),
+        "FROZEN is reversed, unmissable"
+    );
+
+    show(&mut h, with_controls(|_| {}));
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    let header: String = text.lines().take(2).collect();
+    for quiet in ["FROZEN", "SLOW", "auto-rebalance", "unclean", "acks="] {
+        assert!(!header.contains(quiet), "{quiet} with default settings: {header}");
+    }
+}
+
+#[test]
+fn an_external_cluster_shows_no_trainer_state() {
+    let mut h = external_harness(false);
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    let header: String = text.lines().take(2).collect();
+    assert!(!header.contains("FROZEN") && !header.contains("acks="), "{header}");
+}
+
+#[test]
+fn f_freezes_a_running_clock_and_thaws_a_frozen_one() {
+    let mut h = harness();
+    h.press(KeyCode::Char('F'));
+    show(&mut h, with_controls(|c| c.frozen = true));
+    h.press(KeyCode::Char('F'));
+    assert_eq!(h.source.commands(), vec![Command::Freeze, Command::Thaw]);
+}
+
+#[test]
+fn slow_motion_steps_through_its_factors_and_back() {
+    let mut h = harness();
+    h.press(KeyCode::Char('>'));
+    assert_eq!(h.source.commands(), vec![Command::SlowMotion { factor: 2 }]);
+    h.press(KeyCode::Char('<'));
+    assert!(note(&h).contains("real time already"), "{}", note(&h));
+    assert_eq!(h.source.commands().len(), 1, "nothing faster than real time");
+    show(&mut h, with_controls(|c| c.slow_motion = 3));
+    h.press(KeyCode::Char('>'));
+    h.press(KeyCode::Char('<'));
+    show(&mut h, with_controls(|c| c.slow_motion = 10));
+    h.press(KeyCode::Char('>'));
+    assert!(note(&h).contains("slowest"), "{}", note(&h));
+    h.press(KeyCode::Char('<'));
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::SlowMotion { factor: 2 },
+            Command::SlowMotion { factor: 5 },
+            Command::SlowMotion { factor: 2 },
+            Command::SlowMotion { factor: 5 },
+        ]
+    );
+}
+
+#[test]
+fn r_and_u_toggle_auto_rebalance_and_unclean_election() {
+    let mut h = harness();
+    h.press(KeyCode::Char('R'));
+    h.press(KeyCode::Char('U'));
+    show(
+        &mut h,
+        with_controls(|c| {
+            c.auto_rebalance = false;
+            c.unclean_election = true;
+        }),
+    );
+    h.press(KeyCode::Char('R'));
+    h.press(KeyCode::Char('U'));
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::SetAutoRebalance(false),
+            Command::SetUncleanElection {
+                topic: None,
+                enabled: true
+            },
+            Command::SetAutoRebalance(true),
+            Command::SetUncleanElection {
+                topic: None,
+                enabled: false
+            },
+        ]
+    );
+}
+
+#[test]
+fn plus_and_minus_move_the_selected_topics_min_insync_within_one_and_its_rf() {
+    let mut h = harness();
+    h.press(KeyCode::Char('+'));
+    assert!(note(&h).contains("focus Topics"), "{}", note(&h));
+    h.press(KeyCode::Char('2'));
+    // page-views: RF 3, min.insync.replicas 2.
+    h.press(KeyCode::Char('+'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::SetMinInsync {
+            topic: "page-views".into(),
+            value: 3
+        }]
+    );
+    let mut at_rf = view();
+    for p in at_rf.partitions.iter_mut().filter(|p| p.topic == "page-views") {
+        p.min_insync_replicas = Some(3);
+    }
+    show(&mut h, at_rf);
+    h.press(KeyCode::Char('+'));
+    assert_eq!(h.source.commands().len(), 1, "more than RF refused");
+    assert!(note(&h).contains("could never be met"), "{}", note(&h));
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('-'));
+    // clicks: min.insync.replicas 1.
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('-'));
+    assert!(note(&h).contains("1 already"), "{}", note(&h));
+    assert_eq!(
+        h.source.commands().last(),
+        Some(&Command::SetMinInsync {
+            topic: "page-views".into(),
+            value: 2
+        })
+    );
+    assert_eq!(h.source.commands().len(), 2);
+}
+
+#[test]
+fn a_cycles_the_producers_acks_all_one_zero() {
+    let mut h = harness();
+    h.press(KeyCode::Char('a'));
+    assert!(note(&h).contains("no workload producer"), "{}", note(&h));
+    for acks in [-1, 1, 0] {
+        show(&mut h, with_controls(|c| c.producer_acks = Some(acks)));
+        h.press(KeyCode::Char('a'));
+    }
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::SetProducerAcks(1),
+            Command::SetProducerAcks(0),
+            Command::SetProducerAcks(-1)
+        ]
+    );
+}
+
+#[test]
+fn an_external_cluster_refuses_every_toggle_with_a_note() {
+    let mut h = external_harness(false);
+    h.press(KeyCode::Char('2'));
+    for key in ['F', '>', '<', 'R', 'U', '+', '-', 'a'] {
+        h.app.status = None;
+        h.press(KeyCode::Char(key));
+        assert!(note(&h).contains("only the embedded cluster"), "{key}: {}", note(&h));
+    }
+    assert!(h.source.commands().is_empty(), "{:?}", h.source.commands());
+    // Presentation is the console's own: it works on any cluster.
+    h.press(KeyCode::Char('P'));
+    h.press(KeyCode::Char('Z'));
+    assert!(h.app.projector() && h.app.maximized);
+}
