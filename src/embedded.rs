@@ -30,7 +30,8 @@ use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupOffsetRow,
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
+    GroupOffsetRow,
     GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind,
     TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
 };
@@ -538,6 +539,17 @@ impl ViewBuilder {
                             ReplicaRole::OutOfSync
                         },
                         log_end_offset: r.log_end_offset,
+                        log_start_offset: r.log_start_offset,
+                        high_watermark: r.high_watermark,
+                        epochs: r
+                            .epochs
+                            .iter()
+                            .map(|e| EpochStart {
+                                epoch: e.epoch,
+                                start_offset: e.start_offset,
+                            })
+                            .collect(),
+                        caught_up_ms_ago: r.caught_up_ms_ago,
                     })
                     .collect(),
                 isr: p.isr.clone(),
@@ -546,6 +558,7 @@ impl ViewBuilder {
                 log_start_offset: p.log_start_offset,
                 under_replicated: p.under_replicated,
                 changed_at: None,
+                min_insync_replicas: Some(p.min_insync_replicas),
             })
             .collect();
         let groups: Vec<GroupRow> = snapshot
@@ -937,6 +950,10 @@ mod view_builder_tests {
                         broker,
                         role: ReplicaRole::InSync,
                         log_end_offset: None,
+                        log_start_offset: None,
+                        high_watermark: None,
+                        epochs: Vec::new(),
+                        caught_up_ms_ago: None,
                     })
                     .collect(),
                 isr: isr.to_vec(),
@@ -945,6 +962,7 @@ mod view_builder_tests {
                 log_start_offset: None,
                 under_replicated: isr.len() < 3,
                 changed_at: None,
+                min_insync_replicas: None,
             }
         }
 

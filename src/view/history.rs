@@ -320,6 +320,7 @@ mod tests {
             log_start_offset: None,
             under_replicated: false,
             changed_at: None,
+            min_insync_replicas: None,
         }
     }
 

@@ -155,6 +155,25 @@ pub struct ReplicaRow {
     pub role: ReplicaRole,
     /// The replica's log end offset, when its broker reports one.
     pub log_end_offset: Option<i64>,
+    /// The replica's own log start offset, when known.
+    pub log_start_offset: Option<i64>,
+    /// The replica's own high watermark, when known: a follower's lags the leader's.
+    pub high_watermark: Option<i64>,
+    /// The replica's leader-epoch cache, oldest first: which offsets each leader epoch
+    /// wrote (empty when the source cannot tell).
+    pub epochs: Vec<EpochStart>,
+    /// How long ago the leader last saw this follower caught up to its log end (Kafka's
+    /// `lastCaughtUpTimeMs`, on which an ISR shrink is decided); `None` for the leader or
+    /// when unknown.
+    pub caught_up_ms_ago: Option<u64>,
+}
+
+/// One entry of a leader-epoch cache: `epoch` wrote from `start_offset` up to the next
+/// entry's start (or the log end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochStart {
+    pub epoch: i32,
+    pub start_offset: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +190,8 @@ pub struct PartitionRow {
     pub log_start_offset: Option<i64>,
     pub under_replicated: bool,
     pub changed_at: Option<DateTime<Utc>>,
+    /// The topic's `min.insync.replicas`, when the source knows it.
+    pub min_insync_replicas: Option<i32>,
 }
 
 impl PartitionRow {
@@ -188,6 +209,11 @@ impl PartitionRow {
 
     pub fn preferred_leads(&self) -> bool {
         self.leader == Some(self.preferred_leader)
+    }
+
+    /// The replica on `broker`.
+    pub fn replica(&self, broker: BrokerId) -> Option<&ReplicaRow> {
+        self.replicas.iter().find(|r| r.broker == broker)
     }
 
     /// The leader's log end offset.
