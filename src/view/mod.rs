@@ -8,6 +8,8 @@
 //!   commands and message tails;
 //! - [`history`]: bounded histories, rates from counter samples, change times, lag totals;
 //! - [`timeline`]: the bounded event ring and the sentence of every timeline event;
+//! - [`explain`]: why the cluster is as it is (a partition's HW and leader, a broker's
+//!   fencing, a group's rebalance, a rejected produce), in Kafka's own terms;
 //! - [`outcome`]: the sentence of every command outcome.
 //!
 //! Nothing here imports the engine's internals: a source for an external cluster needs no
@@ -16,6 +18,7 @@
 //! checks a name the way the cluster will, and [`OffsetSpec`], the one name of a ListOffsets
 //! lookup (earliest, latest, by time) and of its -2/-1 wire encoding.
 
+pub mod explain;
 pub mod history;
 pub mod outcome;
 pub mod source;
