@@ -12,7 +12,7 @@ use super::Pane;
 use super::app::{App, Screen};
 use super::overlay::Overlay;
 use super::pane::{PaneLayout, view_of};
-use super::{dialog, footer, header, help, messages};
+use super::{dialog, explain, footer, header, help, messages, replica_log};
 
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
@@ -61,6 +61,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
                 compact(frame, rows[1], app, now, &mut layout);
             }
         }
+        Screen::ReplicaLog { topic, partition } => replica_log::draw(frame, rows[1], app, topic, *partition),
     }
     footer::draw(frame, rows[2], app, now);
     for overlay in &app.overlays {
@@ -69,6 +70,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
             Overlay::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
             Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
             Overlay::Detail(record) => messages::draw_detail(frame, area, app, record),
+            Overlay::Explain { target, scroll } => explain::draw(frame, area, app, target, *scroll),
             Overlay::Caption { title, text } => dialog::draw_caption(frame, rows[1], app, title, text),
             Overlay::Filter => {}
         }
