@@ -31,9 +31,8 @@ use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
-    GroupOffsetRow,
-    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind,
-    TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
+    SourceKind, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};

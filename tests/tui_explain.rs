@@ -55,10 +55,13 @@ fn e_on_a_partition_explains_it_l_pictures_its_log_and_esc_returns() {
     h.press(KeyCode::Char('e'));
     assert!(matches!(h.app.overlay(), Some(Overlay::Explain { .. })));
     h.press(KeyCode::Esc);
-    assert_eq!(h.app.screen(), &Screen::ReplicaLog {
-        topic: "page-views".into(),
-        partition: 0
-    });
+    assert_eq!(
+        h.app.screen(),
+        &Screen::ReplicaLog {
+            topic: "page-views".into(),
+            partition: 0
+        }
+    );
     h.press(KeyCode::Esc);
     assert_eq!(h.app.screen(), &Screen::Dashboard);
 }
@@ -130,7 +133,14 @@ fn epochs(list: &[(i32, i64)]) -> Vec<EpochStart> {
         .collect()
 }
 
-fn replica(broker: i32, role: ReplicaRole, leo: i64, hw: i64, list: &[(i32, i64)], caught_up: Option<u64>) -> ReplicaRow {
+fn replica(
+    broker: i32,
+    role: ReplicaRole,
+    leo: i64,
+    hw: i64,
+    list: &[(i32, i64)],
+    caught_up: Option<u64>,
+) -> ReplicaRow {
     ReplicaRow {
         broker,
         role,
@@ -181,7 +191,12 @@ fn orders(truncated: bool) -> ClusterView {
 
 #[test]
 fn the_replica_log_of_a_diverged_follower_before_and_after_it_truncates() {
-    let mut h = harness_with(orders(false), ConsoleConfig::default(), default_keys(), Theme::colored());
+    let mut h = harness_with(
+        orders(false),
+        ConsoleConfig::default(),
+        default_keys(),
+        Theme::colored(),
+    );
     h.act(
         kdeck::tui::action::Action::ReplicaLog {
             topic: "orders".into(),
@@ -196,7 +211,12 @@ fn the_replica_log_of_a_diverged_follower_before_and_after_it_truncates() {
 
 #[test]
 fn without_colour_the_epochs_read_by_their_numbers() {
-    let mut h = harness_with(orders(false), ConsoleConfig::default(), default_keys(), Theme::monochrome());
+    let mut h = harness_with(
+        orders(false),
+        ConsoleConfig::default(),
+        default_keys(),
+        Theme::monochrome(),
+    );
     h.act(
         kdeck::tui::action::Action::ReplicaLog {
             topic: "orders".into(),

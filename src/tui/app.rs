@@ -69,7 +69,10 @@ impl Status {
 pub enum Screen {
     Dashboard,
     /// One partition's replicated log: a strip per replica (see `replica_log`).
-    ReplicaLog { topic: String, partition: i32 },
+    ReplicaLog {
+        topic: String,
+        partition: i32,
+    },
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -679,7 +682,10 @@ impl App {
                         partition: *partition,
                     },
                 }),
-                _ => Err(format!("{} goes back to the dashboard", self.keymap.hint(Binding::Back))),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
             };
         }
         if binding.tail_only() && self.focus != Pane::Messages {
@@ -832,7 +838,9 @@ impl App {
                 group: g.group_id.clone(),
             }),
             Pane::Events => match self.event_rows().get(self.cursor(Pane::Events)) {
-                Some(EventRow::Event(e) | EventRow::Member(e, _)) => Some(ExplainTarget::Event { text: e.text.clone() }),
+                Some(EventRow::Event(e) | EventRow::Member(e, _)) => {
+                    Some(ExplainTarget::Event { text: e.text.clone() })
+                }
                 Some(EventRow::Incident { at, .. }) => timeline::incidents(&self.timeline())
                     .into_iter()
                     .find(|i| i.at == *at)

@@ -27,7 +27,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
     let total = lines.len();
     let shown = popup.height.saturating_sub(2) as usize;
     let scroll = scroll.min(total.saturating_sub(shown) as u16);
-    let more = if total > shown { " · ↑↓ PgUp PgDn scroll" } else { "" };
+    let more = if total > shown {
+        " · ↑↓ PgUp PgDn scroll"
+    } else {
+        ""
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
         Paragraph::new(lines).scroll((scroll, 0)).block(

@@ -53,10 +53,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
         };
         // Keys the source does not offer get no hint; pressing them explains why.
-        for (binding, label) in hints
-            .iter()
-            .filter(|(b, _)| app.unavailable(*b).is_none())
-        {
+        for (binding, label) in hints.iter().filter(|(b, _)| app.unavailable(*b).is_none()) {
             let item = format!(" {} {label} ", app.keymap.hint(*binding));
             let w = item.chars().count();
             if used + w > width {

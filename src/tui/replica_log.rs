@@ -30,10 +30,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i3
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.focused_border)
-        .title(Line::styled(
-            format!(" Replicated log · {tp} · {back} back "),
-            t.title,
-        ));
+        .title(Line::styled(format!(" Replicated log · {tp} · {back} back "), t.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let Some(p) = app
@@ -214,7 +211,11 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
         Span::styled("│HW ┘LEO", t.dim),
         Span::styled("  epochs:", t.dim),
     ];
-    let mut epochs: Vec<i32> = p.replicas.iter().flat_map(|r| r.epochs.iter().map(|e| e.epoch)).collect();
+    let mut epochs: Vec<i32> = p
+        .replicas
+        .iter()
+        .flat_map(|r| r.epochs.iter().map(|e| e.epoch))
+        .collect();
     epochs.sort_unstable();
     epochs.dedup();
     for e in epochs {
@@ -290,7 +291,10 @@ fn strip(
         // The epoch's number where its run starts, when it fits with a cell to spare.
         if !label.is_empty() && run > label.chars().count() {
             let style = epoch.map_or(t.text, |e| t.epoch(e));
-            spans.push(Span::styled(label.clone(), style.add_modifier(ratatui::style::Modifier::REVERSED)));
+            spans.push(Span::styled(
+                label.clone(),
+                style.add_modifier(ratatui::style::Modifier::REVERSED),
+            ));
             i = label.chars().count();
         }
         while i < run {

@@ -97,9 +97,7 @@ pub fn out_of_sync(broker: BrokerId, caught_up_ms_ago: Option<u64>, lag_time_max
         (None, Some(max)) => format!(
             "broker {broker} has not caught up to the leader's LEO in this leader epoch, for more than replica.lag.time.max.ms {max}"
         ),
-        (None, None) => format!(
-            "broker {broker} has not caught up to the leader's LEO within replica.lag.time.max.ms"
-        ),
+        (None, None) => format!("broker {broker} has not caught up to the leader's LEO within replica.lag.time.max.ms"),
     }
 }
 
@@ -144,9 +142,7 @@ pub fn preferred_rule(leader: Option<BrokerId>, preferred: BrokerId, auto_rebala
     }
     let back = match auto_rebalance {
         Some(true) => "auto.leader.rebalance.enable is on: the controller moves leadership back once it is in the ISR",
-        Some(false) => {
-            "auto.leader.rebalance.enable is off: a preferred-leader election moves leadership back"
-        }
+        Some(false) => "auto.leader.rebalance.enable is off: a preferred-leader election moves leadership back",
         None => "a preferred-leader election (or auto.leader.rebalance.enable) moves leadership back",
     };
     format!("the preferred leader is broker {preferred} (first in the assignment), not leading: {back}")
@@ -217,14 +213,24 @@ pub fn diverged(broker: BrokerId, truncate_to: i64, leo: i64) -> String {
 /// Why a partition's HW, ISR and leader are what they are.
 pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation {
     let tp = partition_name(topic, partition);
-    let Some(p) = view.partitions.iter().find(|p| p.topic == topic && p.partition == partition) else {
+    let Some(p) = view
+        .partitions
+        .iter()
+        .find(|p| p.topic == topic && p.partition == partition)
+    else {
         let mut e = Explanation::new(tp.clone());
-        e.say(format!("{tp} is not in the cluster's metadata (deleted, or not created yet)"));
+        e.say(format!(
+            "{tp} is not in the cluster's metadata (deleted, or not created yet)"
+        ));
         return e;
     };
     let controls = view.controls;
     let leader = p.leader.map_or("none".to_string(), |l| l.to_string());
-    let mut e = Explanation::new(format!("{tp}: leader {leader}, epoch {}, ISR {}", p.leader_epoch, ids(&p.isr)));
+    let mut e = Explanation::new(format!(
+        "{tp}: leader {leader}, epoch {}, ISR {}",
+        p.leader_epoch,
+        ids(&p.isr)
+    ));
 
     e.heading("High watermark");
     for r in &p.replicas {
@@ -295,7 +301,11 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
             ids(&down)
         ));
     }
-    e.say(preferred_rule(p.leader, p.preferred_leader, controls.map(|c| c.auto_rebalance)));
+    e.say(preferred_rule(
+        p.leader,
+        p.preferred_leader,
+        controls.map(|c| c.auto_rebalance),
+    ));
     if let Some(c) = controls {
         e.say(unclean_rule(c.unclean_election));
     }
@@ -328,7 +338,10 @@ pub fn replica_line(view: &ClusterView, p: &PartitionRow, r: &ReplicaRow) -> Str
     } else {
         let why = match (r.caught_up_ms_ago, view.controls) {
             (Some(ago), _) => format!("last caught up {} ago", seconds(ago)),
-            (None, Some(c)) => format!("not caught up for replica.lag.time.max.ms {}", c.replica_lag_time_max_ms),
+            (None, Some(c)) => format!(
+                "not caught up for replica.lag.time.max.ms {}",
+                c.replica_lag_time_max_ms
+            ),
             (None, None) => "not caught up".to_string(),
         };
         text.push_str(&format!(", out of ISR: {why}"));
@@ -455,7 +468,11 @@ fn listed(names: &[String], one: &str, many: &str) -> String {
     match names.len() {
         0 => format!("no {many}"),
         n => {
-            let mut text = format!("{n} {}: {}", if n == 1 { one } else { many }, names[..n.min(SHOWN)].join(", "));
+            let mut text = format!(
+                "{n} {}: {}",
+                if n == 1 { one } else { many },
+                names[..n.min(SHOWN)].join(", ")
+            );
             if n > SHOWN {
                 text.push_str(&format!(" and {} more", n - SHOWN));
             }
@@ -468,20 +485,34 @@ fn listed(names: &[String], one: &str, many: &str) -> String {
 pub fn group(view: &ClusterView, id: &str) -> Explanation {
     let Some(g) = view.groups.iter().find(|g| g.group_id == id) else {
         let mut e = Explanation::new(format!("group {id}"));
-        e.say(format!("group {id} is not known to the cluster (gone, or never joined)"));
+        e.say(format!(
+            "group {id} is not known to the cluster (gone, or never joined)"
+        ));
         return e;
     };
     let mut e = Explanation::new(format!("group {id}: {}, generation {}", g.state, g.generation));
     e.heading("State");
     e.say(group_state(g));
-    e.say(format!("coordinator: broker {}; protocol {}", g.coordinator, or_none(&g.protocol)));
+    e.say(format!(
+        "coordinator: broker {}; protocol {}",
+        g.coordinator,
+        or_none(&g.protocol)
+    ));
     e.heading("Members");
     if g.members.is_empty() {
         e.say("no members".into());
     }
     for m in &g.members {
         let parts: Vec<String> = m.assignment.iter().map(|(t, p)| partition_name(t, *p)).collect();
-        e.say(format!("{}: {}", m.member_id, if parts.is_empty() { "nothing assigned".into() } else { parts.join(", ") }));
+        e.say(format!(
+            "{}: {}",
+            m.member_id,
+            if parts.is_empty() {
+                "nothing assigned".into()
+            } else {
+                parts.join(", ")
+            }
+        ));
     }
     e.heading("Last rebalance");
     let mine: Vec<&ViewEvent> = view.events.iter().filter(|ev| is_about_group(&ev.text, id)).collect();
@@ -568,7 +599,11 @@ pub fn produce_failure(view: &ClusterView, text: &str) -> Explanation {
             "{} has no live leader: no live ISR member (ISR {}); down: {}",
             partition_name(&p.topic, p.partition),
             ids(&p.isr),
-            if down.is_empty() { "none".into() } else { down.join(", ") }
+            if down.is_empty() {
+                "none".into()
+            } else {
+                down.join(", ")
+            }
         ));
         if let Some(c) = view.controls {
             e.say(unclean_rule(c.unclean_election));
@@ -614,7 +649,11 @@ pub fn event(view: &ClusterView, event: &ViewEvent) -> Explanation {
         _ if event.text.starts_with("produce to") || event.text.contains("NOT_ENOUGH_REPLICAS") => {
             return produce_failure(view, &event.text);
         }
-        _ => match (group_in(&event.text), partition_in(view, &event.text), broker_in(&event.text)) {
+        _ => match (
+            group_in(&event.text),
+            partition_in(view, &event.text),
+            broker_in(&event.text),
+        ) {
             (Some(g), _, _) => group(view, g),
             (None, Some(p), _) => partition(view, &p.topic, p.partition),
             (None, None, Some(b)) => broker(view, b),
@@ -727,12 +766,18 @@ mod tests {
                 EventClass::Fenced(3),
                 "broker 3 fenced: missed heartbeats for the session timeout",
             ),
-            ev(EventClass::LeaderMoved, "leader orders-0: 3 -> 1, epoch 4 (leader unavailable)"),
+            ev(
+                EventClass::LeaderMoved,
+                "leader orders-0: 3 -> 1, epoch 4 (leader unavailable)",
+            ),
             ev(
                 EventClass::Other,
                 "group billing: member billing-2 removed (session timed out: no heartbeat)",
             ),
-            ev(EventClass::Other, "group billing rebalanced: generation 8, 1 members (range)"),
+            ev(
+                EventClass::Other,
+                "group billing rebalanced: generation 8, 1 members (range)",
+            ),
             ev(
                 EventClass::ProduceRejected,
                 "produce to orders-0 rejected: NotEnoughReplicas: ISR [1] smaller than min.insync.replicas 2",
@@ -755,7 +800,10 @@ mod tests {
     fn the_hw_is_the_smallest_leo_in_the_isr() {
         let e = partition(&view(), "orders", 0);
         assert_eq!(e.title, "orders-0: leader 1, epoch 4, ISR [1]");
-        assert!(e.says("HW = the smallest LEO in the ISR = 1500 (LEOs 1: 1500)"), "{e:#?}");
+        assert!(
+            e.says("HW = the smallest LEO in the ISR = 1500 (LEOs 1: 1500)"),
+            "{e:#?}"
+        );
         assert!(e.says(
             "acks=all needs min.insync.replicas 2 in-sync replicas: the ISR has 1 (1 < 2), so acks=all produces fail with NOT_ENOUGH_REPLICAS (acks=1 still works)"
         ));
@@ -765,7 +813,10 @@ mod tests {
     #[test]
     fn an_out_of_sync_replica_says_why_it_is_out() {
         let e = partition(&view(), "orders", 0);
-        assert!(e.says("broker 2 last caught up 8.1 s ago > replica.lag.time.max.ms 6000"), "{e:#?}");
+        assert!(
+            e.says("broker 2 last caught up 8.1 s ago > replica.lag.time.max.ms 6000"),
+            "{e:#?}"
+        );
         assert!(e.says("broker 3 is down (fenced): it fetches nothing, so it left the ISR"));
     }
 
@@ -784,9 +835,10 @@ mod tests {
     fn a_fenced_broker_says_it_missed_heartbeats() {
         let e = broker(&view(), 3);
         assert_eq!(e.title, "broker 3: fenced");
-        assert!(e.says(
-            "broker 3 is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms 3000"
-        ), "{e:#?}");
+        assert!(
+            e.says("broker 3 is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms 3000"),
+            "{e:#?}"
+        );
         assert!(e.says("event: broker 3 fenced: missed heartbeats for the session timeout"));
         assert!(e.says("the controller is broker 1"));
         assert!(e.says("it leads no partitions"));
@@ -798,7 +850,10 @@ mod tests {
     fn a_group_says_why_it_last_rebalanced() {
         let e = group(&view(), "billing");
         assert_eq!(e.title, "group billing: Stable, generation 8");
-        assert!(e.says("group billing: member billing-2 removed (session timed out: no heartbeat)"), "{e:#?}");
+        assert!(
+            e.says("group billing: member billing-2 removed (session timed out: no heartbeat)"),
+            "{e:#?}"
+        );
         assert!(e.says("group billing rebalanced: generation 8, 1 members (range)"));
         assert!(e.says("billing-1: orders-0"));
     }
@@ -807,7 +862,10 @@ mod tests {
     fn not_enough_replicas_names_the_isr_and_min_insync() {
         let v = view();
         let e = event(&v, &v.events[5]);
-        assert!(e.says("acks=all needs min.insync.replicas 2 in-sync replicas; the ISR of orders-0 is [1] (1 < 2)"), "{e:#?}");
+        assert!(
+            e.says("acks=all needs min.insync.replicas 2 in-sync replicas; the ISR of orders-0 is [1] (1 < 2)"),
+            "{e:#?}"
+        );
         assert_eq!(
             not_enough_replicas("orders", 0, 2, &[1]),
             "acks=all needs min.insync.replicas 2 in-sync replicas; the ISR of orders-0 is [1] (1 < 2)"
@@ -821,7 +879,10 @@ mod tests {
         v.partitions[0].replicas[1].role = ReplicaRole::Offline;
         v.brokers[0].status = BrokerStatus::Killed;
         let e = produce_failure(&v, "produce to orders-0 rejected: LeaderNotAvailable: no leader");
-        assert!(e.says("orders-0 has no live leader: no live ISR member (ISR [1]); down: broker 3 fenced, broker 1 killed"), "{e:#?}");
+        assert!(
+            e.says("orders-0 has no live leader: no live ISR member (ISR [1]); down: broker 3 fenced, broker 1 killed"),
+            "{e:#?}"
+        );
     }
 
     #[test]
@@ -842,7 +903,13 @@ mod tests {
         assert_eq!(truncation_point(&leader, 1250, &[e(3, 0)], 1180), None, "a prefix");
         assert_eq!(truncation_point(&leader, 1250, &[e(3, 0), e(4, 1180)], 1250), None);
         // An epoch the leader never had: cut where the leader's previous epoch ends.
-        assert_eq!(truncation_point(&leader, 1250, &[e(3, 0), e(5, 1190)], 1210), Some(1180));
-        assert_eq!(diverged(2, 1180, 1200), "broker 2 diverged: offsets 1180-1199 are not in the leader's log; will truncate to 1180");
+        assert_eq!(
+            truncation_point(&leader, 1250, &[e(3, 0), e(5, 1190)], 1210),
+            Some(1180)
+        );
+        assert_eq!(
+            diverged(2, 1180, 1200),
+            "broker 2 diverged: offsets 1180-1199 are not in the leader's log; will truncate to 1180"
+        );
     }
 }
