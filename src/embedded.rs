@@ -32,9 +32,9 @@ use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupOffsetRow,
-    GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind,
-    TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
+    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
+    SourceKind, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -640,6 +640,17 @@ impl ViewBuilder {
                             ReplicaRole::OutOfSync
                         },
                         log_end_offset: r.log_end_offset,
+                        log_start_offset: r.log_start_offset,
+                        high_watermark: r.high_watermark,
+                        epochs: r
+                            .epochs
+                            .iter()
+                            .map(|e| EpochStart {
+                                epoch: e.epoch,
+                                start_offset: e.start_offset,
+                            })
+                            .collect(),
+                        caught_up_ms_ago: r.caught_up_ms_ago,
                     })
                     .collect(),
                 isr: p.isr.clone(),
@@ -1041,6 +1052,10 @@ mod view_builder_tests {
                         broker,
                         role: ReplicaRole::InSync,
                         log_end_offset: None,
+                        log_start_offset: None,
+                        high_watermark: None,
+                        epochs: Vec::new(),
+                        caught_up_ms_ago: None,
                     })
                     .collect(),
                 isr: isr.to_vec(),

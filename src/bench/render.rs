@@ -16,8 +16,8 @@ use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
 use crate::tui;
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, OutcomeSender, PartitionRow,
-    ReplicaRole, ReplicaRow, SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
+    BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, EpochStart, OutcomeSender,
+    PartitionRow, ReplicaRole, ReplicaRow, SourceKind, TailBuffer, TailHandle, TailSpec, Throughput, TopicRow,
 };
 
 pub fn run(args: &RenderBenchArgs) -> Result<()> {
@@ -85,6 +85,13 @@ fn large_view(partitions: u32) -> ClusterView {
                     ReplicaRole::InSync
                 },
                 log_end_offset: Some(1_000_000 + i64::from(p)),
+                log_start_offset: Some(0),
+                high_watermark: Some(1_000_000),
+                epochs: vec![EpochStart {
+                    epoch: 3,
+                    start_offset: 0,
+                }],
+                caught_up_ms_ago: (k > 0).then_some(0),
             })
             .collect();
         view.partitions.push(PartitionRow {

@@ -22,7 +22,7 @@ use super::protocol::{
     Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
 };
 use super::{BrokerId, Clock, TopicPartition};
-use crate::storage::{CleanupPolicy, Log, LogConfig};
+use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 
 /// What a broker is doing, as the console shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +93,16 @@ pub struct ReplicaView {
     pub online: bool,
     /// This replica's log end offset, when its broker is up.
     pub log_end_offset: Option<i64>,
+    /// This replica's own log start offset and high watermark (a follower's HW lags the
+    /// leader's), when its broker is up.
+    pub log_start_offset: Option<i64>,
+    pub high_watermark: Option<i64>,
+    /// Its leader-epoch cache, when its broker is up: a handful of entries.
+    pub epochs: Vec<EpochEntry>,
+    /// How long ago the leader last saw this follower caught up to its log end (Kafka's
+    /// `lastCaughtUpTimeMs`); `None` for the leader, or when the leader has not seen it
+    /// caught up in its epoch.
+    pub caught_up_ms_ago: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +178,8 @@ pub struct ReplicaProbe {
     pub high_watermark: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
+    /// The replica's leader-epoch cache.
+    pub epochs: Vec<EpochEntry>,
 }
 
 /// Everything a console needs, at one moment.
@@ -695,6 +707,7 @@ impl Cluster {
             });
         }
         let running = |b: BrokerId| slots.get(&b).is_some_and(|s| s.state == BrokerState::Running);
+        let now_ms = self.inner.ctx.clock.now_ms();
         let mut totals: BTreeMap<String, (i64, u64)> = BTreeMap::new();
         let partitions: Vec<PartitionView> = image
             .partitions()
@@ -703,12 +716,22 @@ impl Cluster {
                 let replicas: Vec<ReplicaView> = p
                     .replicas
                     .iter()
-                    .map(|r| ReplicaView {
-                        broker: *r,
-                        is_leader: p.leader == *r,
-                        in_isr: p.isr.contains(r),
-                        online: running(*r) && image.is_live(*r),
-                        log_end_offset: status.get(&(tp.clone(), *r)).map(|s| s.log_end_offset),
+                    .map(|r| {
+                        let own = status.get(&(tp.clone(), *r));
+                        let caught_up = leader_status
+                            .and_then(|l| l.last_caught_up_ms.iter().find(|(b, _)| b == r))
+                            .map(|(_, at)| u64::try_from(now_ms - at).unwrap_or(0));
+                        ReplicaView {
+                            broker: *r,
+                            is_leader: p.leader == *r,
+                            in_isr: p.isr.contains(r),
+                            online: running(*r) && image.is_live(*r),
+                            log_end_offset: own.map(|s| s.log_end_offset),
+                            log_start_offset: own.map(|s| s.log_start_offset),
+                            high_watermark: own.map(|s| s.high_watermark),
+                            epochs: own.map_or_else(Vec::new, |s| s.epochs.clone()),
+                            caught_up_ms_ago: caught_up,
+                        }
                     })
                     .collect();
                 let offline_replicas = replicas.iter().filter(|r| !r.online).map(|r| r.broker).collect();
@@ -1030,6 +1053,7 @@ impl Cluster {
                     high_watermark: status.high_watermark,
                     log_start_offset: status.log_start_offset,
                     log_end_offset: status.log_end_offset,
+                    epochs: status.epochs,
                 });
             }
         }

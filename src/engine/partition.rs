@@ -20,7 +20,7 @@ use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
 use super::{BrokerId, TopicPartition};
 use crate::storage::batch::Batches;
-use crate::storage::{EpochEndOffset, Log, LogError};
+use crate::storage::{EpochEndOffset, EpochEntry, Log, LogError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -109,6 +109,12 @@ pub struct ReplicaStatus {
     pub log_start_offset: i64,
     pub high_watermark: i64,
     pub size_bytes: u64,
+    /// The log's leader-epoch cache: which offsets each leader epoch wrote.
+    pub epochs: Vec<EpochEntry>,
+    /// A leader's record of when each follower last caught up to its log end (Kafka's
+    /// `lastCaughtUpTimeMs`, what an ISR shrink is decided on); empty on a follower, and
+    /// without the followers that have not caught up once since this leader's epoch began.
+    pub last_caught_up_ms: Vec<(BrokerId, i64)>,
 }
 
 pub struct Partition {
@@ -270,6 +276,13 @@ impl Partition {
             log_start_offset: self.log.log_start_offset(),
             high_watermark: s.high_watermark,
             size_bytes: self.log.size_bytes(),
+            epochs: self.log.epoch_entries(),
+            last_caught_up_ms: s
+                .remotes
+                .iter()
+                .filter(|(_, r)| r.last_caught_up_ms > 0)
+                .map(|(b, r)| (*b, r.last_caught_up_ms))
+                .collect(),
         }
     }
 

@@ -557,11 +557,16 @@ impl ViewBuilder {
                         };
                         // Kafka tells a client the leader's high watermark, not any replica's
                         // log end: the leader's is shown as the high watermark.
-                        let log_end_offset = (role == ReplicaRole::Leader).then_some(end).flatten();
+                        let leads = role == ReplicaRole::Leader;
+                        let log_end_offset = leads.then_some(end).flatten();
                         ReplicaRow {
                             broker,
                             role,
                             log_end_offset,
+                            log_start_offset: leads.then_some(start).flatten(),
+                            high_watermark: log_end_offset,
+                            epochs: Vec::new(),
+                            caught_up_ms_ago: None,
                         }
                     })
                     .collect();

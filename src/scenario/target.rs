@@ -146,6 +146,10 @@ mod tests {
                 broker,
                 role,
                 log_end_offset: None,
+                log_start_offset: None,
+                high_watermark: None,
+                epochs: Vec::new(),
+                caught_up_ms_ago: None,
             })
             .collect(),
             isr: vec![1, 2],

@@ -1502,6 +1502,7 @@ mod tests {
                         high_watermark: 0,
                         log_start_offset: 0,
                         log_end_offset: 0,
+                        epochs: Vec::new(),
                     })
                     .collect(),
                 logs: FakeLogs::default(),
@@ -1560,6 +1561,7 @@ mod tests {
                 high_watermark: self.offsets_replica_hw_leo.0,
                 log_start_offset: 0,
                 log_end_offset: self.offsets_replica_hw_leo.1,
+                epochs: Vec::new(),
             };
             let mut all = self.replicas.clone();
             all.push(offsets);

@@ -44,6 +44,15 @@ pub enum Action {
     Back,
     /// Open the filter line of the focused pane.
     EditFilter,
+    /// Say why something is as it is, in an overlay drawn from the current view.
+    Explain {
+        target: ExplainTarget,
+    },
+    /// Open the picture of a partition's replicated log (one strip per replica).
+    ReplicaLog {
+        topic: String,
+        partition: i32,
+    },
     /// Set a pane's filter.
     Filter {
         pane: Pane,
@@ -174,6 +183,18 @@ pub enum Action {
     },
 }
 
+/// What "explain" explains: `{ kind = "partition", topic = "orders", partition = 0 }`,
+/// `{ kind = "broker", broker = 2 }`, `{ kind = "group", group = "billing" }`, or a timeline
+/// event by its text, `{ kind = "event", text = "produce to orders-0 rejected: ..." }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
+pub enum ExplainTarget {
+    Partition { topic: String, partition: i32 },
+    Broker { broker: BrokerId },
+    Group { group: String },
+    Event { text: String },
+}
+
 /// What the seek dialog asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -300,6 +321,9 @@ mod tests {
             key = "k"
             value = "v"
             headers = [["h", "1"]]
+            [[step]]
+            action = "explain"
+            target = { kind = "partition", topic = "orders", partition = 0 }
         "#;
         let script: Script = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -319,6 +343,12 @@ mod tests {
                     value: "v".into(),
                     headers: vec![("h".into(), "1".into())],
                 }),
+                Action::Explain {
+                    target: ExplainTarget::Partition {
+                        topic: "orders".into(),
+                        partition: 0
+                    }
+                },
             ]
         );
         assert_eq!(

@@ -11,13 +11,14 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::Pane;
-use super::action::{Action, Effect, SeekBy};
+use super::action::{Action, Effect, ExplainTarget, SeekBy};
 use super::keymap::{Binding, Keymap};
 use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
 use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
+use crate::view::explain::{self, Explanation};
 use crate::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
     SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
@@ -63,10 +64,15 @@ impl Status {
     }
 }
 
-/// A whole screen. The dashboard today; reassignment and scenario screens stack on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A whole screen. The dashboard at the bottom; others stack on it and Esc goes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Screen {
     Dashboard,
+    /// One partition's replicated log: a strip per replica (see `replica_log`).
+    ReplicaLog {
+        topic: String,
+        partition: i32,
+    },
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -223,8 +229,8 @@ impl App {
     }
 
     /// The screen on top.
-    pub fn screen(&self) -> Screen {
-        self.screens.last().copied().unwrap_or(Screen::Dashboard)
+    pub fn screen(&self) -> &Screen {
+        self.screens.last().unwrap_or(&Screen::Dashboard)
     }
 
     /// The topmost overlay that takes keys.
@@ -689,6 +695,23 @@ impl App {
         if let Some(reason) = self.unavailable(binding) {
             return Err(reason.into());
         }
+        if let Screen::ReplicaLog { topic, partition } = self.screen() {
+            return match binding {
+                Binding::Quit => Ok(Action::Quit),
+                Binding::Help => Ok(Action::Help),
+                Binding::Back => Ok(Action::Back),
+                Binding::Explain => Ok(Action::Explain {
+                    target: ExplainTarget::Partition {
+                        topic: topic.clone(),
+                        partition: *partition,
+                    },
+                }),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if binding.tail_only() && self.focus != Pane::Messages {
             // Outside the tail, beginning and end are the top and bottom of the list.
             return match binding {
@@ -716,6 +739,15 @@ impl App {
             Binding::Drill => Action::Drill,
             Binding::Back => Action::Back,
             Binding::Filter => Action::EditFilter,
+            Binding::Explain => Action::Explain {
+                target: self.explain_target()?,
+            },
+            Binding::ReplicaLog => {
+                let (topic, partition) = self
+                    .selected_partition_of_pane()
+                    .ok_or("select a partition (3) or a message (5) first")?;
+                Action::ReplicaLog { topic, partition }
+            }
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
                 Action::OpenProduce {
@@ -895,6 +927,80 @@ impl App {
         })
     }
 
+    /// The partition selected where the focus is: a row of Partitions, or the partition of
+    /// the selected message.
+    fn selected_partition_of_pane(&self) -> Option<(String, i32)> {
+        match self.focus {
+            Pane::Partitions => self.selected_partition().map(|p| (p.topic.clone(), p.partition)),
+            Pane::Messages => {
+                let topic = self.tail.as_ref()?.spec.topic.clone();
+                let messages = self.visible_messages();
+                let record = messages.get(self.message_cursor(&messages))?;
+                Some((topic, record.partition))
+            }
+            _ => None,
+        }
+    }
+
+    /// What `e` explains in the focused pane: its selected broker, partition (a topic's worst
+    /// one: offline, else under-replicated, else the first), group, or event (an incident
+    /// row: its broker).
+    fn explain_target(&self) -> Result<ExplainTarget, String> {
+        let partition = |p: &PartitionRow| ExplainTarget::Partition {
+            topic: p.topic.clone(),
+            partition: p.partition,
+        };
+        let target = match self.focus {
+            Pane::Brokers => self.selected_broker().map(|b| ExplainTarget::Broker { broker: b.id }),
+            Pane::Topics => self.selected_topic().and_then(|t| {
+                let mut all: Vec<&PartitionRow> = self.view.partitions_of(&t.name).collect();
+                all.sort_by_key(|p| (!p.offline(), !p.under_replicated, p.partition));
+                all.first().map(|p| partition(p))
+            }),
+            Pane::Partitions | Pane::Messages => self
+                .selected_partition_of_pane()
+                .map(|(topic, partition)| ExplainTarget::Partition { topic, partition }),
+            Pane::Groups => self.selected_group().map(|g| ExplainTarget::Group {
+                group: g.group_id.clone(),
+            }),
+            Pane::Events => match self.event_rows().get(self.cursor(Pane::Events)) {
+                Some(EventRow::Event(e) | EventRow::Member(e, _)) => {
+                    Some(ExplainTarget::Event { text: e.text.clone() })
+                }
+                Some(EventRow::Incident { at, .. }) => timeline::incidents(&self.timeline())
+                    .into_iter()
+                    .find(|i| i.at == *at)
+                    .map(|i| ExplainTarget::Broker { broker: i.broker }),
+                None => None,
+            },
+        };
+        target.ok_or_else(|| format!("nothing selected in {} to explain", self.focus.title()))
+    }
+
+    /// Why `target` is as it is, in the current view. An event is found again by its text
+    /// (the newest such line), so the explanation follows the cluster while it is open.
+    pub fn explanation(&self, target: &ExplainTarget) -> Explanation {
+        match target {
+            ExplainTarget::Partition { topic, partition } => explain::partition(&self.view, topic, *partition),
+            ExplainTarget::Broker { broker } => explain::broker(&self.view, *broker),
+            ExplainTarget::Group { group } => explain::group(&self.view, group),
+            ExplainTarget::Event { text } => {
+                let event = self
+                    .timeline()
+                    .into_iter()
+                    .rev()
+                    .find(|e| &e.text == text)
+                    .unwrap_or_else(|| ViewEvent {
+                        at: self.view.taken_at,
+                        severity: Severity::Info,
+                        text: text.clone(),
+                        class: EventClass::Other,
+                    });
+                explain::event(&self.view, &event)
+            }
+        }
+    }
+
     // ---- update: an action changes the state and asks for effects ----
 
     /// Applies an action. No I/O: what must reach the world is returned.
@@ -945,6 +1051,14 @@ impl App {
             Action::Drill => self.drill(),
             Action::Back => self.back(&mut effects),
             Action::EditFilter => self.overlays.push(Overlay::Filter),
+            Action::Explain { target } => self.overlays.push(Overlay::Explain { target, scroll: 0 }),
+            Action::ReplicaLog { topic, partition } => {
+                if self.view.partitions_of(&topic).any(|p| p.partition == partition) {
+                    self.screens.push(Screen::ReplicaLog { topic, partition });
+                } else {
+                    self.hint(&format!("no partition {topic}-{partition}"), now);
+                }
+            }
             Action::Filter { pane, text } => {
                 let state = self.pane_mut(pane);
                 if state.filter != text {
@@ -1281,6 +1395,10 @@ impl App {
     }
 
     fn back(&mut self, effects: &mut Vec<Effect>) {
+        if self.screens.len() > 1 {
+            self.screens.pop();
+            return;
+        }
         if self.focus == Pane::Messages && self.tail.as_ref().is_some_and(|t| t.before_search.is_some()) {
             return self.stop_search(effects);
         }
@@ -1334,6 +1452,16 @@ fn overlay_key(overlay: &mut Overlay, key: KeyEvent) -> OverlayKey {
                 return OverlayKey::Act(Action::Close);
             }
         }
+        Overlay::Explain { scroll, .. } => match key.code {
+            KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_add(1),
+            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => *scroll = scroll.saturating_add(10),
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') | KeyCode::Char('e') => {
+                return OverlayKey::Act(Action::Close);
+            }
+            _ => {}
+        },
         Overlay::Confirm { .. } => match key.code {
             // Only an explicit yes: Enter alone, the key that opened many a dialog, says no.
             KeyCode::Char('y') | KeyCode::Char('Y') => return OverlayKey::Act(Action::Answer { yes: true }),

@@ -6,10 +6,19 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::app::App;
+use super::app::{App, Screen};
+use super::keymap::Binding;
 use super::overlay::Overlay;
 use super::pane::view_of;
 use super::text::fit;
+
+/// The keys of the replica-log screen.
+const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Explain, "explain"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
@@ -39,12 +48,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             spans.push(Span::styled(format!(" {text}  "), t.severity(status.severity)));
             spans.push(Span::styled("│", t.dim));
         }
+        let hints = match app.screen() {
+            Screen::Dashboard => view_of(app.focus).hints(),
+            Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
+        };
         // Keys the source does not offer get no hint; pressing them explains why.
-        for (binding, label) in view_of(app.focus)
-            .hints()
-            .iter()
-            .filter(|(b, _)| app.unavailable(*b).is_none())
-        {
+        for (binding, label) in hints.iter().filter(|(b, _)| app.unavailable(*b).is_none()) {
             let item = format!(" {} {label} ", app.keymap.hint(*binding));
             let w = item.chars().count();
             if used + w > width {

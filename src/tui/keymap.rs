@@ -27,6 +27,8 @@ pub enum Binding {
     Drill,
     Back,
     Filter,
+    Explain,
+    ReplicaLog,
     Produce,
     KillBroker,
     StopBroker,
@@ -61,7 +63,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 38] = [
+    pub const ALL: [Binding; 40] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -73,6 +75,8 @@ impl Binding {
         Binding::Drill,
         Binding::Back,
         Binding::Filter,
+        Binding::Explain,
+        Binding::ReplicaLog,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -116,6 +120,8 @@ impl Binding {
             Binding::Drill => "drill",
             Binding::Back => "back",
             Binding::Filter => "filter",
+            Binding::Explain => "explain",
+            Binding::ReplicaLog => "replica_log",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",
@@ -222,6 +228,8 @@ impl Binding {
             Binding::Drill => "drill in: topic -> partitions -> messages -> message detail",
             Binding::Back => "back / close / clear the filter",
             Binding::Filter => "filter the focused pane by substring",
+            Binding::Explain => "explain the selection: why this HW, ISR, leader, fencing, rebalance, failure",
+            Binding::ReplicaLog => "the selected partition's replicated log: one strip per replica",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",

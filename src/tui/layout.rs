@@ -13,7 +13,7 @@ use super::Pane;
 use super::app::{App, Screen};
 use super::overlay::Overlay;
 use super::pane::{PaneLayout, view_of};
-use super::{dialog, footer, header, help, messages};
+use super::{dialog, explain, footer, header, help, messages, replica_log};
 
 /// How the dashboard presents itself: `[console] layout`, switched live by its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -78,6 +78,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
                 compact(frame, rows[1], app, now, &mut layout);
             }
         }
+        Screen::ReplicaLog { topic, partition } => replica_log::draw(frame, rows[1], app, topic, *partition),
     }
     footer::draw(frame, rows[2], app, now);
     for overlay in &app.overlays {
@@ -86,6 +87,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
             Overlay::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
             Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
             Overlay::Detail(record) => messages::draw_detail(frame, area, app, record),
+            Overlay::Explain { target, scroll } => explain::draw(frame, area, app, target, *scroll),
             Overlay::Caption { title, text } => dialog::draw_caption(frame, rows[1], app, title, text),
             Overlay::Filter => {}
         }

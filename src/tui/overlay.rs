@@ -1,12 +1,12 @@
 //! What lies over the dashboard, in layers: the keys overlay, the filter line, dialogs,
-//! confirmations, a message's detail and captions. The topmost layer that takes keys gets
+//! confirmations, a message's detail, an explanation and captions. The topmost layer that takes keys gets
 //! them; a caption only shows, so it stays on screen under a confirmation. A dialog checks
 //! its input itself and, when it is right, becomes an [`Action`]; on error it keeps what was
 //! typed and says what is wrong.
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
 
-use super::action::{Action, SeekBy};
+use super::action::{Action, ExplainTarget, SeekBy};
 use crate::view::{ClusterView, Command, ProduceRequest, SeekPosition, TailRecord, topic_name_error};
 
 /// One layer over the screen.
@@ -24,6 +24,12 @@ pub enum Overlay {
         command: Command,
     },
     Detail(Box<TailRecord>),
+    /// Why `target` is as it is, made again from the current view every frame (so it
+    /// changes as the cluster does), scrolled by `scroll` lines.
+    Explain {
+        target: ExplainTarget,
+        scroll: u16,
+    },
     /// A trainer's words: shown, takes no keys.
     Caption {
         title: String,

@@ -69,6 +69,8 @@ impl PaneView for PartitionsPane {
     fn hints(&self) -> &'static [(Binding, &'static str)] {
         &[
             (Binding::Drill, "tail partition"),
+            (Binding::Explain, "why"),
+            (Binding::ReplicaLog, "log picture"),
             (Binding::Back, "topics"),
             (Binding::Rebalance, "rebalance topic"),
             (Binding::Produce, "produce"),

@@ -104,6 +104,16 @@ pub struct Theme {
     pub out_of_sync: Style,
     #[serde(deserialize_with = "style")]
     pub offline: Style,
+    /// Leader epochs in the replica-log picture, taken in turn (epoch modulo their number);
+    /// none: every epoch is plain text and reads by its printed number.
+    #[serde(deserialize_with = "styles")]
+    pub epochs: Vec<Style>,
+    /// A replica's records above the high watermark (not committed yet).
+    #[serde(deserialize_with = "style")]
+    pub uncommitted: Style,
+    /// A diverged follower's suffix, which it will truncate.
+    #[serde(deserialize_with = "style")]
+    pub diverged: Style,
 }
 
 /// One style in a theme file: `{ fg = "cyan", bg = "black", modifiers = ["bold"] }`.
@@ -122,15 +132,26 @@ fn color(name: &str) -> Result<Color, String> {
     })
 }
 
+fn styles<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Style>, D::Error> {
+    use serde::de::Error;
+    Vec::<StyleSpec>::deserialize(deserializer)?
+        .iter()
+        .map(|spec| to_style(spec).map_err(D::Error::custom))
+        .collect()
+}
+
 fn style<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Style, D::Error> {
     use serde::de::Error;
-    let spec = StyleSpec::deserialize(deserializer)?;
+    to_style(&StyleSpec::deserialize(deserializer)?).map_err(D::Error::custom)
+}
+
+fn to_style(spec: &StyleSpec) -> Result<Style, String> {
     let mut style = Style::default();
     if let Some(fg) = &spec.fg {
-        style = style.fg(color(fg).map_err(D::Error::custom)?);
+        style = style.fg(color(fg)?);
     }
     if let Some(bg) = &spec.bg {
-        style = style.bg(color(bg).map_err(D::Error::custom)?);
+        style = style.bg(color(bg)?);
     }
     for m in &spec.modifiers {
         let modifier = match m.as_str() {
@@ -142,9 +163,9 @@ fn style<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Style, D::Error> 
             "crossed_out" => Modifier::CROSSED_OUT,
             "slow_blink" => Modifier::SLOW_BLINK,
             other => {
-                return Err(D::Error::custom(format!(
+                return Err(format!(
                     "{other:?} is not a modifier: use bold, dim, italic, underlined, reversed or crossed_out"
-                )));
+                ));
             }
         };
         style = style.add_modifier(modifier);
@@ -206,6 +227,14 @@ impl Theme {
             ReplicaRole::InSync => self.in_sync,
             ReplicaRole::OutOfSync => self.out_of_sync,
             ReplicaRole::Offline => self.offline,
+        }
+    }
+
+    /// The style of a leader epoch in the replica-log picture.
+    pub fn epoch(&self, epoch: i32) -> Style {
+        match self.epochs.len() {
+            0 => self.text,
+            n => self.epochs[epoch.rem_euclid(n as i32) as usize],
         }
     }
 

@@ -8,6 +8,8 @@
 //!   commands and message tails;
 //! - [`history`]: bounded histories, rates from counter samples, change times, lag totals;
 //! - [`timeline`]: the bounded event ring and the sentence of every timeline event;
+//! - [`explain`]: why the cluster is as it is (a partition's HW and leader, a broker's
+//!   fencing, a group's rebalance, a rejected produce), in Kafka's own terms;
 //! - [`outcome`]: the sentence of every command outcome.
 //!
 //! Nothing here imports the engine's internals: a source for an external cluster needs no
@@ -16,6 +18,7 @@
 //! checks a name the way the cluster will, and [`OffsetSpec`], the one name of a ListOffsets
 //! lookup (earliest, latest, by time) and of its -2/-1 wire encoding.
 
+pub mod explain;
 pub mod history;
 pub mod outcome;
 pub mod source;
@@ -155,6 +158,25 @@ pub struct ReplicaRow {
     pub role: ReplicaRole,
     /// The replica's log end offset, when its broker reports one.
     pub log_end_offset: Option<i64>,
+    /// The replica's own log start offset, when known.
+    pub log_start_offset: Option<i64>,
+    /// The replica's own high watermark, when known: a follower's lags the leader's.
+    pub high_watermark: Option<i64>,
+    /// The replica's leader-epoch cache, oldest first: which offsets each leader epoch
+    /// wrote (empty when the source cannot tell).
+    pub epochs: Vec<EpochStart>,
+    /// How long ago the leader last saw this follower caught up to its log end (Kafka's
+    /// `lastCaughtUpTimeMs`, on which an ISR shrink is decided); `None` for the leader or
+    /// when unknown.
+    pub caught_up_ms_ago: Option<u64>,
+}
+
+/// One entry of a leader-epoch cache: `epoch` wrote from `start_offset` up to the next
+/// entry's start (or the log end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochStart {
+    pub epoch: i32,
+    pub start_offset: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -190,6 +212,11 @@ impl PartitionRow {
 
     pub fn preferred_leads(&self) -> bool {
         self.leader == Some(self.preferred_leader)
+    }
+
+    /// The replica on `broker`.
+    pub fn replica(&self, broker: BrokerId) -> Option<&ReplicaRow> {
+        self.replicas.iter().find(|r| r.broker == broker)
     }
 
     /// The leader's log end offset.

@@ -14,7 +14,7 @@ use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EventClass,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
     GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
     Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
@@ -34,12 +34,29 @@ fn at(seconds_before: i64) -> DateTime<Utc> {
     now() - chrono::Duration::seconds(seconds_before)
 }
 
-fn replica(broker: i32, role: ReplicaRole, leo: Option<i64>) -> ReplicaRow {
+/// A replica whose log began at 0 and holds epochs 3 and 4 (from 1000), its HW at its log
+/// end; a follower in sync caught up 0.1 s ago, one out of sync 8.1 s ago.
+pub fn replica(broker: i32, role: ReplicaRole, leo: Option<i64>) -> ReplicaRow {
     ReplicaRow {
         broker,
         role,
         log_end_offset: leo,
+        log_start_offset: leo.map(|_| 0),
+        high_watermark: leo,
+        epochs: match leo {
+            Some(_) => vec![epoch(3, 0), epoch(4, 1000)],
+            None => Vec::new(),
+        },
+        caught_up_ms_ago: match role {
+            ReplicaRole::InSync => Some(100),
+            ReplicaRole::OutOfSync => Some(8100),
+            _ => None,
+        },
     }
+}
+
+pub fn epoch(epoch: i32, start_offset: i64) -> EpochStart {
+    EpochStart { epoch, start_offset }
 }
 
 fn partition(topic: &str, p: i32, leader: Option<i32>, replicas: Vec<ReplicaRow>, isr: &[i32]) -> PartitionRow {

@@ -195,6 +195,10 @@ mod tests {
                     broker: b,
                     role: ReplicaRole::InSync,
                     log_end_offset: None,
+                    log_start_offset: None,
+                    high_watermark: None,
+                    epochs: Vec::new(),
+                    caught_up_ms_ago: None,
                 })
                 .collect(),
             isr: isr.to_vec(),

@@ -1,0 +1,68 @@
+//! The "explain" overlay: why the selection is as it is ([`crate::view::explain`]), made
+//! again from the current view every frame, so it changes while the cluster does. Headings
+//! stand out, a long sentence wraps under itself; ↑/↓ and PgUp/PgDn scroll, Esc closes.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::action::ExplainTarget;
+use super::app::App;
+use super::messages::centered;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, scroll: u16) {
+    let t = &app.theme;
+    let explanation = app.explanation(target);
+    let popup = centered(area, 90, 80);
+    let width = popup.width.saturating_sub(2).max(20) as usize;
+    let lines: Vec<Line> = explanation
+        .lines
+        .iter()
+        .flat_map(|l| {
+            let style = if l.starts_with(' ') { t.text } else { t.column_header };
+            wrap(l, width).into_iter().map(move |w| Line::styled(w, style))
+        })
+        .collect();
+    let total = lines.len();
+    let shown = popup.height.saturating_sub(2) as usize;
+    let scroll = scroll.min(total.saturating_sub(shown) as u16);
+    let more = if total > shown {
+        " · ↑↓ PgUp PgDn scroll"
+    } else {
+        ""
+    };
+    frame.render_widget(Clear, popup);
+    frame.render_widget(
+        Paragraph::new(lines).scroll((scroll, 0)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(t.focused_border)
+                .title(Line::styled(
+                    format!(" Why · {}{more} · Esc close ", explanation.title),
+                    t.title,
+                )),
+        ),
+        popup,
+    );
+}
+
+/// A line cut at spaces into pieces of at most `width` characters; the pieces after the
+/// first are indented two more than the line, so a sentence reads as one.
+pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    let indent = line.chars().take_while(|c| *c == ' ').count();
+    let hang = " ".repeat(indent + 2);
+    let mut out = Vec::new();
+    let mut current = " ".repeat(indent);
+    for word in line.split(' ').filter(|w| !w.is_empty()) {
+        let fresh = current.trim().is_empty();
+        if !fresh && current.chars().count() + 1 + word.chars().count() > width {
+            out.push(std::mem::replace(&mut current, hang.clone()));
+        } else if !fresh {
+            current.push(' ');
+        }
+        current.push_str(word);
+    }
+    out.push(current);
+    out
+}

@@ -1,0 +1,231 @@
+//! Trainer mode: `e` explains the selection (why this HW, ISR, leader) in an overlay drawn
+//! from the current view, and `L` opens the picture of a partition's replicated log, whose
+//! strips show epochs, HW, LEO and a diverged follower before and after it truncates.
+
+mod tui_fixture;
+
+use crossterm::event::KeyCode;
+use kdeck::config::ConsoleConfig;
+use kdeck::tui::action::ExplainTarget;
+use kdeck::tui::app::Screen;
+use kdeck::tui::overlay::Overlay;
+use kdeck::tui::theme::Theme;
+use kdeck::view::{ClusterView, Controls, EpochStart, PartitionRow, ReplicaRole, ReplicaRow};
+use tui_fixture::{default_keys, harness, harness_with, view};
+
+fn controls() -> Controls {
+    Controls {
+        frozen: false,
+        slow_motion: 1,
+        auto_rebalance: true,
+        unclean_election: false,
+        balanced_election: false,
+        replica_lag_time_max_ms: 6000,
+        broker_session_timeout_ms: 3000,
+        producer_acks: Some(-1),
+    }
+}
+
+#[test]
+fn e_on_a_partition_explains_it_l_pictures_its_log_and_esc_returns() {
+    let mut h = harness();
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('e'));
+    assert_eq!(
+        h.app.overlay(),
+        Some(&Overlay::Explain {
+            target: ExplainTarget::Partition {
+                topic: "page-views".into(),
+                partition: 0
+            },
+            scroll: 0
+        })
+    );
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.overlay(), None);
+    h.press(KeyCode::Char('L'));
+    assert_eq!(
+        h.app.screen(),
+        &Screen::ReplicaLog {
+            topic: "page-views".into(),
+            partition: 0
+        }
+    );
+    // On the picture, `e` explains the same partition; Esc closes that, then goes back.
+    h.press(KeyCode::Char('e'));
+    assert!(matches!(h.app.overlay(), Some(Overlay::Explain { .. })));
+    h.press(KeyCode::Esc);
+    assert_eq!(
+        h.app.screen(),
+        &Screen::ReplicaLog {
+            topic: "page-views".into(),
+            partition: 0
+        }
+    );
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.screen(), &Screen::Dashboard);
+}
+
+#[test]
+fn e_explains_the_selected_broker_group_and_event() {
+    let mut h = harness();
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('e'));
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::Explain {
+            target: ExplainTarget::Broker { broker: 1 },
+            ..
+        })
+    ));
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('4'));
+    h.press(KeyCode::Char('e'));
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::Explain { target: ExplainTarget::Group { group }, .. }) if group == "analytics"
+    ));
+    h.press(KeyCode::Esc);
+    // On an incident's row, its broker; opened, its newest event: the rejected produce.
+    h.press(KeyCode::Char('6'));
+    h.press(KeyCode::Char('e'));
+    assert!(matches!(
+        h.app.overlay(),
+        Some(Overlay::Explain {
+            target: ExplainTarget::Broker { broker: 1 },
+            ..
+        })
+    ));
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('e'));
+    let Some(Overlay::Explain { target, .. }) = h.app.overlay().cloned() else {
+        panic!("no explanation: {:?}", h.app.overlay());
+    };
+    assert_eq!(
+        target,
+        ExplainTarget::Event {
+            text: "produce to clicks-1 rejected: LeaderNotAvailable: no leader".into()
+        }
+    );
+    let e = h.app.explanation(&target);
+    assert!(
+        e.says("clicks-1 has no live leader: no live ISR member (ISR [1]); down: broker 1 killed"),
+        "{e:#?}"
+    );
+}
+
+#[test]
+fn the_explanation_of_a_partition_with_a_slow_follower() {
+    let mut v = view();
+    v.controls = Some(controls());
+    let mut h = harness_with(v, ConsoleConfig::default(), default_keys(), Theme::colored());
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('e'));
+    assert_draw!("explain_partition", h, 120, 40);
+}
+
+fn epochs(list: &[(i32, i64)]) -> Vec<EpochStart> {
+    list.iter()
+        .map(|&(epoch, start_offset)| EpochStart { epoch, start_offset })
+        .collect()
+}
+
+fn replica(
+    broker: i32,
+    role: ReplicaRole,
+    leo: i64,
+    hw: i64,
+    list: &[(i32, i64)],
+    caught_up: Option<u64>,
+) -> ReplicaRow {
+    ReplicaRow {
+        broker,
+        role,
+        log_end_offset: Some(leo),
+        log_start_offset: Some(0),
+        high_watermark: Some(hw),
+        epochs: epochs(list),
+        caught_up_ms_ago: caught_up,
+    }
+}
+
+/// orders-0 after broker 2, leader in epoch 3, was cut off with 1180-1199 written but not
+/// committed: broker 1 leads epoch 4 from 1180. `truncated`: broker 2 has cut its log back to
+/// 1180 and fetched the leader's since.
+fn orders(truncated: bool) -> ClusterView {
+    let mut v = view();
+    v.controls = Some(controls());
+    let leader = [(2, 0), (3, 600), (4, 1180)];
+    let replicas = if truncated {
+        vec![
+            replica(1, ReplicaRole::Leader, 1250, 1250, &leader, None),
+            replica(2, ReplicaRole::InSync, 1250, 1250, &leader, Some(40)),
+            replica(0, ReplicaRole::InSync, 1250, 1250, &leader, Some(40)),
+        ]
+    } else {
+        vec![
+            replica(1, ReplicaRole::Leader, 1250, 1240, &leader, None),
+            replica(2, ReplicaRole::OutOfSync, 1200, 1180, &[(2, 0), (3, 600)], None),
+            replica(0, ReplicaRole::InSync, 1240, 1240, &leader, Some(30)),
+        ]
+    };
+    v.partitions.push(PartitionRow {
+        topic: "orders".into(),
+        partition: 0,
+        leader: Some(1),
+        leader_epoch: 4,
+        isr: if truncated { vec![1, 0, 2] } else { vec![1, 0] },
+        under_replicated: !truncated,
+        replicas,
+        preferred_leader: 2,
+        high_watermark: Some(if truncated { 1250 } else { 1240 }),
+        log_start_offset: Some(0),
+        changed_at: None,
+        min_insync_replicas: Some(2),
+    });
+    v
+}
+
+#[test]
+fn the_replica_log_of_a_diverged_follower_before_and_after_it_truncates() {
+    let mut h = harness_with(
+        orders(false),
+        ConsoleConfig::default(),
+        default_keys(),
+        Theme::colored(),
+    );
+    h.act(
+        kdeck::tui::action::Action::ReplicaLog {
+            topic: "orders".into(),
+            partition: 0,
+        },
+        tui_fixture::now(),
+    );
+    assert_draw!("replica_log_diverged", h, 120, 32);
+    h.set_view(std::sync::Arc::new(orders(true)));
+    assert_draw!("replica_log_truncated", h, 120, 32);
+}
+
+#[test]
+fn without_colour_the_epochs_read_by_their_numbers() {
+    let mut h = harness_with(
+        orders(false),
+        ConsoleConfig::default(),
+        default_keys(),
+        Theme::monochrome(),
+    );
+    h.act(
+        kdeck::tui::action::Action::ReplicaLog {
+            topic: "orders".into(),
+            partition: 0,
+        },
+        tui_fixture::now(),
+    );
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 32));
+    for label in ["e2", "e3", "e4", "×", "░", "█"] {
+        assert!(text.contains(label), "{label} missing:\n{text}");
+    }
+}
