@@ -121,8 +121,27 @@ fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
 
 /// The console on a scenario's cluster, in trainer mode.
 fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> Result<()> {
-    let _ = (scenario, config);
-    anyhow::bail!("the console's trainer mode is being built: use --headless")
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("the console needs a terminal (stdin and stdout); add --headless to print the scenario instead");
+    }
+    tui::check_config(config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let first = scenario::driver::start_cluster(&scenario, config)
+            .await
+            .with_context(|| format!("setting up scenario {}", scenario.name))?;
+        let log_path = first.data_dir().join("kdeck.log");
+        let _flush_guard = log_to_file(first.data_dir());
+        let source = Arc::clone(&first) as Arc<dyn view::ClusterSource>;
+        let (driver, link) = scenario::driver::spawn(scenario, config.clone(), first);
+        let result = tui::run_with(source, config, Some(log_path), Some(link)).await;
+        driver.shutdown().await;
+        result
+    })
 }
 
 /// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never

@@ -215,7 +215,7 @@ async fn idle(args: &RenderBenchArgs) -> Result<()> {
     };
     let measured = tokio::select! {
         r = run => r,
-        r = tui::event_loop(&mut terminal, &mut console, &mut input, &mut outcomes) => r.and(Err(anyhow::anyhow!("the console loop ended early"))),
+        r = tui::event_loop(&mut terminal, &mut console, &mut input, &mut outcomes, None) => r.and(Err(anyhow::anyhow!("the console loop ended early"))),
     };
     ticker.abort();
     embedded.shutdown().await;

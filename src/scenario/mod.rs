@@ -9,6 +9,7 @@
 //! - [`player`]: steps run against a cluster source, in order, with their outcomes.
 
 pub mod check;
+pub mod driver;
 pub mod format;
 pub mod headless;
 pub mod player;

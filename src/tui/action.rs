@@ -137,6 +137,10 @@ pub enum Action {
         text: String,
     },
     HideCaption,
+    /// Trainer mode: run the scenario's next step, go back one, play or pause.
+    Scenario {
+        control: ScenarioControl,
+    },
     /// Stop the cluster's clock (see [`Command::Freeze`]).
     Freeze,
     Thaw,
@@ -193,6 +197,67 @@ pub enum ExplainTarget {
     Broker { broker: BrokerId },
     Group { group: String },
     Event { text: String },
+}
+
+/// What the trainer asks of a running scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScenarioControl {
+    Next,
+    Previous,
+    TogglePlay,
+}
+
+/// What a running scenario tells the console.
+#[derive(Clone)]
+pub enum TrainerUpdate {
+    /// The scenario's title and step count, when it starts (or starts again).
+    Loaded {
+        title: String,
+        steps: usize,
+    },
+    /// A step began: its number (0-based), caption and rule.
+    Step {
+        index: usize,
+        caption: String,
+        why: Option<String>,
+    },
+    /// A command of the step ran.
+    Command {
+        text: String,
+        outcome: Result<String, String>,
+    },
+    /// The step's checks as they stand (`None`: not decided yet).
+    Checks(Vec<(String, Option<bool>)>),
+    /// The step ended.
+    Ended {
+        passed: bool,
+    },
+    Playing(bool),
+    /// Going back: the scenario replays from its start to this step (0-based).
+    Replaying {
+        to: usize,
+    },
+    /// A new cluster replaces the old one (going back starts the scenario again).
+    Source(std::sync::Arc<dyn crate::view::ClusterSource>),
+    /// An action for the console itself (a step that focuses a pane or seeks).
+    Console(Action),
+}
+
+impl std::fmt::Debug for TrainerUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainerUpdate::Source(_) => write!(f, "Source"),
+            TrainerUpdate::Loaded { title, steps } => write!(f, "Loaded({title}, {steps})"),
+            TrainerUpdate::Step { index, .. } => write!(f, "Step({index})"),
+            TrainerUpdate::Command { text, .. } => write!(f, "Command({text})"),
+            TrainerUpdate::Checks(c) => write!(f, "Checks({})", c.len()),
+            TrainerUpdate::Ended { passed } => write!(f, "Ended({passed})"),
+            TrainerUpdate::Playing(p) => write!(f, "Playing({p})"),
+            TrainerUpdate::Replaying { to } => write!(f, "Replaying({to})"),
+            TrainerUpdate::Console(a) => write!(f, "Console({a:?})"),
+        }
+    }
 }
 
 /// What the seek dialog asks for.
@@ -290,6 +355,8 @@ pub enum Effect {
     Advance {
         n: usize,
     },
+    /// Tell the running scenario what the trainer asked.
+    Scenario(ScenarioControl),
     Quit,
 }
 

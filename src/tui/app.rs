@@ -11,7 +11,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::Pane;
-use super::action::{Action, Effect, ExplainTarget, SeekBy};
+use super::action::{Action, Effect, ExplainTarget, ScenarioControl, SeekBy, TrainerUpdate};
 use super::keymap::{Binding, Keymap};
 use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
@@ -169,6 +169,86 @@ pub struct App {
     /// whether it was too small to show the console.
     pub layout: FrameLayout,
     pub quit: bool,
+    /// The scenario being presented (trainer mode), if any.
+    pub trainer: Option<Trainer>,
+}
+
+/// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
+/// its commands and its checks, in the caption overlay.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trainer {
+    pub title: String,
+    pub steps: usize,
+    /// The step shown (0-based); `None` before the first.
+    pub step: Option<usize>,
+    pub caption: String,
+    pub why: Option<String>,
+    pub commands: Vec<String>,
+    pub checks: Vec<(String, Option<bool>)>,
+    /// A step is running (its actions, its wait).
+    pub running: bool,
+    pub playing: bool,
+    /// Going back: replaying from the start to this step.
+    pub replaying: Option<usize>,
+    pub passed: Option<bool>,
+}
+
+impl Trainer {
+    /// The caption overlay's title and text.
+    pub fn caption_text(&self, keymap: &Keymap) -> (String, String) {
+        let state = if let Some(to) = self.replaying {
+            format!("going back: replaying to step {}…", to + 1)
+        } else if self.running {
+            "running…".to_string()
+        } else if self.playing {
+            "▶ playing".to_string()
+        } else {
+            match self.passed {
+                Some(false) => "✗ a check failed".to_string(),
+                _ => String::new(),
+            }
+        };
+        let step = self
+            .step
+            .map_or_else(|| format!("0/{}", self.steps), |i| format!("{}/{}", i + 1, self.steps));
+        let title = format!("[{step}] {}  {state}", self.title);
+        let mut lines: Vec<String> = Vec::new();
+        if self.step.is_none() {
+            lines.push(format!("Press {} to begin.", keymap.hint(Binding::NextStep)));
+        } else {
+            lines.extend(self.caption.lines().map(str::to_string));
+            if let Some(why) = &self.why {
+                lines.push(format!("why: {why}"));
+            }
+            lines.extend(self.commands.iter().cloned());
+            for (what, holds) in &self.checks {
+                let mark = match holds {
+                    Some(true) => "✓",
+                    Some(false) => "✗",
+                    None => "…",
+                };
+                lines.push(format!("{mark} {what}"));
+            }
+        }
+        let done = self.step.is_some_and(|i| i + 1 >= self.steps) && !self.running;
+        lines.push(if done {
+            format!(
+                "the end · {} back · {} explain · {} quit",
+                keymap.hint(Binding::PrevStep),
+                keymap.hint(Binding::Explain),
+                keymap.hint(Binding::Quit)
+            )
+        } else {
+            format!(
+                "{} next · {} back · {} play/pause · {} explain",
+                keymap.hint(Binding::NextStep),
+                keymap.hint(Binding::PrevStep),
+                keymap.hint(Binding::PlayScenario),
+                keymap.hint(Binding::Explain)
+            )
+        });
+        (title, lines.join("\n"))
+    }
 }
 
 impl App {
@@ -206,6 +286,7 @@ impl App {
             expanded: BTreeSet::new(),
             layout: FrameLayout::default(),
             quit: false,
+            trainer: None,
         }
     }
 
@@ -588,6 +669,55 @@ impl App {
         }
     }
 
+    /// What the running scenario said: the trainer state, and the caption that shows it.
+    pub fn on_trainer(&mut self, update: TrainerUpdate, now: DateTime<Utc>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let t = self.trainer.get_or_insert_with(Trainer::default);
+        match update {
+            TrainerUpdate::Loaded { title, steps } => {
+                *t = Trainer {
+                    title,
+                    steps,
+                    playing: t.playing,
+                    ..Trainer::default()
+                };
+            }
+            TrainerUpdate::Step { index, caption, why } => {
+                t.step = Some(index);
+                t.caption = caption;
+                t.why = why;
+                t.commands.clear();
+                t.checks.clear();
+                t.running = true;
+                t.passed = None;
+                if t.replaying.is_some_and(|to| index >= to) {
+                    t.replaying = None;
+                }
+            }
+            TrainerUpdate::Command { text, outcome } => t.commands.push(match outcome {
+                Ok(said) => format!("> {said}"),
+                Err(e) => format!("> {text}: {e}"),
+            }),
+            TrainerUpdate::Checks(checks) => t.checks = checks,
+            TrainerUpdate::Ended { passed } => {
+                t.running = false;
+                t.passed = Some(passed);
+            }
+            TrainerUpdate::Playing(p) => t.playing = p,
+            TrainerUpdate::Replaying { to } => {
+                t.replaying = Some(to);
+                t.running = true;
+            }
+            TrainerUpdate::Source(_) => {}
+            TrainerUpdate::Console(action) => effects.extend(self.update(action, now)),
+        }
+        if let Some(t) = &self.trainer {
+            let (title, text) = t.caption_text(&self.keymap);
+            effects.extend(self.update(Action::Caption { title, text }, now));
+        }
+        effects
+    }
+
     pub fn on_key(&mut self, key: KeyEvent, now: DateTime<Utc>) -> Vec<Effect> {
         if self.layout.too_small {
             // Nothing is answered unseen: an overlay opened before the terminal shrank closes
@@ -832,6 +962,18 @@ impl App {
             | Binding::MinInsyncUp
             | Binding::MinInsyncDown
             | Binding::Acks => self.trainer_action(binding)?,
+            Binding::NextStep | Binding::PrevStep | Binding::PlayScenario => {
+                if self.trainer.is_none() {
+                    return Err(NO_SCENARIO.into());
+                }
+                Action::Scenario {
+                    control: match binding {
+                        Binding::NextStep => ScenarioControl::Next,
+                        Binding::PrevStep => ScenarioControl::Previous,
+                        _ => ScenarioControl::TogglePlay,
+                    },
+                }
+            }
         })
     }
 
@@ -1094,6 +1236,13 @@ impl App {
                 }
             }
             Action::ToggleMaximize => self.maximized = !self.maximized,
+            Action::Scenario { control } => {
+                if self.trainer.is_some() {
+                    effects.push(Effect::Scenario(control));
+                } else {
+                    self.hint(NO_SCENARIO, now);
+                }
+            }
             Action::ToggleProjector => {
                 self.presentation = match self.presentation {
                     Presentation::Normal => Presentation::Projector,
@@ -1418,7 +1567,7 @@ impl App {
     }
 }
 
-use crate::view::outcome::{NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, READ_ONLY};
+use crate::view::outcome::{NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, NO_SCENARIO, READ_ONLY};
 
 /// The slow-motion factors `slower` and `faster` step through.
 const SLOW_MOTION: [u32; 5] = [1, 2, 3, 5, 10];

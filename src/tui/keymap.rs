@@ -56,6 +56,9 @@ pub enum Binding {
     MinInsyncUp,
     MinInsyncDown,
     Acks,
+    NextStep,
+    PrevStep,
+    PlayScenario,
     /// Not in `[keys]`: the digits 1-6.
     #[serde(skip)]
     FocusPane(Pane),
@@ -63,7 +66,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 40] = [
+    pub const ALL: [Binding; 43] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -104,6 +107,9 @@ impl Binding {
         Binding::MinInsyncUp,
         Binding::MinInsyncDown,
         Binding::Acks,
+        Binding::NextStep,
+        Binding::PrevStep,
+        Binding::PlayScenario,
     ];
 
     /// The name in `[keys]`.
@@ -149,6 +155,9 @@ impl Binding {
             Binding::MinInsyncUp => "min_insync_up",
             Binding::MinInsyncDown => "min_insync_down",
             Binding::Acks => "acks",
+            Binding::NextStep => "next_step",
+            Binding::PrevStep => "prev_step",
+            Binding::PlayScenario => "play_scenario",
             Binding::FocusPane(_) => "focus_pane",
         }
     }
@@ -257,6 +266,9 @@ impl Binding {
             Binding::MinInsyncUp => "min.insync.replicas +1 for the selected topic",
             Binding::MinInsyncDown => "min.insync.replicas -1 for the selected topic",
             Binding::Acks => "producers' acks: all -> 1 -> 0 -> all",
+            Binding::NextStep => "scenario: run the next step",
+            Binding::PrevStep => "scenario: back one step (replays from the start to it)",
+            Binding::PlayScenario => "scenario: play / pause (steps follow one another)",
         }
     }
 }

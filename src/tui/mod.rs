@@ -40,7 +40,7 @@ use ratatui::backend::Backend;
 
 use crate::config::KdeckConfig;
 use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
-pub use action::{Action, Effect};
+pub use action::{Action, Effect, ScenarioControl, TrainerUpdate};
 use app::App;
 use keymap::Keymap;
 use theme::Themes;
@@ -111,12 +111,19 @@ pub struct Console {
     pub app: App,
     pub source: Arc<dyn ClusterSource>,
     outcomes: OutcomeSender,
+    /// Where the trainer's scenario controls go, in trainer mode.
+    pub scenario: Option<mpsc::UnboundedSender<ScenarioControl>>,
 }
 
 impl Console {
     /// The console of an app on a source; performs the app's first effects (its tail).
     pub fn new(app: App, source: Arc<dyn ClusterSource>, outcomes: OutcomeSender) -> Console {
-        let mut console = Console { app, source, outcomes };
+        let mut console = Console {
+            app,
+            source,
+            outcomes,
+            scenario: None,
+        };
         let effects = console.app.start();
         console.perform(effects);
         console
@@ -136,6 +143,11 @@ impl Console {
                         handle.buffer.advance(n);
                     }
                 }
+                Effect::Scenario(control) => {
+                    if let Some(tx) = &self.scenario {
+                        let _ = tx.send(control);
+                    }
+                }
                 Effect::Quit => self.app.quit = true,
             }
         }
@@ -153,6 +165,19 @@ impl Console {
 
     pub fn act(&mut self, action: Action, now: DateTime<Utc>) {
         let effects = self.app.update(action, now);
+        self.perform(effects);
+    }
+
+    /// What the running scenario said; a new cluster (going back) replaces the source, and
+    /// the message tail starts again on it.
+    pub fn trainer(&mut self, update: TrainerUpdate, now: DateTime<Utc>) {
+        if let TrainerUpdate::Source(source) = &update {
+            self.source = Arc::clone(source);
+            self.app.tail = None;
+            let effects = self.app.start();
+            self.perform(effects);
+        }
+        let effects = self.app.on_trainer(update, now);
         self.perform(effects);
     }
 
@@ -203,7 +228,28 @@ pub fn new_console(
 
 /// Runs the console until the user quits. The terminal is restored on return and on panic.
 pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path: Option<PathBuf>) -> Result<()> {
+    run_with(source, config, log_path, None).await
+}
+
+/// A scenario presented in the console: where its controls go and what it says.
+pub struct TrainerLink {
+    pub controls: mpsc::UnboundedSender<ScenarioControl>,
+    pub updates: mpsc::UnboundedReceiver<TrainerUpdate>,
+}
+
+/// [`run`], in trainer mode when `trainer` is given.
+pub async fn run_with(
+    source: Arc<dyn ClusterSource>,
+    config: &KdeckConfig,
+    log_path: Option<PathBuf>,
+    trainer: Option<TrainerLink>,
+) -> Result<()> {
     let (mut console, mut outcomes) = new_console(source, config, log_path)?;
+    let mut trainer_updates = None;
+    if let Some(link) = trainer {
+        console.scenario = Some(link.controls);
+        trainer_updates = Some(link.updates);
+    }
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     if config.console.mouse {
         crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture).context("enabling the mouse")?;
@@ -213,7 +259,14 @@ pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path:
     let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop));
     let signals = spawn_signal_watch(input_tx.clone());
     let ticker = spawn_ticker(input_tx);
-    let result = event_loop(&mut terminal, &mut console, &mut input, &mut outcomes).await;
+    let result = event_loop(
+        &mut terminal,
+        &mut console,
+        &mut input,
+        &mut outcomes,
+        trainer_updates.as_mut(),
+    )
+    .await;
     stop.store(true, Ordering::Release);
     ticker.abort();
     signals.abort();
@@ -261,6 +314,7 @@ pub async fn event_loop<B: Backend>(
     console: &mut Console,
     input: &mut mpsc::UnboundedReceiver<Input>,
     outcomes: &mut mpsc::UnboundedReceiver<CommandOutcome>,
+    mut trainer: Option<&mut mpsc::UnboundedReceiver<TrainerUpdate>>,
 ) -> Result<()>
 where
     B::Error: Send + Sync + 'static,
@@ -292,6 +346,22 @@ where
             },
             Some(outcome) = outcomes.recv() => {
                 console.app.on_outcome(outcome, Utc::now());
+                dirty = true;
+            }
+            Some(update) = async {
+                match trainer.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let replaced = matches!(update, TrainerUpdate::Source(_));
+                console.trainer(update, Utc::now());
+                if replaced {
+                    views = console.source.views();
+                    views_open = true;
+                    let view = views.borrow_and_update().clone();
+                    console.set_view(view);
+                }
                 dirty = true;
             }
         }

@@ -106,6 +106,9 @@ pub fn no_partitions(topic: &str) -> String {
     format!("topic {topic} has no partitions")
 }
 
+/// A scenario key pressed when no scenario runs.
+pub const NO_SCENARIO: &str = "no scenario is running: start one with kdeck scenario run NAME (kdeck scenario list)";
+
 /// A workload command asked of a cluster that runs no scenario.
 pub const NO_SCENARIO_WORKLOAD: &str = "only a scenario's producers and groups take this (kdeck scenario run)";
 
