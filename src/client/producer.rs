@@ -44,7 +44,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::partitioner::{StickyPartitioner, TopicHasher, partition_for_key};
-use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition};
+use crate::engine::{Acks, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition, WallClock};
 use crate::storage::batch::RECORD_BATCH_OVERHEAD;
 use crate::storage::records::{self, Compression, Record};
 
@@ -250,7 +250,7 @@ impl Producer {
                 senders: Vec::new(),
             }),
             closing: AtomicBool::new(false),
-            clock: Clock::new(),
+            clock: WallClock::new(),
             identity,
             cluster,
             config,
@@ -391,7 +391,7 @@ struct ProducerIdentity {
 struct Shared {
     cluster: Cluster,
     config: ProducerConfig,
-    clock: Clock,
+    clock: WallClock,
     /// The producer id and epoch new batches are stamped with; `None` without idempotence.
     /// An async lock, because replacing the identity waits for InitProducerId.
     identity: Option<tokio::sync::Mutex<ProducerIdentity>>,
