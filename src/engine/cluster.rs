@@ -871,6 +871,7 @@ impl Cluster {
         partitions: &[PartitionView],
         totals: &BTreeMap<String, (i64, u64)>,
     ) -> Vec<TopicView> {
+        // Rates are what an observer sees per (tokio) second, slow motion included.
         let now = tokio::time::Instant::now();
         let mut rates = lock(&self.inner.rates);
         // A deleted topic's sample goes with it (a test suite may create thousands).
@@ -915,6 +916,8 @@ impl Cluster {
     }
 
     /// Waits until `condition` holds for a snapshot, checking every 10 ms of (tokio) time.
+    /// An observer's wait, so on tokio time, not the cluster's clock: a frozen cluster makes
+    /// it time out rather than hang.
     pub async fn wait_for(
         &self,
         limit: Duration,
