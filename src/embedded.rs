@@ -678,6 +678,7 @@ impl ViewBuilder {
                     ms: t.log.retention_ms,
                     bytes: t.log.retention_bytes,
                 }),
+                unclean_election: Some(t.unclean_leader_election),
             })
             .collect();
         let mut view = ClusterView {

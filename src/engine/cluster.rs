@@ -122,6 +122,8 @@ pub struct TopicView {
     pub size_bytes: u64,
     /// The topic's effective log settings (its overrides on the cluster's defaults).
     pub log: crate::storage::LogConfig,
+    /// `unclean.leader.election.enable` as elections apply it: the topic's or the cluster's.
+    pub unclean_leader_election: bool,
     /// Rates over the last second or more between snapshots.
     pub messages_per_sec: f64,
     pub bytes_per_sec: f64,
@@ -540,6 +542,14 @@ impl Cluster {
             None => bail!("no broker {id}"),
         }
         self.launch(id);
+        // Back before the controller role moved away: the role's timers died with the old
+        // process, so the new one runs them (otherwise no session would ever expire).
+        if self.inner.ctx.network.controller() == Some(id)
+            && let Some(host) = self.running_broker(id)
+        {
+            self.inner.ctx.controller.reset_heartbeats();
+            host.spawn_controller_duties();
+        }
         Ok(())
     }
 
@@ -873,6 +883,7 @@ impl Cluster {
     ) -> Vec<TopicView> {
         // Rates are what an observer sees per (tokio) second, slow motion included.
         let now = tokio::time::Instant::now();
+        let unclean_default = self.inner.ctx.controller.unclean_default(image);
         let mut rates = lock(&self.inner.rates);
         // A deleted topic's sample goes with it (a test suite may create thousands).
         rates.retain(|name, _| image.topics.contains_key(name));
@@ -908,6 +919,7 @@ impl Cluster {
                     messages,
                     size_bytes: bytes,
                     log: t.config.log_config(&self.inner.ctx.config.log),
+                    unclean_leader_election: unclean_default || t.config.unclean_leader_election,
                     messages_per_sec: sample.messages_per_sec,
                     bytes_per_sec: sample.bytes_per_sec,
                 }
