@@ -321,6 +321,8 @@ mod tests {
                 Instant::now()
             }
         });
+        // The sleeper starts its sleep before time moves.
+        tokio::task::yield_now().await;
         tokio::time::advance(4 * SEC).await;
         clock.freeze();
         tokio::time::advance(100 * SEC).await;
@@ -341,6 +343,8 @@ mod tests {
                 Instant::now()
             }
         });
+        // The sleeper starts its sleep before time moves.
+        tokio::task::yield_now().await;
         tokio::time::advance(4 * SEC).await;
         assert_eq!(clock.set_factor(3), Ok(Some(ClockChange::SlowMotion { factor: 3 })));
         let woke = sleeper.await.expect("sleeper");
