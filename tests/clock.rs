@@ -154,3 +154,42 @@ async fn slow_motion_x3_makes_fencing_take_three_session_timeouts() {
     assert!(cluster.set_slow_motion(21).is_err());
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_isolated_controller_host_hands_the_role_over_is_fenced_and_still_answers_clients() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("orders", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "orders", 1).await;
+    let host = cluster.controller().expect("controller");
+    cluster.isolate(host).expect("isolate");
+    let after = cluster
+        .wait_for(Duration::from_secs(20), |s| {
+            s.controller.is_some_and(|c| c != host) && s.broker(host).is_some_and(|b| b.fenced)
+        })
+        .await
+        .expect("the controller moves and the isolated broker is fenced");
+    assert!(
+        after.brokers.iter().filter(|b| b.id != host).all(|b| !b.fenced),
+        "only the isolated broker is fenced"
+    );
+    // A client still reaches the zombie: it answers from what it had.
+    let tp = kdeck::engine::TopicPartition::new("orders", 0);
+    let answer = cluster.fetch_on(host, &tp, 0, -1, 1024, Duration::ZERO).await;
+    assert!(
+        !matches!(
+            answer,
+            Err(kdeck::engine::ErrorCode::NetworkException | kdeck::engine::ErrorCode::RequestTimedOut)
+        ),
+        "the isolated broker did not answer a client: {answer:?}"
+    );
+    assert!(cluster.heal_links());
+    cluster
+        .wait_for(Duration::from_secs(20), |s| s.brokers.iter().all(|b| !b.fenced))
+        .await
+        .expect("healed, the broker is back");
+    cluster.shutdown().await;
+}
