@@ -23,7 +23,10 @@ use crate::client::assignor::decode_assignment;
 use crate::client::consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::config::{ConsoleConfig, KdeckConfig};
-use crate::engine::{BrokerState, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind};
+use crate::engine::{
+    BrokerState, ClockChange, Cluster, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind, LinkFault,
+    LiveSetting, NodeId,
+};
 use crate::engine::{OffsetSpec, TopicConfig, TopicPartition};
 use crate::scenario::format::Setup;
 use crate::scenario::workload::ScenarioWorkload;
@@ -33,8 +36,8 @@ use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, ElectionCause, Line, Timeline};
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
-    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
-    SourceKind, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
+    GroupOffsetRow, GroupRow, LinkState, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention,
+    SeekPosition, SourceKind, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, Throughput, TopicRow,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -331,11 +334,12 @@ impl Shared {
     /// The clock and the settings as they are now.
     fn controls(&self) -> Controls {
         let config = self.cluster.config();
+        let (frozen, slow_motion) = self.cluster.clock().state();
         Controls {
-            frozen: false,
-            slow_motion: 1,
-            auto_rebalance: config.auto_leader_rebalance,
-            unclean_election: config.unclean_leader_election,
+            frozen,
+            slow_motion,
+            auto_rebalance: self.cluster.auto_rebalance(),
+            unclean_election: self.cluster.unclean_election_default(),
             balanced_election: config.leader_election == crate::engine::LeaderElection::Balanced,
             replica_lag_time_max_ms: config.replica_lag_time_max_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
@@ -452,6 +456,72 @@ impl Shared {
                 self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(outcome::DEMO_RESUMED.into())
             }
+            Command::Freeze => {
+                if !cluster.freeze() {
+                    bail!(outcome::ALREADY_FROZEN);
+                }
+                Ok(outcome::CLOCK_FROZEN.into())
+            }
+            Command::Thaw => {
+                if !cluster.thaw() {
+                    bail!(outcome::NOT_FROZEN);
+                }
+                Ok(outcome::CLOCK_THAWED.into())
+            }
+            Command::SlowMotion { factor } => {
+                let changed = cluster.set_slow_motion(*factor)?;
+                Ok(outcome::slow_motion(*factor, changed))
+            }
+            Command::SetLink { a, b, state } => {
+                for id in [a, b] {
+                    if !cluster.broker_states().iter().any(|(b, _)| b == id) {
+                        bail!("there is no broker {id}");
+                    }
+                }
+                if a == b {
+                    bail!("a link joins two different brokers");
+                }
+                let fault = match state {
+                    LinkState::Up => None,
+                    LinkState::Cut => Some(LinkFault::Cut),
+                    LinkState::Delay(ms) => Some(LinkFault::Delay(Duration::from_millis(*ms))),
+                };
+                cluster.set_link(NodeId::Broker(*a), NodeId::Broker(*b), fault);
+                Ok(outcome::link_set(*a, *b, &state.to_string()))
+            }
+            Command::Isolate(id) => {
+                let hosts_controller = cluster.controller() == Some(*id);
+                cluster.isolate(*id)?;
+                Ok(outcome::broker_isolated(
+                    *id,
+                    hosts_controller,
+                    cluster.config().controller_failover_ms,
+                ))
+            }
+            Command::HealLinks => Ok(outcome::links_healed(cluster.heal_links())),
+            Command::SetAutoRebalance(on) => {
+                cluster.set_auto_rebalance(*on);
+                Ok(outcome::setting_set(
+                    "auto.leader.rebalance.enable",
+                    None,
+                    &on.to_string(),
+                ))
+            }
+            Command::SetUncleanElection { topic, enabled } => {
+                cluster.set_unclean_election(topic.as_deref(), *enabled).await?;
+                Ok(match topic {
+                    Some(t) if !*enabled && cluster.unclean_election_default() => outcome::unclean_still_allowed(t),
+                    t => outcome::setting_set("unclean.leader.election.enable", t.as_deref(), &enabled.to_string()),
+                })
+            }
+            Command::SetMinInsync { topic, value } => {
+                cluster.set_min_insync(topic, *value).await?;
+                Ok(outcome::setting_set(
+                    "min.insync.replicas",
+                    Some(topic),
+                    &value.to_string(),
+                ))
+            }
             Command::SetProducerAcks(acks) => {
                 self.scenario()?.set_acks(*acks).await?;
                 Ok(outcome::producer_acks(*acks))
@@ -472,8 +542,6 @@ impl Shared {
                 self.scenario()?.pause_group(group, false).await?;
                 Ok(outcome::group_resumed(group))
             }
-            // Trainer controls, being built (issue 16).
-            other => bail!("{other}: not available yet"),
         }
     }
 }
@@ -722,6 +790,7 @@ impl ViewBuilder {
                     ms: t.log.retention_ms,
                     bytes: t.log.retention_bytes,
                 }),
+                unclean_election: Some(t.unclean_leader_election),
             })
             .collect();
         let mut view = ClusterView {
@@ -750,7 +819,9 @@ impl ViewBuilder {
 /// The part an engine event plays in an incident.
 fn classify(kind: &EventKind) -> EventClass {
     match kind {
-        EventKind::BrokerStopped { broker, .. } | EventKind::BrokerPaused { broker } => EventClass::Fault(*broker),
+        EventKind::BrokerStopped { broker, .. }
+        | EventKind::BrokerPaused { broker }
+        | EventKind::BrokerIsolated { broker } => EventClass::Fault(*broker),
         EventKind::BrokerFenced { broker, reason } if reason == crate::engine::CONTROLLED_SHUTDOWN => {
             EventClass::Fault(*broker)
         }
@@ -815,7 +886,25 @@ fn describe(kind: &EventKind) -> Line {
         EventKind::ProduceRejected { tp, error, reason } => {
             timeline::produce_rejected(&tp.topic, tp.partition, &format!("{error:?}"), reason)
         }
-        EventKind::LinkChanged { a, b, fault } => timeline::link_changed(a, b, fault.as_deref()),
+        EventKind::LinkChanged { a, b, fault } => {
+            timeline::link_changed(&node_label(*a), &node_label(*b), fault.map(link_fault_label).as_deref())
+        }
+        EventKind::BrokerIsolated { broker } => timeline::broker_isolated(*broker),
+        EventKind::LinksHealed => timeline::links_healed(),
+        EventKind::ClockChanged(ClockChange::Frozen) => timeline::clock_frozen(),
+        EventKind::ClockChanged(ClockChange::Thawed { frozen_for }) => timeline::clock_thawed(frozen_for.as_secs_f64()),
+        EventKind::ClockChanged(ClockChange::SlowMotion { factor }) => timeline::slow_motion(*factor),
+        EventKind::SettingChanged(setting) => match setting {
+            LiveSetting::AutoRebalance(on) => {
+                timeline::setting_changed("auto.leader.rebalance.enable", None, &on.to_string())
+            }
+            LiveSetting::UncleanElection { topic, enabled } => {
+                timeline::setting_changed("unclean.leader.election.enable", topic.as_deref(), &enabled.to_string())
+            }
+            LiveSetting::MinInsync { topic, value } => {
+                timeline::setting_changed("min.insync.replicas", Some(topic), &value.to_string())
+            }
+        },
         EventKind::GroupRebalanced {
             group,
             generation,
@@ -825,6 +914,23 @@ fn describe(kind: &EventKind) -> Line {
         EventKind::GroupMemberRemoved { group, member, reason } => {
             timeline::group_member_removed(group, member, reason)
         }
+    }
+}
+
+/// A node as the timeline names it: a broker by its id.
+fn node_label(node: NodeId) -> String {
+    match node {
+        NodeId::Broker(b) => b.to_string(),
+        NodeId::Controller => "controller".into(),
+        NodeId::Client(c) => format!("client {c}"),
+    }
+}
+
+fn link_fault_label(fault: LinkFault) -> String {
+    match fault {
+        LinkFault::Cut => "cut".into(),
+        LinkFault::Delay(d) => format!("delayed {} ms", d.as_millis()),
+        LinkFault::Drop { one_in } => format!("dropping 1 request in {one_in}"),
     }
 }
 

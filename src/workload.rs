@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Cluster, TopicConfig};
+use crate::engine::{Clock, Cluster, TopicConfig};
 
 pub const PAGE_VIEWS: &str = "page-views";
 pub const CLICKS: &str = "clicks";
@@ -89,6 +89,7 @@ impl Workload {
         let producer = Producer::new(cluster.clone(), ProducerConfig::default()).await?;
         tasks.push(tokio::spawn(produce_loop(
             producer.clone(),
+            cluster.clock().clone(),
             PAGE_VIEWS,
             config.page_views_per_sec,
             config.users,
@@ -96,6 +97,7 @@ impl Workload {
         )));
         tasks.push(tokio::spawn(produce_loop(
             producer,
+            cluster.clock().clone(),
             CLICKS,
             config.clicks_per_sec,
             config.users,
@@ -176,12 +178,19 @@ fn json_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-async fn produce_loop(producer: Producer, topic: &'static str, per_sec: u32, users: u32, produced: Arc<AtomicU64>) {
+/// Paced on the cluster's clock: a frozen cluster gets no new demo records.
+async fn produce_loop(
+    producer: Producer,
+    clock: Clock,
+    topic: &'static str,
+    per_sec: u32,
+    users: u32,
+    produced: Arc<AtomicU64>,
+) {
     let mut seq = Sequence(0x2545_f491_4f6c_dd1d ^ topic.len() as u64);
     let tick = Duration::from_millis(100);
     let per_tick = (per_sec / 10).max(1);
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut interval = clock.interval(tick);
     loop {
         interval.tick().await;
         for _ in 0..per_tick {
@@ -227,6 +236,7 @@ async fn consume_loop(
     delay_ms: u64,
     counter: Arc<AtomicU64>,
 ) {
+    let clock = cluster.clock().clone();
     let mut consumer = Consumer::new(
         cluster,
         ConsumerConfig {
@@ -243,12 +253,14 @@ async fn consume_loop(
             Ok(records) => {
                 counter.fetch_add(records.len() as u64, Ordering::Relaxed);
                 if delay_ms > 0 && !records.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(delay_ms * records.len() as u64)).await;
+                    clock
+                        .sleep(Duration::from_millis(delay_ms * records.len() as u64))
+                        .await;
                 }
             }
             Err(e) => {
                 tracing::debug!(group, error = %e, "demo consumer poll failed; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                clock.sleep(Duration::from_millis(500)).await;
             }
         }
     }

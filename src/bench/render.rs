@@ -127,6 +127,7 @@ fn large_view(partitions: u32) -> ClusterView {
                 ms: 604_800_000,
                 bytes: -1,
             }),
+            unclean_election: Some(false),
         })
         .collect();
     view

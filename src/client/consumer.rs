@@ -19,7 +19,9 @@ use tokio::time::Instant;
 
 use super::assignor::{self, Subscription};
 use crate::engine::group::JoinGroupRequest;
-use crate::engine::{Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, TopicPartition};
+use crate::engine::{
+    Clock, Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, TopicPartition,
+};
 
 /// How long a poll that could not fetch anything waits before trying again (Kafka's
 /// `retry.backoff.ms` default).
@@ -106,6 +108,8 @@ struct Membership {
 
 pub struct Consumer {
     cluster: Cluster,
+    /// The cluster's clock: a frozen cluster's consumers wait.
+    clock: Clock,
     config: ConsumerConfig,
     subscription: Option<Vec<String>>,
     assigned: Vec<TopicPartition>,
@@ -137,7 +141,10 @@ type FetchOutcome = (TopicPartition, i64, Result<FetchedRecords, ErrorCode>);
 
 impl Consumer {
     pub fn new(cluster: Cluster, config: ConsumerConfig) -> Self {
+        let clock = cluster.clock().clone();
         Consumer {
+            last_commit: clock.now(),
+            clock,
             cluster,
             config,
             subscription: None,
@@ -149,7 +156,6 @@ impl Consumer {
             rejoin: Arc::new(AtomicBool::new(false)),
             heartbeat_generation: Arc::new(AtomicI32::new(assignor::DEFAULT_GENERATION)),
             heartbeat: None,
-            last_commit: Instant::now(),
             buffered: VecDeque::new(),
             fetches: JoinSet::new(),
             in_flight: HashMap::new(),
@@ -244,7 +250,7 @@ impl Consumer {
 
     /// Records from the assigned partitions, waiting up to `timeout` for some.
     pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumeError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = self.clock.now() + timeout;
         loop {
             if self.subscription.is_some() && (self.membership.is_none() || self.rejoin.load(Ordering::SeqCst)) {
                 self.join_group(deadline).await?;
@@ -262,7 +268,7 @@ impl Consumer {
                 }
                 return Ok(records);
             }
-            let now = Instant::now();
+            let now = self.clock.now();
             if now >= deadline {
                 return Ok(Vec::new());
             }
@@ -273,7 +279,7 @@ impl Consumer {
             // leader). Like Kafka's consumer (`retry.backoff.ms`), wait before asking again
             // rather than spinning until the poll's timeout.
             if self.buffered.is_empty() && self.fetches.is_empty() {
-                tokio::time::sleep(wait.min(RETRY_BACKOFF)).await;
+                self.clock.sleep(wait.min(RETRY_BACKOFF)).await;
             }
         }
     }
@@ -299,8 +305,8 @@ impl Consumer {
             });
             self.in_flight.insert(tp, (offset, task.id()));
         }
-        let deadline = Instant::now() + wait;
-        while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, self.fetches.join_next_with_id()).await {
+        let deadline = self.clock.now() + wait;
+        while let Ok(Some(joined)) = self.clock.timeout_at(deadline, self.fetches.join_next_with_id()).await {
             let (tp, offset, result) = match joined {
                 Ok((_, outcome)) => outcome,
                 Err(e) => {
@@ -431,11 +437,11 @@ impl Consumer {
         if !self.config.enable_auto_commit || self.config.group_id.is_none() {
             return;
         }
-        if self.last_commit.elapsed() >= Duration::from_millis(self.config.auto_commit_interval_ms) {
+        if self.clock.elapsed(self.last_commit) >= Duration::from_millis(self.config.auto_commit_interval_ms) {
             if let Err(e) = self.commit().await {
                 tracing::debug!(error = %e, "auto-commit failed; will retry");
             }
-            self.last_commit = Instant::now();
+            self.last_commit = self.clock.now();
         }
     }
 
@@ -517,7 +523,7 @@ impl Consumer {
         }
         let backoff = Duration::from_millis(100);
         loop {
-            if Instant::now() >= deadline + Duration::from_millis(self.config.rebalance_timeout_ms) {
+            if self.clock.now() >= deadline + Duration::from_millis(self.config.rebalance_timeout_ms) {
                 // The next poll carries on joining.
                 self.rejoin.store(true, Ordering::SeqCst);
                 return Err(ConsumeError::Group(ErrorCode::RebalanceInProgress));
@@ -552,7 +558,7 @@ impl Consumer {
             let joined = match self.cluster.group_request(&group, join, timeout).await {
                 Ok(GroupResponse::Join(r)) => r,
                 _ => {
-                    tokio::time::sleep(backoff).await;
+                    self.clock.sleep(backoff).await;
                     continue;
                 }
             };
@@ -570,7 +576,7 @@ impl Consumer {
                     return Err(ConsumeError::Group(ErrorCode::InconsistentGroupProtocol));
                 }
                 Some(_) => {
-                    tokio::time::sleep(backoff).await;
+                    self.clock.sleep(backoff).await;
                     continue;
                 }
             }
@@ -589,7 +595,7 @@ impl Consumer {
             let synced = match self.cluster.group_request(&group, sync, timeout).await {
                 Ok(GroupResponse::Sync(r)) => r,
                 _ => {
-                    tokio::time::sleep(backoff).await;
+                    self.clock.sleep(backoff).await;
                     continue;
                 }
             };
@@ -661,7 +667,7 @@ impl Consumer {
         let interval = Duration::from_millis(self.config.heartbeat_interval_ms);
         self.heartbeat = Some(tokio::spawn(async move {
             loop {
-                tokio::time::sleep(interval).await;
+                cluster.clock().sleep(interval).await;
                 let request = GroupRequest::Heartbeat {
                     group_id: group.clone(),
                     generation: m.generation,

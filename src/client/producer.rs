@@ -44,7 +44,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::partitioner::{StickyPartitioner, TopicHasher, partition_for_key};
-use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition};
+use crate::engine::{Acks, Clock, Cluster, ErrorCode, NO_LEADER, ProduceOutcome, TopicPartition, WallClock};
 use crate::storage::batch::RECORD_BATCH_OVERHEAD;
 use crate::storage::records::{self, Compression, Record};
 
@@ -250,7 +250,8 @@ impl Producer {
                 senders: Vec::new(),
             }),
             closing: AtomicBool::new(false),
-            clock: Clock::new(),
+            wall: WallClock::new(),
+            clock: cluster.clock().clone(),
             identity,
             cluster,
             config,
@@ -322,7 +323,7 @@ impl Producer {
             timestamp,
         } = record;
         // One clock reading per record: it stamps the record and dates the cached metadata.
-        let now_ms = shared.clock.now_ms();
+        let now_ms = shared.wall.now_ms();
         let timestamp = match timestamp {
             Some(t) if t < 0 => {
                 return Err(ProduceError::InvalidRecord(format!(
@@ -391,6 +392,10 @@ struct ProducerIdentity {
 struct Shared {
     cluster: Cluster,
     config: ProducerConfig,
+    /// Record timestamps.
+    wall: WallClock,
+    /// Linger, retries, request and delivery timeouts: the cluster's clock, so a frozen
+    /// cluster times none of them out.
     clock: Clock,
     /// The producer id and epoch new batches are stamped with; `None` without idempotence.
     /// An async lock, because replacing the identity waits for InitProducerId.
@@ -811,7 +816,12 @@ impl PartitionQueue {
                         resolvers: Vec::with_capacity(capacity),
                     }
                 });
-                opened.insert(ProducerBatch::new(Instant::now(), state.appended, timestamp, storage))
+                opened.insert(ProducerBatch::new(
+                    shared.clock.now(),
+                    state.appended,
+                    timestamp,
+                    storage,
+                ))
             }
         };
         open.size += open.next_record_bytes(pending.fixed, timestamp);
@@ -849,7 +859,7 @@ impl PartitionQueue {
                             || oldest.size >= shared.config.batch_size
                             || oldest.first_record < state.flush_until
                             || closing
-                            || Instant::now() >= due;
+                            || shared.clock.now() >= due;
                         if ready {
                             return state.batches.pop_front();
                         }
@@ -861,7 +871,7 @@ impl PartitionQueue {
                 Some(due) => {
                     tokio::select! {
                         () = self.wakeup.notified() => {}
-                        () = tokio::time::sleep_until(due) => {}
+                        () = shared.clock.sleep_until(due) => {}
                     }
                 }
                 None => self.wakeup.notified().await,
@@ -963,7 +973,7 @@ impl<'a> Window<'a> {
     /// Takes in the answers, fails what ran out of time, resolves the oldest batches that are
     /// done, and sends whatever may go now.
     async fn dispatch(&mut self) {
-        let now = Instant::now();
+        let now = self.shared.clock.now();
         self.settle_answers(now);
         self.expire(now);
         self.resolve_done();
@@ -1151,7 +1161,8 @@ impl<'a> Window<'a> {
     /// leaves when first polled, and the requests are polled oldest first, so they reach the
     /// leader in sequence order.
     async fn progress(&mut self) {
-        let now = Instant::now();
+        let clock = self.shared.clock.clone();
+        let now = clock.now();
         let timer = self
             .slots
             .iter()
@@ -1167,7 +1178,7 @@ impl<'a> Window<'a> {
             .min();
         let mut sleep = std::pin::pin!(async move {
             match timer {
-                Some(at) => tokio::time::sleep_until(at).await,
+                Some(at) => clock.sleep_until(at).await,
                 None => std::future::pending().await,
             }
         });

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{
     Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
 };
-use super::{BrokerId, Clock, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
 
@@ -41,7 +41,12 @@ pub(crate) struct BrokerContext {
     pub network: Network,
     pub controller: Arc<Controller>,
     pub events: EventBus,
+    /// Record timestamps, retention, event times.
+    pub wall: WallClock,
+    /// Every timer.
     pub clock: Clock,
+    /// `auto.leader.rebalance.enable`, live.
+    pub auto_rebalance: Arc<AtomicBool>,
 }
 
 pub(crate) struct Broker {
@@ -77,7 +82,8 @@ impl Broker {
             ctx.config.offsets_topic_partitions,
             ctx.config.group_initial_rebalance_delay_ms,
             ctx.events.clone(),
-            ctx.clock,
+            ctx.wall,
+            ctx.clock.clone(),
         );
         let broker = Arc::new_cyclic(|me| Broker {
             id,
@@ -121,7 +127,7 @@ impl Broker {
     }
 
     fn now_ms(&self) -> i64 {
-        self.ctx.clock.now_ms()
+        self.ctx.wall.now_ms()
     }
 
     pub fn broker_epoch(&self) -> i64 {
@@ -273,7 +279,14 @@ impl Broker {
         if acks != Acks::All {
             return reply(ErrorCode::None, info.first_offset);
         }
-        let error = await_replication(&partition, &info, &mut progress, Duration::from_millis(timeout_ms)).await;
+        let error = await_replication(
+            &self.ctx.clock,
+            &partition,
+            &info,
+            &mut progress,
+            Duration::from_millis(timeout_ms),
+        )
+        .await;
         if error == ErrorCode::NotEnoughReplicasAfterAppend {
             self.ctx.events.publish(EventKind::ProduceRejected {
                 tp,
@@ -302,7 +315,11 @@ impl Broker {
             } => {
                 let (rx, stored) = g.sync(&group_id, generation, &member_id, assignments);
                 if let Some(write) = stored {
-                    g.group_stored(&group_id, generation, await_coordinator_write(&write).await);
+                    g.group_stored(
+                        &group_id,
+                        generation,
+                        await_coordinator_write(&self.ctx.clock, &write).await,
+                    );
                 }
                 GroupResponse::Sync(rx.await.unwrap_or_else(|_| group::SyncGroupResponse {
                     error: Some(ErrorCode::NotCoordinator),
@@ -356,7 +373,7 @@ impl Broker {
             Ok(None) => return ErrorCode::None,
             Err(error) => return group::commit_error(error),
         };
-        let error = await_coordinator_write(&write).await;
+        let error = await_coordinator_write(&self.ctx.clock, &write).await;
         if error == ErrorCode::None {
             self.groups.committed(group_id, &committed, write.appended.first_offset);
         }
@@ -370,7 +387,7 @@ impl Broker {
     /// Runs the coordinator's join-phase and session timers.
     async fn group_timers(self: Arc<Self>) {
         loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            self.ctx.clock.sleep(Duration::from_millis(100)).await;
             self.unpaused().await;
             self.groups.tick();
         }
@@ -415,12 +432,12 @@ impl Broker {
         // Kafka's DelayedFetch: an empty answer waits for records (up to `max_wait_ms`); a
         // follower is also answered as soon as the HW moves, since fetches are how it learns
         // the HW. Waking only for that, not for every append or HW step, spares a round trip.
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms);
+        let deadline = self.ctx.clock.now() + Duration::from_millis(req.max_wait_ms);
         let mut first_high_watermark = None;
         loop {
             let mut progress = partition.subscribe();
             let arrival = first_high_watermark.is_none();
-            let (result, proposal) = partition.read_for_fetch(&req, arrival, self.now_ms());
+            let (result, proposal) = partition.read_for_fetch(&req, arrival);
             if let Some(p) = proposal {
                 self.propose_isr(p);
             }
@@ -448,9 +465,9 @@ impl Broker {
                 Ok((data, None)) => {
                     let first = *first_high_watermark.get_or_insert(data.high_watermark);
                     let news = !data.records.is_empty() || (req.replica.is_some() && data.high_watermark != first);
-                    if !news && tokio::time::Instant::now() < deadline {
+                    if !news && self.ctx.clock.now() < deadline {
                         // Past the deadline the next round answers with what there is.
-                        let _ = tokio::time::timeout_at(deadline, progress.changed()).await;
+                        let _ = self.ctx.clock.timeout_at(deadline, progress.changed()).await;
                         continue;
                     }
                     self.bytes_out.fetch_add(data.records.len() as u64, Ordering::Relaxed);
@@ -622,16 +639,20 @@ impl Broker {
         self.spawn(async move {
             let tick = Duration::from_millis((me.ctx.config.broker_heartbeat_interval_ms / 2).max(10));
             let rebalance_every = Duration::from_millis(me.ctx.config.leader_imbalance_check_interval_ms.max(1));
-            let mut next_rebalance = tokio::time::Instant::now() + rebalance_every;
+            let clock = &me.ctx.clock;
+            let mut next_rebalance = clock.now() + rebalance_every;
             loop {
-                tokio::time::sleep(tick).await;
+                clock.sleep(tick).await;
                 me.unpaused().await;
                 if !me.is_controller() {
                     return;
                 }
                 me.publish_result(me.ctx.controller.expire_sessions());
-                if me.ctx.config.auto_leader_rebalance && tokio::time::Instant::now() >= next_rebalance {
-                    next_rebalance += rebalance_every;
+                if clock.now() < next_rebalance {
+                    continue;
+                }
+                next_rebalance += rebalance_every;
+                if me.ctx.auto_rebalance.load(Ordering::Relaxed) {
                     let result = me.ctx.controller.elect_preferred(|_| true).map(|(_, image)| image);
                     me.publish_result(result);
                 }
@@ -682,18 +703,17 @@ impl Broker {
                 }) => self.broker_epoch.store(-1, Ordering::SeqCst),
                 _ => {}
             }
-            tokio::time::sleep(interval).await;
+            self.ctx.clock.sleep(interval).await;
         }
     }
 
     async fn isr_expiration(self: Arc<Self>) {
         let every = Duration::from_millis((self.ctx.config.replica_lag_time_max_ms / 2).max(10));
         loop {
-            tokio::time::sleep(every).await;
+            self.ctx.clock.sleep(every).await;
             self.unpaused().await;
-            let now = self.now_ms();
             for p in self.partitions() {
-                if let Some(proposal) = p.shrink_proposal(now) {
+                if let Some(proposal) = p.shrink_proposal() {
                     self.propose_isr(proposal);
                 }
             }
@@ -719,7 +739,7 @@ impl Broker {
         let mut cleaner_rests_until = i64::MIN;
         let mut next_expiry = self.now_ms().saturating_add(EXPIRY_CHECK_INTERVAL_MS);
         loop {
-            tokio::time::sleep(every).await;
+            self.ctx.clock.sleep(every).await;
             self.unpaused().await;
             let now = self.now_ms();
             let run_cleaner = now >= cleaner_rests_until;
@@ -786,7 +806,7 @@ impl Broker {
     async fn flusher(self: Arc<Self>, interval_ms: u64) {
         let every = Duration::from_millis(interval_ms.clamp(10, 1_000));
         loop {
-            tokio::time::sleep(every).await;
+            self.ctx.clock.sleep(every).await;
             self.unpaused().await;
             let now = self.now_ms();
             for p in self.partitions() {
@@ -824,7 +844,7 @@ impl Broker {
                 }) => state,
                 _ => None,
             };
-            partition.isr_change_done(committed.as_ref(), me.now_ms());
+            partition.isr_change_done(committed.as_ref());
         });
     }
 
@@ -861,7 +881,7 @@ impl Broker {
                 None => match Log::open(self.dir.join(tp.dir_name()), log_config, now) {
                     Ok(log) => {
                         let lag = self.ctx.config.replica_lag_time_max_ms as i64;
-                        let p = Arc::new(Partition::new(tp.clone(), self.id, log, lag));
+                        let p = Arc::new(Partition::new(tp.clone(), self.id, log, lag, self.ctx.clock.clone()));
                         partitions.insert(tp.clone(), Arc::clone(&p));
                         p
                     }
@@ -872,7 +892,7 @@ impl Broker {
                 },
             };
             let min_isr = image.topics.get(&tp.topic).map_or(1, |t| t.config.min_insync_replicas);
-            match partition.apply(reg, min_isr, |b| image.is_live(b), now) {
+            match partition.apply(reg, min_isr, |b| image.is_live(b)) {
                 Ok(true) => {
                     self.restart_fetcher(&partition);
                     if tp.topic == OFFSETS_TOPIC {
@@ -936,7 +956,7 @@ impl Broker {
                 max_bytes: REPLICA_FETCH_MAX_BYTES,
                 max_wait_ms: max_wait,
             });
-            let sent = tokio::time::Instant::now();
+            let sent = self.ctx.clock.now();
             let response = self
                 .ctx
                 .network
@@ -993,8 +1013,8 @@ impl Broker {
             };
             let (leo, epoch) = partition.fetch_position();
             let unchanged = (leo, epoch, partition.high_watermark()) == before;
-            if failed || (unchanged && sent.elapsed() < held) {
-                tokio::time::sleep(backoff).await;
+            if failed || (unchanged && self.ctx.clock.elapsed(sent) < held) {
+                self.ctx.clock.sleep(backoff).await;
             }
         }
     }
@@ -1029,6 +1049,7 @@ fn take_clean_shutdown_marker(dir: &std::path::Path) -> i64 {
 /// Waits until an acks=all append is replicated to the ISR (HW passed it), the leader
 /// changes, or the timeout passes.
 async fn await_replication(
+    clock: &Clock,
     partition: &Partition,
     appended: &Appended,
     progress: &mut watch::Receiver<u64>,
@@ -1047,15 +1068,14 @@ async fn await_replication(
             }
         }
     };
-    tokio::time::timeout(timeout, wait)
-        .await
-        .unwrap_or(ErrorCode::RequestTimedOut)
+    clock.timeout(timeout, wait).await.unwrap_or(ErrorCode::RequestTimedOut)
 }
 
 /// Waits until a coordinator record is replicated to the ISR.
-async fn await_coordinator_write(write: &group::PendingWrite) -> ErrorCode {
+async fn await_coordinator_write(clock: &Clock, write: &group::PendingWrite) -> ErrorCode {
     let mut progress = write.partition.subscribe();
     await_replication(
+        clock,
         &write.partition,
         &write.appended,
         &mut progress,
@@ -1076,10 +1096,11 @@ mod tests {
             brokers: 1,
             ..ClusterConfig::default()
         };
+        let wall = WallClock::new();
         let clock = Clock::new();
-        let events = EventBus::new(clock);
-        let controller = Arc::new(Controller::load(config.clone(), events.clone()).expect("controller"));
-        let network = Network::default();
+        let events = EventBus::new(wall);
+        let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone()).expect("controller"));
+        let network = Network::new(clock.clone());
         network.set_controller(Some(0));
         let broker = Broker::start(
             0,
@@ -1088,7 +1109,9 @@ mod tests {
                 network: network.clone(),
                 controller,
                 events,
+                wall,
                 clock,
+                auto_rebalance: Arc::new(AtomicBool::new(true)),
             },
         );
         let long_lived = broker.task_count();

@@ -3,7 +3,7 @@
 //! the whole state as a snapshot plus a stream of events.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -12,16 +12,17 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use super::broker::{Broker, BrokerContext};
+use super::clock::{ClockChange, ClockError};
 use super::config::{ClusterConfig, TopicConfig};
-use super::controller::{Controller, MetadataImage, NO_LEADER};
-use super::events::{ClusterEvent, EventBus, EventKind};
+use super::controller::{Controller, ControllerError, MetadataImage, NO_LEADER};
+use super::events::{ClusterEvent, EventBus, EventKind, LiveSetting};
 use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
 use super::protocol::{
     Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
 };
-use super::{BrokerId, Clock, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 
 /// What a broker is doing, as the console shows it.
@@ -134,6 +135,8 @@ pub struct TopicView {
     pub size_bytes: u64,
     /// The topic's effective log settings (its overrides on the cluster's defaults).
     pub log: crate::storage::LogConfig,
+    /// `unclean.leader.election.enable` as elections apply it: the topic's or the cluster's.
+    pub unclean_leader_election: bool,
     /// Rates over the last second or more between snapshots.
     pub messages_per_sec: f64,
     pub bytes_per_sec: f64,
@@ -223,10 +226,11 @@ impl Cluster {
         config.log.validate()?;
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+        let wall = WallClock::new();
         let clock = Clock::new();
-        let events = EventBus::new(clock);
-        let controller = Arc::new(Controller::load(config.clone(), events.clone())?);
-        let network = Network::default();
+        let events = EventBus::new(wall);
+        let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone())?);
+        let network = Network::new(clock.clone());
         network.set_controller(Some(0));
         controller.reset_heartbeats();
         let ctx = BrokerContext {
@@ -234,7 +238,9 @@ impl Cluster {
             network,
             controller,
             events,
+            wall,
             clock,
+            auto_rebalance: Arc::new(AtomicBool::new(config.auto_leader_rebalance)),
         };
         let cluster = Cluster {
             inner: Arc::new(Inner {
@@ -297,26 +303,29 @@ impl Cluster {
             .flatten()
     }
 
-    /// Moves the controller role when its broker is gone or frozen for
-    /// `controller_failover_ms` (the KRaft quorum electing a new active controller).
+    /// Moves the controller role when its broker is gone, frozen or cut off from the
+    /// cluster for `controller_failover_ms` (the KRaft quorum electing a new active
+    /// controller; an isolated one cannot reach the quorum).
     async fn supervise(self) {
         let failover = Duration::from_millis(self.inner.config.controller_failover_ms);
+        let clock = self.inner.ctx.clock.clone();
+        let network = self.inner.ctx.network.clone();
         let mut unhealthy_since: Option<tokio::time::Instant> = None;
         loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let host = self.inner.ctx.network.controller();
-            if host.and_then(|h| self.running_broker(h)).is_some() {
+            clock.sleep(Duration::from_millis(100)).await;
+            let host = network.controller();
+            if host.is_some_and(|h| self.running_broker(h).is_some() && !network.cut_off_from_controller(h)) {
                 unhealthy_since = None;
                 continue;
             }
-            let since = *unhealthy_since.get_or_insert_with(tokio::time::Instant::now);
-            if since.elapsed() < failover {
+            let since = *unhealthy_since.get_or_insert_with(|| clock.now());
+            if clock.elapsed(since) < failover {
                 continue;
             }
             let candidate = self
                 .slots()
                 .iter()
-                .find(|(_, s)| s.state == BrokerState::Running)
+                .find(|(id, s)| s.state == BrokerState::Running && !network.cut_off_from_controller(**id))
                 .and_then(|(id, s)| s.broker.clone().map(|b| (*id, b)));
             if let Some((id, broker)) = candidate {
                 self.inner.ctx.network.set_controller(Some(id));
@@ -341,6 +350,99 @@ impl Cluster {
 
     pub fn config(&self) -> &ClusterConfig {
         &self.inner.config
+    }
+
+    /// The cluster's clock: every engine timer runs on it, and so do the in-process clients
+    /// built on this cluster.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.ctx.clock
+    }
+
+    /// Stops the cluster's clock; whether it was running.
+    pub fn freeze(&self) -> bool {
+        self.clock_changed(self.inner.ctx.clock.freeze())
+    }
+
+    /// Lets the cluster's clock run again; whether it was frozen.
+    pub fn thaw(&self) -> bool {
+        self.clock_changed(self.inner.ctx.clock.thaw())
+    }
+
+    /// Runs every timer `factor` times slower (1..=20; 1 is real time); whether it changed.
+    pub fn set_slow_motion(&self, factor: u32) -> Result<bool, ClockError> {
+        Ok(self.clock_changed(self.inner.ctx.clock.set_factor(factor)?))
+    }
+
+    fn clock_changed(&self, change: Option<ClockChange>) -> bool {
+        match change {
+            Some(change) => {
+                self.inner.ctx.events.publish(EventKind::ClockChanged(change));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `auto.leader.rebalance.enable` as it is now.
+    pub fn auto_rebalance(&self) -> bool {
+        self.inner.ctx.auto_rebalance.load(Ordering::Relaxed)
+    }
+
+    /// `auto.leader.rebalance.enable`, live: the controller's next imbalance check obeys it.
+    pub fn set_auto_rebalance(&self, enabled: bool) {
+        if self.inner.ctx.auto_rebalance.swap(enabled, Ordering::Relaxed) != enabled {
+            self.inner
+                .ctx
+                .events
+                .publish(EventKind::SettingChanged(LiveSetting::AutoRebalance(enabled)));
+        }
+    }
+
+    /// The cluster's `unclean.leader.election.enable` as it is now.
+    pub fn unclean_election_default(&self) -> bool {
+        self.inner.ctx.controller.unclean_default(&self.metadata())
+    }
+
+    /// `unclean.leader.election.enable` of one topic, or of the cluster, live. Through the
+    /// controller's metadata, so every election from now on uses it; turning it on elects a
+    /// leader at once where only an out-of-sync replica is left.
+    pub async fn set_unclean_election(&self, topic: Option<&str>, enabled: bool) -> Result<()> {
+        let host = self.controller_host()?;
+        let controller = &self.inner.ctx.controller;
+        let result = match topic {
+            Some(topic) => controller.alter_topic_config(
+                topic,
+                &LiveSetting::UncleanElection {
+                    topic: Some(topic.to_string()),
+                    enabled,
+                },
+            ),
+            None => controller.set_unclean_default(enabled),
+        };
+        if let Some(image) = result.map_err(refusal)? {
+            host.publish(image);
+        }
+        Ok(())
+    }
+
+    /// A topic's `min.insync.replicas`, live (1..=its replication factor): leaders check
+    /// acks=all appends against it as soon as they have the new metadata.
+    pub async fn set_min_insync(&self, topic: &str, value: i32) -> Result<()> {
+        let host = self.controller_host()?;
+        let setting = LiveSetting::MinInsync {
+            topic: topic.to_string(),
+            value,
+        };
+        if let Some(image) = self
+            .inner
+            .ctx
+            .controller
+            .alter_topic_config(topic, &setting)
+            .map_err(refusal)?
+        {
+            host.publish(image);
+        }
+        Ok(())
     }
 
     pub fn metadata(&self) -> Arc<MetadataImage> {
@@ -426,7 +528,7 @@ impl Cluster {
             let log = Log::open(
                 &dir,
                 LogConfig::clone(&self.inner.config.log),
-                self.inner.ctx.clock.now_ms(),
+                self.inner.ctx.wall.now_ms(),
             )?;
             log.truncate_to(offset)?;
         }
@@ -463,6 +565,14 @@ impl Cluster {
             None => bail!("no broker {id}"),
         }
         self.launch(id);
+        // Back before the controller role moved away: the role's timers died with the old
+        // process, so the new one runs them (otherwise no session would ever expire).
+        if self.inner.ctx.network.controller() == Some(id)
+            && let Some(host) = self.running_broker(id)
+        {
+            self.inner.ctx.controller.reset_heartbeats();
+            host.spawn_controller_duties();
+        }
         Ok(())
     }
 
@@ -522,11 +632,33 @@ impl Cluster {
     /// Injects (or with `None` heals) a fault on the link between two nodes.
     pub fn set_link(&self, a: NodeId, b: NodeId, fault: Option<LinkFault>) {
         self.inner.ctx.network.set_link(a, b, fault);
-        self.inner.ctx.events.publish(EventKind::LinkChanged {
-            a: format!("{a:?}"),
-            b: format!("{b:?}"),
-            fault: fault.map(|f| format!("{f:?}")),
-        });
+        self.inner.ctx.events.publish(EventKind::LinkChanged { a, b, fault });
+    }
+
+    /// Cuts a broker off from every other broker and from the controller; clients still
+    /// reach it (a "zombie" leader keeps answering them until it learns it was replaced).
+    /// When it hosts the controller, the role moves after `controller_failover_ms`.
+    pub fn isolate(&self, id: BrokerId) -> Result<()> {
+        if !self.slots().contains_key(&id) {
+            bail!("there is no broker {id}");
+        }
+        let network = &self.inner.ctx.network;
+        let others: Vec<BrokerId> = self.slots().keys().copied().filter(|b| *b != id).collect();
+        for other in others {
+            network.set_link(NodeId::Broker(id), NodeId::Broker(other), Some(LinkFault::Cut));
+        }
+        network.set_link(NodeId::Broker(id), NodeId::Controller, Some(LinkFault::Cut));
+        self.inner.ctx.events.publish(EventKind::BrokerIsolated { broker: id });
+        Ok(())
+    }
+
+    /// Clears every link fault; whether there was any.
+    pub fn heal_links(&self) -> bool {
+        let healed = self.inner.ctx.network.heal_all();
+        if healed {
+            self.inner.ctx.events.publish(EventKind::LinksHealed);
+        }
+        healed
     }
 
     /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
@@ -799,7 +931,9 @@ impl Cluster {
         partitions: &[PartitionView],
         totals: &BTreeMap<String, (i64, u64)>,
     ) -> Vec<TopicView> {
+        // Rates are what an observer sees per (tokio) second, slow motion included.
         let now = tokio::time::Instant::now();
+        let unclean_default = self.inner.ctx.controller.unclean_default(image);
         let mut rates = lock(&self.inner.rates);
         // A deleted topic's sample goes with it (a test suite may create thousands).
         rates.retain(|name, _| image.topics.contains_key(name));
@@ -835,6 +969,7 @@ impl Cluster {
                     messages,
                     size_bytes: bytes,
                     log: t.config.log_config(&self.inner.ctx.config.log),
+                    unclean_leader_election: unclean_default || t.config.unclean_leader_election,
                     messages_per_sec: sample.messages_per_sec,
                     bytes_per_sec: sample.bytes_per_sec,
                 }
@@ -843,6 +978,8 @@ impl Cluster {
     }
 
     /// Waits until `condition` holds for a snapshot, checking every 10 ms of (tokio) time.
+    /// An observer's wait, so on tokio time, not the cluster's clock: a frozen cluster makes
+    /// it time out rather than hang.
     pub async fn wait_for(
         &self,
         limit: Duration,
@@ -1091,6 +1228,14 @@ impl Cluster {
     /// can tell an idle cluster from one that spins.
     pub fn requests_delivered(&self) -> BTreeMap<(NodeId, BrokerId), u64> {
         self.inner.ctx.network.delivered().into_iter().collect()
+    }
+}
+
+/// A controller refusal as the operator reads it: the sentence, without the error code.
+fn refusal(e: ControllerError) -> anyhow::Error {
+    match e {
+        ControllerError::Rejected { message, .. } => anyhow!(message),
+        other => other.into(),
     }
 }
 

@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::config::{ClusterConfig, LeaderElection, TopicConfig};
-use super::events::{ElectionReason, EventBus, EventKind};
+use super::events::{ElectionReason, EventBus, EventKind, LiveSetting};
 use super::protocol::ErrorCode;
-use super::{BrokerId, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::checkpoint;
 
 pub const NO_LEADER: BrokerId = -1;
@@ -68,6 +68,10 @@ pub struct MetadataImage {
     /// Producer ids are handed out once, cluster-wide (InitProducerId).
     #[serde(default)]
     pub next_producer_id: i64,
+    /// `unclean.leader.election.enable` set for the whole cluster at run time (Kafka's
+    /// dynamic cluster-wide broker config); `None`: the static configuration's.
+    #[serde(default)]
+    pub unclean_leader_election: Option<bool>,
 }
 
 impl MetadataImage {
@@ -147,6 +151,7 @@ pub(crate) struct Controller {
     config: ClusterConfig,
     path: PathBuf,
     events: EventBus,
+    clock: Clock,
     state: Mutex<ControllerState>,
 }
 
@@ -157,7 +162,7 @@ impl Controller {
     /// fenced when its session expires ([`Controller::reset_heartbeats`] starts the clock).
     /// Fencing them all here instead would skip that: the leaders would stay where they were,
     /// on brokers that may be gone for good.
-    pub fn load(config: ClusterConfig, events: EventBus) -> Result<Controller, ControllerError> {
+    pub fn load(config: ClusterConfig, events: EventBus, clock: Clock) -> Result<Controller, ControllerError> {
         let dir = config.data_dir.join("metadata");
         std::fs::create_dir_all(&dir).map_err(|e| ControllerError::Persist(format!("{}: {e}", dir.display())))?;
         let path = dir.join("cluster-metadata.json");
@@ -176,6 +181,7 @@ impl Controller {
             config,
             path,
             events,
+            clock,
             state: Mutex::new(ControllerState {
                 image: Arc::new(image),
                 last_heartbeat: HashMap::new(),
@@ -219,7 +225,7 @@ impl Controller {
     /// Gives every broker a full session timeout from now (a new controller does not know
     /// when they last spoke).
     pub fn reset_heartbeats(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut state = self.lock();
         let ids: Vec<BrokerId> = state.image.brokers.keys().copied().collect();
         for id in ids {
@@ -283,7 +289,7 @@ impl Controller {
                     shutting_down: false,
                 },
             );
-            state.last_heartbeat.insert(broker, Instant::now());
+            state.last_heartbeat.insert(broker, self.clock.now());
             events.push(EventKind::BrokerStarted {
                 broker,
                 broker_epoch: epoch,
@@ -312,7 +318,7 @@ impl Controller {
                     format!("broker epoch {broker_epoch} is not the registered {}", reg.epoch),
                 ));
             }
-            state.last_heartbeat.insert(broker, Instant::now());
+            state.last_heartbeat.insert(broker, self.clock.now());
             if reg.fenced && !reg.shutting_down {
                 reg.fenced = false;
                 events.push(EventKind::BrokerUnfenced { broker });
@@ -327,7 +333,7 @@ impl Controller {
     pub fn expire_sessions(&self) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
         let timeout = std::time::Duration::from_millis(self.config.broker_session_timeout_ms);
         let (_, changed) = self.mutate(|image, events, state| {
-            let now = Instant::now();
+            let now = self.clock.now();
             let expired: Vec<BrokerId> = image
                 .brokers
                 .iter()
@@ -468,8 +474,17 @@ impl Controller {
         }
     }
 
+    /// The cluster's `unclean.leader.election.enable`: set at run time, or configured.
+    pub fn unclean_default(&self, image: &MetadataImage) -> bool {
+        image
+            .unclean_leader_election
+            .unwrap_or(self.config.unclean_leader_election)
+    }
+
+    /// A topic's own setting only adds to the cluster's: kdeck's topic config cannot say
+    /// "not set", so `false` on a topic means "as the cluster".
     fn unclean_allowed(&self, image: &MetadataImage, tp: &TopicPartition) -> bool {
-        self.config.unclean_leader_election
+        self.unclean_default(image)
             || image
                 .topics
                 .get(&tp.topic)
@@ -529,6 +544,63 @@ impl Controller {
                 .min_by_key(|(i, b)| (image.leader_count(**b), *i))
                 .map(|(_, b)| *b),
         }
+    }
+
+    /// The cluster-wide `unclean.leader.election.enable`, live. Turning it on elects an
+    /// out-of-sync leader at once where a partition is offline for lack of an in-sync one.
+    pub fn set_unclean_default(&self, enabled: bool) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, _| {
+            // Unchanged metadata publishes no event (see `mutate`).
+            image.unclean_leader_election = Some(enabled);
+            events.push(EventKind::SettingChanged(LiveSetting::UncleanElection {
+                topic: None,
+                enabled,
+            }));
+            self.elect_where_leaderless(image, events);
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// A topic's `unclean.leader.election.enable` or `min.insync.replicas`, live (Kafka's
+    /// IncrementalAlterConfigs becoming a config record): the change is part of the metadata,
+    /// so every broker and every later election sees the same value.
+    pub fn alter_topic_config(
+        &self,
+        topic: &str,
+        setting: &LiveSetting,
+    ) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, _| {
+            let Some(t) = image.topics.get_mut(topic) else {
+                return Err(ControllerError::rejected(
+                    ErrorCode::UnknownTopicOrPartition,
+                    format!("topic {topic} does not exist"),
+                ));
+            };
+            match *setting {
+                LiveSetting::UncleanElection { enabled, .. } => t.config.unclean_leader_election = enabled,
+                LiveSetting::MinInsync { value, .. } => {
+                    let rf = t.config.replication_factor;
+                    if !(1..=rf).contains(&value) {
+                        return Err(ControllerError::rejected(
+                            ErrorCode::InvalidConfig,
+                            format!("min.insync.replicas of {topic} must be between 1 and its replication factor {rf}, not {value}"),
+                        ));
+                    }
+                    t.config.min_insync_replicas = value;
+                }
+                LiveSetting::AutoRebalance(_) => {
+                    return Err(ControllerError::rejected(
+                        ErrorCode::InvalidConfig,
+                        "auto.leader.rebalance.enable is not a topic config",
+                    ));
+                }
+            }
+            events.push(EventKind::SettingChanged(setting.clone()));
+            self.elect_where_leaderless(image, events);
+            Ok(())
+        })?;
+        Ok(changed)
     }
 
     pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<Arc<MetadataImage>, ControllerError> {

@@ -3,6 +3,8 @@
 use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
 
+use super::clock::ClockChange;
+use super::network::{LinkFault, NodeId};
 use super::protocol::ErrorCode;
 use super::{BrokerId, TopicPartition};
 
@@ -92,11 +94,23 @@ pub enum EventKind {
         error: ErrorCode,
         reason: String,
     },
+    /// One link set or healed (`fault: None`).
     LinkChanged {
-        a: String,
-        b: String,
-        fault: Option<String>,
+        a: NodeId,
+        b: NodeId,
+        fault: Option<LinkFault>,
     },
+    /// Every link between the broker and the other brokers and the controller cut; clients
+    /// still reach it.
+    BrokerIsolated {
+        broker: BrokerId,
+    },
+    /// Every link fault cleared.
+    LinksHealed,
+    /// The cluster's clock frozen, running again, or in slow motion.
+    ClockChanged(ClockChange),
+    /// A setting changed at run time.
+    SettingChanged(LiveSetting),
     GroupRebalanced {
         group: String,
         generation: i32,
@@ -110,6 +124,17 @@ pub enum EventKind {
     },
 }
 
+/// A setting a trainer changes while the cluster runs, with its Kafka config name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveSetting {
+    /// `auto.leader.rebalance.enable`.
+    AutoRebalance(bool),
+    /// `unclean.leader.election.enable` of a topic, or of the cluster (`None`).
+    UncleanElection { topic: Option<String>, enabled: bool },
+    /// `min.insync.replicas` of a topic.
+    MinInsync { topic: String, value: i32 },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterEvent {
     pub at: DateTime<Utc>,
@@ -120,11 +145,11 @@ pub struct ClusterEvent {
 #[derive(Clone)]
 pub(crate) struct EventBus {
     tx: broadcast::Sender<ClusterEvent>,
-    clock: super::Clock,
+    clock: super::WallClock,
 }
 
 impl EventBus {
-    pub fn new(clock: super::Clock) -> Self {
+    pub fn new(clock: super::WallClock) -> Self {
         EventBus {
             tx: broadcast::channel(4096).0,
             clock,

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::events::{EventBus, EventKind};
 use super::partition::{Appended, Partition};
 use super::protocol::ErrorCode;
-use super::{BrokerId, Clock, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::records;
 
 use load::ReplayedGroup;
@@ -365,6 +365,8 @@ impl Load {
 
 pub struct GroupCoordinator {
     events: EventBus,
+    wall: WallClock,
+    /// Session, rebalance and join timers.
     clock: Clock,
     offsets_partitions: i32,
     initial_rebalance_delay: Duration,
@@ -384,10 +386,12 @@ impl GroupCoordinator {
         offsets_partitions: i32,
         initial_rebalance_delay_ms: u64,
         events: EventBus,
+        wall: WallClock,
         clock: Clock,
     ) -> Self {
         GroupCoordinator {
             events,
+            wall,
             clock,
             offsets_partitions,
             initial_rebalance_delay: Duration::from_millis(initial_rebalance_delay_ms),
@@ -458,7 +462,7 @@ impl GroupCoordinator {
                 "offsets partition loaded without records it could not read: groups with records there may have older offsets or membership than they committed"
             );
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let CoordinatorState {
             groups, next_member, ..
         } = &mut *state;
@@ -497,7 +501,7 @@ impl GroupCoordinator {
         let Some(Load::Loaded { log, .. }) = partitions.get(&self.offsets_partition(group_id)) else {
             return Err(ErrorCode::NotCoordinator);
         };
-        let appended = log.append_as_leader(&mut batch, true, self.clock.now_ms())?;
+        let appended = log.append_as_leader(&mut batch, true, self.wall.now_ms())?;
         Ok(PendingWrite {
             partition: Arc::clone(log),
             appended,
@@ -507,7 +511,7 @@ impl GroupCoordinator {
     /// Writes the group record of a group that just emptied, so a new coordinator loads it
     /// empty at its generation. Nobody waits for it; a failure is only logged, as in Kafka.
     fn store_empty_group(&self, partitions: &HashMap<i32, Load>, group_id: &str, group: &mut Group) {
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.wall.now_ms();
         group.empty_since = Some(now_ms);
         let batch = group_metadata_batch(group_id, &group.metadata(&BTreeMap::new(), now_ms));
         if let Err(error) = self.append(partitions, group_id, batch) {
@@ -526,7 +530,7 @@ impl GroupCoordinator {
             });
             return rx;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         if req.protocols.is_empty() || req.protocol_type.is_empty() {
             let _ = tx.send(JoinGroupResponse {
                 error: Some(ErrorCode::InconsistentGroupProtocol),
@@ -717,13 +721,13 @@ impl GroupCoordinator {
                         .keys()
                         .map(|id| (id.clone(), given.remove(id).unwrap_or_default()))
                         .collect();
-                    let batch = group_metadata_batch(group_id, &group.metadata(&assignment, self.clock.now_ms()));
+                    let batch = group_metadata_batch(group_id, &group.metadata(&assignment, self.wall.now_ms()));
                     match self.append(partitions, group_id, batch) {
                         Ok(write) => {
                             group.pending_assignment = Some(assignment);
                             return (rx, Some(write));
                         }
-                        Err(error) => fail_assignment(group, store_group_error(error)),
+                        Err(error) => fail_assignment(group, store_group_error(error), self.clock.now()),
                     }
                 }
             }
@@ -746,7 +750,7 @@ impl GroupCoordinator {
             return;
         };
         if error != ErrorCode::None {
-            fail_assignment(group, store_group_error(error));
+            fail_assignment(group, store_group_error(error), self.clock.now());
             return;
         }
         for (id, m) in group.members.iter_mut() {
@@ -774,7 +778,7 @@ impl GroupCoordinator {
         let Some(m) = group.members.get_mut(member_id) else {
             return ErrorCode::UnknownMemberId;
         };
-        m.last_heartbeat = Instant::now();
+        m.last_heartbeat = self.clock.now();
         if group_state == GroupState::PreparingRebalance {
             return ErrorCode::RebalanceInProgress;
         }
@@ -794,7 +798,7 @@ impl GroupCoordinator {
             return ErrorCode::UnknownMemberId;
         };
         let before = group.state;
-        if !remove_member(group, member_id, Instant::now()) {
+        if !remove_member(group, member_id, self.clock.now()) {
             return ErrorCode::UnknownMemberId;
         }
         if before != GroupState::Empty && group.state == GroupState::Empty {
@@ -853,7 +857,7 @@ impl GroupCoordinator {
             return Ok(None);
         }
         let write = self.append(&state.partitions, group_id, offset_commit_batch(group_id, offsets))?;
-        let pending_until = self.clock.now_ms().saturating_add(millis_i64(OFFSETS_COMMIT_TIMEOUT));
+        let pending_until = self.wall.now_ms().saturating_add(millis_i64(OFFSETS_COMMIT_TIMEOUT));
         let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
         group.commit_pending_until = pending_until;
         Ok(Some(write))
@@ -992,7 +996,7 @@ impl GroupCoordinator {
     /// drops their records, so `__consumer_offsets` holds only live groups. Returns the
     /// number of groups and offsets removed.
     pub fn expire_offsets(&self, retention_ms: i64) -> (usize, usize) {
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.wall.now_ms();
         let mut state = self.lock();
         let CoordinatorState { partitions, groups, .. } = &mut *state;
         let (mut groups_removed, mut offsets_removed) = (Vec::new(), 0);
@@ -1049,8 +1053,8 @@ impl GroupCoordinator {
     /// Timers: completes join phases and expires silent members. Called periodically and
     /// after every join.
     pub fn tick(&self) {
-        let now = Instant::now();
-        let now_ms = self.clock.now_ms();
+        let now = self.clock.now();
+        let now_ms = self.wall.now_ms();
         let mut state = self.lock();
         let mut events = Vec::new();
         let CoordinatorState { partitions, groups, .. } = &mut *state;
@@ -1076,7 +1080,7 @@ impl GroupCoordinator {
                 let delay_over = group.initial_delay_until.is_none_or(|t| now >= t);
                 let timed_out = group.rebalance_deadline.is_some_and(|t| now >= t);
                 if (all_joined && delay_over) || timed_out {
-                    complete_join(group);
+                    complete_join(group, now);
                     events.push(EventKind::GroupRebalanced {
                         group: id.clone(),
                         generation: group.generation,
@@ -1134,7 +1138,7 @@ fn unload_locked(state: &mut CoordinatorState, partition: i32, partition_of: imp
 
 /// The leader's assignment could not be stored: every member waiting for it gets `error`
 /// and the group rebalances (Kafka's `resetAndPropagateAssignmentError`).
-fn fail_assignment(group: &mut Group, error: ErrorCode) {
+fn fail_assignment(group: &mut Group, error: ErrorCode, now: Instant) {
     for m in group.members.values_mut() {
         m.assignment = Bytes::new();
         if let Some(w) = m.sync_waiter.take() {
@@ -1144,7 +1148,7 @@ fn fail_assignment(group: &mut Group, error: ErrorCode) {
             });
         }
     }
-    group.prepare_rebalance(Instant::now());
+    group.prepare_rebalance(now);
 }
 
 /// Removes a member; the group rebalances (or empties).
@@ -1186,7 +1190,7 @@ fn group_protocol_members(group: &Group) -> Vec<(String, Bytes)> {
 
 /// The join phase is over: members that did not rejoin are dropped, the generation moves
 /// on, a protocol is chosen by vote, and every joined member gets its answer.
-fn complete_join(group: &mut Group) {
+fn complete_join(group: &mut Group, now: Instant) {
     let missing: Vec<String> = group
         .members
         .iter()
@@ -1263,7 +1267,7 @@ fn complete_join(group: &mut Group) {
     group.state = GroupState::CompletingRebalance;
     let generation = group.generation;
     for (id, m) in group.members.iter_mut() {
-        m.last_heartbeat = Instant::now();
+        m.last_heartbeat = now;
         if let Some(w) = m.join_waiter.take() {
             let _ = w.send(JoinGroupResponse {
                 error: None,

@@ -4,7 +4,8 @@
 //! the leader tracks their LEO, HW = min LEO over the ISR, ISR shrink and expand through the
 //! controller, leader epochs and divergence truncation).
 //!
-//! No UI, no TCP. Time flows through tokio's clock, so tests pause and advance it.
+//! No UI, no TCP. Time flows through one [`Clock`] over tokio's clock, so tests pause and
+//! advance it and a trainer freezes it or runs it in slow motion.
 //!
 //! Observability: [`Cluster::snapshot`] returns a [`ClusterSnapshot`] (brokers with their
 //! state, controller, leader and replica counts and bytes; per partition its leader, epochs,
@@ -14,6 +15,7 @@
 //! expand naming the replica, controller moved, produce rejected and why).
 
 mod broker;
+pub mod clock;
 mod cluster;
 mod config;
 mod controller;
@@ -26,6 +28,7 @@ mod protocol;
 
 use serde::{Deserialize, Serialize};
 
+pub use clock::{Clock, ClockChange, ClockError, Elapsed};
 pub use cluster::{
     BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, PartitionView, ProduceOutcome,
     ReplicaProbe, ReplicaView, TopicView,
@@ -35,7 +38,7 @@ pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
     is_internal_topic, topic_name_error,
 };
-pub use events::{ClusterEvent, ElectionReason, EventKind};
+pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting};
 pub use network::{LinkFault, NodeId};
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec};
 
@@ -69,19 +72,20 @@ impl std::fmt::Display for TopicPartition {
 }
 
 /// Milliseconds since the Unix epoch, advancing with tokio's clock so that a paused test
-/// clock also pauses record timestamps, segment ages and retention.
+/// clock also pauses record timestamps, segment ages and retention. A frozen or slowed
+/// [`Clock`] does not stop it: records and events keep wall-clock times.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub struct WallClock {
     wall_at_start_ms: i64,
     start: tokio::time::Instant,
 }
 
-impl Clock {
+impl WallClock {
     pub fn new() -> Self {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        Clock {
+        WallClock {
             wall_at_start_ms: wall,
             start: tokio::time::Instant::now(),
         }
@@ -92,8 +96,8 @@ impl Clock {
     }
 }
 
-impl Default for Clock {
+impl Default for WallClock {
     fn default() -> Self {
-        Clock::new()
+        WallClock::new()
     }
 }

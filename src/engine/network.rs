@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::BrokerId;
 use super::protocol::{Request, Response};
+use super::{BrokerId, Clock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NodeId {
@@ -57,13 +57,21 @@ struct Routes {
     delivered: HashMap<(NodeId, BrokerId), u64>,
 }
 
-/// Shared by every node; cheap to clone.
-#[derive(Clone, Default)]
+/// Shared by every node; cheap to clone. Delays and timeouts run on the cluster's clock.
+#[derive(Clone)]
 pub struct Network {
     routes: Arc<Mutex<Routes>>,
+    clock: Clock,
 }
 
 impl Network {
+    pub(crate) fn new(clock: Clock) -> Network {
+        Network {
+            routes: Arc::default(),
+            clock,
+        }
+    }
+
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -113,13 +121,36 @@ impl Network {
         routes.inboxes.get(&broker).map(|tx| (broker, tx.clone()))
     }
 
-    fn fault(&self, from: NodeId, to_broker: BrokerId) -> Option<LinkFault> {
+    /// The fault on the way from `from` to `to`, delivered to `to_broker`. A fault set on a
+    /// link to [`NodeId::Controller`] applies wherever the controller runs; the controller's
+    /// own traffic also crosses the links of the broker hosting it.
+    fn fault(&self, from: NodeId, to: NodeId, to_broker: BrokerId) -> Option<LinkFault> {
         let routes = self.routes();
-        let from = match from {
+        let from_node = match from {
             NodeId::Controller => NodeId::Broker(routes.controller_on?),
             other => other,
         };
-        routes.faults.get(&(from, NodeId::Broker(to_broker))).copied()
+        let to_node = NodeId::Broker(to_broker);
+        routes
+            .faults
+            .get(&(from_node, to_node))
+            .or_else(|| (to == NodeId::Controller).then(|| routes.faults.get(&(from_node, NodeId::Controller)))?)
+            .or_else(|| (from == NodeId::Controller).then(|| routes.faults.get(&(NodeId::Controller, to_node)))?)
+            .copied()
+    }
+
+    /// Whether `broker` is cut off from the controller role (isolated): the KRaft quorum
+    /// would not follow it, so it cannot host the active controller.
+    pub(crate) fn cut_off_from_controller(&self, broker: BrokerId) -> bool {
+        self.routes().faults.get(&(NodeId::Broker(broker), NodeId::Controller)) == Some(&LinkFault::Cut)
+    }
+
+    /// Clears every fault; whether there was any.
+    pub(crate) fn heal_all(&self) -> bool {
+        let mut routes = self.routes();
+        let any = !routes.faults.is_empty();
+        routes.faults.clear();
+        any
     }
 
     /// Whether this request is the one a `Drop` fault loses.
@@ -141,11 +172,11 @@ impl Network {
         let Some((broker, inbox)) = self.resolve(to) else {
             return Err(NetError::Refused);
         };
-        let fault = self.fault(from, broker);
+        let fault = self.fault(from, to, broker);
         let exchange = async {
             match fault {
                 Some(LinkFault::Cut) => std::future::pending::<()>().await,
-                Some(LinkFault::Delay(d)) => tokio::time::sleep(d).await,
+                Some(LinkFault::Delay(d)) => self.clock.sleep(d).await,
                 Some(LinkFault::Drop { one_in }) if self.dropped(from, broker, one_in) => {
                     std::future::pending::<()>().await
                 }
@@ -164,12 +195,12 @@ impl Network {
             // connection to the caller.
             let response = rx.await.map_err(|_| NetError::Refused)?;
             // The answer crosses the link too: one cut meanwhile loses it.
-            if self.fault(from, broker) == Some(LinkFault::Cut) {
+            if self.fault(from, to, broker) == Some(LinkFault::Cut) {
                 std::future::pending::<()>().await;
             }
             Ok(response)
         };
-        match tokio::time::timeout(timeout, exchange).await {
+        match self.clock.timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(NetError::Timeout),
         }

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::controller::{NO_LEADER, PartitionRegistration};
 use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
-use super::{BrokerId, TopicPartition};
+use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::batch::Batches;
 use crate::storage::{EpochEndOffset, EpochEntry, Log, LogError};
 
@@ -123,6 +123,8 @@ pub struct Partition {
     pub log: Arc<Log>,
     /// `replica.lag.time.max.ms`.
     lag_time_ms: i64,
+    /// Lag is measured on the cluster's clock: a frozen cluster has no follower fall behind.
+    clock: Clock,
     /// Kafka's `leaderIsrUpdateLock`: written while the role, leader epoch or committed ISR
     /// change; read across every log change that depends on them (a leader's check and append,
     /// a follower's append or truncation), so none of those can straddle a change. Lock order:
@@ -190,7 +192,7 @@ impl Drop for AppendTicket {
 }
 
 impl Partition {
-    pub fn new(tp: TopicPartition, broker: BrokerId, log: Log, lag_time_ms: i64) -> Self {
+    pub fn new(tp: TopicPartition, broker: BrokerId, log: Log, lag_time_ms: i64, clock: Clock) -> Self {
         let log = Arc::new(log);
         let hw = log.log_start_offset();
         let mut producers = ProducerState::default();
@@ -203,6 +205,7 @@ impl Partition {
             broker,
             log,
             lag_time_ms,
+            clock,
             leader_isr_update: RwLock::new(()),
             state: Mutex::new(ReplicaState {
                 role: Role::Leaderless,
@@ -294,8 +297,8 @@ impl Partition {
         reg: &PartitionRegistration,
         min_isr: i32,
         is_live: impl Fn(BrokerId) -> bool,
-        now_ms: i64,
     ) -> Result<bool, LogError> {
+        let now_ms = self.clock.now_ms();
         let _changing = self.change_leadership();
         let mut s = self.lock();
         s.eligible = reg.replicas.iter().copied().filter(|r| is_live(*r)).collect();
@@ -408,7 +411,7 @@ impl Partition {
         }
         drop(producers);
         let mut s = self.lock();
-        self.maybe_increment_hw(&mut s, now_ms);
+        self.maybe_increment_hw(&mut s, self.clock.now_ms());
         drop(s);
         self.notify();
         Ok(Appended {
@@ -474,8 +477,8 @@ impl Partition {
         &self,
         req: &FetchRequest,
         arrival: bool,
-        now_ms: i64,
     ) -> (Result<LeaderRead, ErrorCode>, Option<IsrProposal>) {
+        let now_ms = self.clock.now_ms();
         let mut s = self.lock();
         if s.role != Role::Leader {
             return (Err(ErrorCode::NotLeaderOrFollower), None);
@@ -577,7 +580,8 @@ impl Partition {
 
     /// Followers that have not caught up within the lag time leave the ISR (Kafka's
     /// `maybeShrinkIsr`). Only one ISR change is in flight at a time.
-    pub fn shrink_proposal(&self, now_ms: i64) -> Option<IsrProposal> {
+    pub fn shrink_proposal(&self) -> Option<IsrProposal> {
+        let now_ms = self.clock.now_ms();
         let mut s = self.lock();
         if s.role != Role::Leader || s.pending_isr.is_some() {
             return None;
@@ -608,7 +612,8 @@ impl Partition {
     }
 
     /// The controller answered an ISR proposal.
-    pub fn isr_change_done(&self, committed: Option<&PartitionRegistration>, now_ms: i64) {
+    pub fn isr_change_done(&self, committed: Option<&PartitionRegistration>) {
+        let now_ms = self.clock.now_ms();
         let _changing = self.change_leadership();
         let mut s = self.lock();
         s.pending_isr = None;

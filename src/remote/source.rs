@@ -611,6 +611,7 @@ impl ViewBuilder {
                     total_lag: topic_lag(&groups, &t.name),
                     // DescribeConfigs per topic on every refresh is more than a view needs.
                     retention: None,
+                    unclean_election: None,
                 }
             })
             .collect();

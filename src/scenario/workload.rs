@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use super::format::{GroupSetup, ProducerSetup};
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{ProduceError, Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Acks, Cluster, ErrorCode, TopicPartition};
+use crate::engine::{Acks, Clock, Cluster, ErrorCode, TopicPartition};
 use crate::storage::records;
 pub use crate::view::WorkloadStats;
 
@@ -152,6 +152,7 @@ impl ScenarioWorkload {
             let producer = Producer::new(self.cluster.clone(), config).await?;
             tasks.push(tokio::spawn(produce_loop(
                 producer,
+                self.cluster.clock().clone(),
                 p.clone(),
                 i,
                 Arc::clone(&self.counters),
@@ -244,14 +245,21 @@ impl ScenarioWorkload {
     }
 }
 
-async fn produce_loop(producer: Producer, setup: ProducerSetup, index: usize, counters: Arc<Mutex<Counters>>) {
+/// Paced on the cluster's clock: a frozen cluster gets no new records, slow motion slows
+/// them down with everything else.
+async fn produce_loop(
+    producer: Producer,
+    clock: Clock,
+    setup: ProducerSetup,
+    index: usize,
+    counters: Arc<Mutex<Counters>>,
+) {
     let rate = setup.rate.max(1);
     let tick = Duration::from_millis(100);
     let per_tick = rate.div_ceil(10);
     let mut next_seq: HashMap<String, u64> = HashMap::new();
     let mut n: u64 = 0;
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut interval = clock.interval(tick);
     loop {
         interval.tick().await;
         for _ in 0..per_tick {
@@ -313,8 +321,9 @@ async fn produce_loop(producer: Producer, setup: ProducerSetup, index: usize, co
 /// Compares every remembered acknowledged record with what the partition's leader holds at
 /// its offset below the high watermark; one that differs was lost (and is forgotten).
 async fn verify_loop(cluster: Cluster, counters: Arc<Mutex<Counters>>) {
+    let clock = cluster.clock().clone();
     loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        clock.sleep(Duration::from_millis(500)).await;
         let partitions: Vec<(TopicPartition, i64)> = lock(&counters)
             .acked
             .iter()
@@ -368,6 +377,7 @@ async fn consume_loop(
     leave: Arc<AtomicBool>,
     counters: Arc<Mutex<Counters>>,
 ) {
+    let clock = cluster.clock().clone();
     let mut consumer = Consumer::new(
         cluster,
         ConsumerConfig {
@@ -390,7 +400,7 @@ async fn consume_loop(
             return;
         }
         if paused.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            clock.sleep(Duration::from_millis(200)).await;
             continue;
         }
         match consumer.poll(Duration::from_millis(500)).await {
@@ -427,10 +437,12 @@ async fn consume_loop(
                         .or_insert(0) += disorder;
                 }
                 if setup.ms_per_record > 0 && !batch.is_empty() {
-                    tokio::time::sleep(Duration::from_millis(setup.ms_per_record * batch.len() as u64)).await;
+                    clock
+                        .sleep(Duration::from_millis(setup.ms_per_record * batch.len() as u64))
+                        .await;
                 }
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            Err(_) => clock.sleep(Duration::from_millis(500)).await,
         }
     }
 }

@@ -1467,6 +1467,7 @@ mod tests {
                     .collect(),
                 next_broker_epoch: 13,
                 next_producer_id: 0,
+                unclean_leader_election: None,
             };
             let brokers = (0..3)
                 .map(|b| BrokerView {

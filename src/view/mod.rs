@@ -244,6 +244,9 @@ pub struct TopicRow {
     pub total_lag: Option<i64>,
     /// What the topic keeps; `None` when the source cannot tell.
     pub retention: Option<Retention>,
+    /// `unclean.leader.election.enable` as the topic's elections apply it (its own or the
+    /// cluster's); `None` when the source cannot tell (an external cluster).
+    pub unclean_election: Option<bool>,
 }
 
 /// A topic's effective `cleanup.policy`, `retention.ms` and `retention.bytes` (-1: no

@@ -70,6 +70,60 @@ pub fn preferred_election(results: impl IntoIterator<Item = Elected>) -> String 
     )
 }
 
+// The trainer's clock, links and live settings.
+
+pub const CLOCK_FROZEN: &str =
+    "clock frozen: no heartbeat is missed, no session expires, no follower falls behind; clients wait";
+pub const ALREADY_FROZEN: &str = "the clock is already frozen";
+pub const CLOCK_THAWED: &str = "clock running again: timers go on from where they stopped";
+pub const NOT_FROZEN: &str = "the clock is not frozen";
+
+pub fn slow_motion(factor: u32, changed: bool) -> String {
+    match (factor, changed) {
+        (1, true) => "clock back to real time".into(),
+        (1, false) => "the clock already runs in real time".into(),
+        (f, true) => format!("slow motion x{f}: every timeout and interval takes {f} times longer"),
+        (f, false) => format!("the clock already runs at x{f}"),
+    }
+}
+
+/// `state` as a link's state reads: "cut", "delayed 200 ms", "up".
+pub fn link_set(a: BrokerId, b: BrokerId, state: &str) -> String {
+    format!("link {a}-{b} {state}")
+}
+
+pub fn broker_isolated(broker: BrokerId, hosts_controller: bool, failover_ms: u64) -> String {
+    let controller = if hosts_controller {
+        format!("; it hosts the controller, which moves to another broker after {failover_ms} ms")
+    } else {
+        String::new()
+    };
+    format!("broker {broker} cut off from the other brokers and the controller; clients still reach it{controller}")
+}
+
+pub fn links_healed(any: bool) -> String {
+    if any {
+        "every link healed".into()
+    } else {
+        "every link was already up".into()
+    }
+}
+
+/// A live setting: its Kafka config name, the topic (`None`: the cluster's) and the value.
+pub fn setting_set(config: &str, topic: Option<&str>, value: &str) -> String {
+    match topic {
+        Some(t) => format!("{config} of {t} set to {value}"),
+        None => format!("{config} set to {value}"),
+    }
+}
+
+/// A topic's unclean election turned off while the cluster's default allows it.
+pub fn unclean_still_allowed(topic: &str) -> String {
+    format!(
+        "unclean.leader.election.enable of {topic} set to false; the cluster's default (true) still allows unclean elections for it"
+    )
+}
+
 // Refusals and failures.
 
 /// Why a read-only source refuses every command that changes the cluster.

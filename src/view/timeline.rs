@@ -282,14 +282,53 @@ pub fn produce_rejected(topic: &str, partition: i32, error: &str, reason: &str) 
     )
 }
 
-pub fn link_changed(a: &str, b: &str, fault: Option<&str>) -> Line {
+/// One link set: `state` as "cut", "delayed 200 ms"..., `None` when it is healed.
+pub fn link_changed(a: &str, b: &str, state: Option<&str>) -> Line {
+    match state {
+        Some(state) => (Severity::Warn, format!("link {a}-{b} {state}")),
+        None => (Severity::Info, format!("link {a}-{b} up again")),
+    }
+}
+
+pub fn broker_isolated(broker: BrokerId) -> Line {
     (
         Severity::Warn,
-        match fault {
-            Some(f) => format!("link {a} <-> {b}: {f}"),
-            None => format!("link {a} <-> {b} healed"),
-        },
+        format!("broker {broker} cut off from the cluster (clients still reach it)"),
     )
+}
+
+pub fn links_healed() -> Line {
+    (Severity::Info, "every link healed".into())
+}
+
+// The trainer's clock and settings.
+
+pub fn clock_frozen() -> Line {
+    (Severity::Warn, "clock frozen: no timer runs, nothing times out".into())
+}
+
+pub fn clock_thawed(frozen_secs: f64) -> Line {
+    (
+        Severity::Info,
+        format!("clock running again after {frozen_secs:.1} s frozen"),
+    )
+}
+
+pub fn slow_motion(factor: u32) -> Line {
+    if factor <= 1 {
+        (Severity::Info, "clock back to real time".into())
+    } else {
+        (Severity::Info, format!("slow motion x{factor}"))
+    }
+}
+
+/// A setting changed at run time: its Kafka config name, the topic it applies to (`None`:
+/// the cluster's), the new value.
+pub fn setting_changed(config: &str, topic: Option<&str>, value: &str) -> Line {
+    match topic {
+        Some(topic) => (Severity::Info, format!("{config} of {topic} set to {value}")),
+        None => (Severity::Info, format!("{config} set to {value}")),
+    }
 }
 
 // Consumer groups.

@@ -179,6 +179,7 @@ pub fn view() -> ClusterView {
                 bytes: 8 << 20,
             }
         }),
+        unclean_election: Some(false),
     };
     let groups = vec![
         GroupRow {

@@ -10,7 +10,7 @@ use crate::storage::LogConfig;
 
 fn coordinator() -> GroupCoordinator {
     // One offsets partition: every group lives in partition 0.
-    GroupCoordinator::new(1, 1, 0, EventBus::new(Clock::new()), Clock::new())
+    GroupCoordinator::new(1, 1, 0, EventBus::new(WallClock::new()), WallClock::new(), Clock::new())
 }
 
 fn offsets_log(dir: &Path) -> Log {
@@ -19,7 +19,13 @@ fn offsets_log(dir: &Path) -> Log {
 
 /// Makes `coordinator` load partition 0 from `log`; returns what the replay found unreadable.
 async fn load(coordinator: &GroupCoordinator, log: Log) -> (Arc<Partition>, Vec<(i64, i64)>) {
-    let partition = Arc::new(Partition::new(TopicPartition::new(OFFSETS_TOPIC, 0), 1, log, 10_000));
+    let partition = Arc::new(Partition::new(
+        TopicPartition::new(OFFSETS_TOPIC, 0),
+        1,
+        log,
+        10_000,
+        Clock::new(),
+    ));
     assert!(coordinator.begin_loading(&partition, 0));
     let replayed = replay(&partition.tp, &partition.log).await;
     let unreadable = replayed.unreadable.clone();
@@ -252,7 +258,13 @@ async fn a_leader_that_missed_epochs_reloads_its_groups_from_the_log() {
 /// Loads partition 0 as its only replica and leader, so that the coordinator's writes
 /// succeed (acks=all is met by the leader alone).
 async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partition> {
-    let partition = Arc::new(Partition::new(TopicPartition::new(OFFSETS_TOPIC, 0), 1, log, 10_000));
+    let partition = Arc::new(Partition::new(
+        TopicPartition::new(OFFSETS_TOPIC, 0),
+        1,
+        log,
+        10_000,
+        Clock::new(),
+    ));
     let registration = crate::engine::controller::PartitionRegistration {
         replicas: vec![1],
         leader: 1,
@@ -261,7 +273,7 @@ async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partiti
         isr: vec![1],
         recovering: false,
     };
-    partition.apply(&registration, 1, |_| true, 0).expect("lead");
+    partition.apply(&registration, 1, |_| true).expect("lead");
     assert!(coordinator.begin_loading(&partition, 0));
     coordinator.finish_loading(0, 0, replay(&partition.tp, &partition.log).await);
     partition
@@ -270,7 +282,7 @@ async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partiti
 /// Commits `offset` for `tp` as `member` of `generation` and lets it complete.
 fn commit_now(
     coordinator: &GroupCoordinator,
-    clock: Clock,
+    clock: WallClock,
     group: &str,
     generation: i32,
     member: &str,
@@ -296,8 +308,8 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     const DAY: Duration = Duration::from_secs(86_400);
     const RETENTION_MS: i64 = 7 * 86_400_000;
     let dir = tempfile::tempdir().expect("tempdir");
-    let clock = Clock::new();
-    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock);
+    let clock = WallClock::new();
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock, Clock::new());
     let partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
     let views = TopicPartition::new("views", 0);
 
@@ -371,8 +383,8 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
 #[tokio::test(start_paused = true)]
 async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps_tombstoned_groups_out() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let clock = Clock::new();
-    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock);
+    let clock = WallClock::new();
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock, Clock::new());
     let config = LogConfig {
         segment_bytes: 2048,
         cleanup_policy: crate::storage::CleanupPolicy::Compact,

@@ -224,6 +224,7 @@ mod tests {
             messages_per_sec: 0.0,
             total_lag: None,
             retention: None,
+            unclean_election: None,
         }
     }
 
