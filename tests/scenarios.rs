@@ -46,6 +46,7 @@ scenario_tests! {
     leader_crash => "leader-crash",
     second_crash => "second-crash",
     unclean_election => "unclean-election",
+    slow_follower => "slow-follower",
     controlled_shutdown => "controlled-shutdown",
     preferred_leader => "preferred-leader",
     balanced_election => "balanced-election",
@@ -54,6 +55,7 @@ scenario_tests! {
     keyed_order => "keyed-order",
     coordinator_failover => "coordinator-failover",
     diverged_follower => "diverged-follower",
+    leader_isolated => "leader-isolated",
     controller_failover => "controller-failover",
 }
 

@@ -31,6 +31,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../assets/scenarios/unclean-election.toml"),
     ),
     (
+        "slow-follower",
+        include_str!("../../assets/scenarios/slow-follower.toml"),
+    ),
+    (
         "controlled-shutdown",
         include_str!("../../assets/scenarios/controlled-shutdown.toml"),
     ),
@@ -55,6 +59,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "diverged-follower",
         include_str!("../../assets/scenarios/diverged-follower.toml"),
+    ),
+    (
+        "leader-isolated",
+        include_str!("../../assets/scenarios/leader-isolated.toml"),
     ),
     (
         "controller-failover",
