@@ -6,7 +6,14 @@ fn main() -> ExitCode {
     let cli = kdeck::cli::Cli::parse();
     // The console logs to a file of its own (set up in `kdeck::run`); `kdeck serve` is
     // headless, so its log is its output; everything else logs to stderr.
-    if let Some(command) = &cli.command {
+    // A scenario presented in the console logs to its own file, as the console does.
+    let console_scenario = matches!(
+        &cli.command,
+        Some(kdeck::cli::Command::Scenario {
+            what: kdeck::cli::ScenarioCommand::Run { headless: false, .. }
+        })
+    );
+    if let Some(command) = cli.command.as_ref().filter(|_| !console_scenario) {
         use kdeck::cli::Command;
         let serve = matches!(command, Command::Serve(_));
         // The kcat-like commands say what went wrong in their one error line; a client's

@@ -124,8 +124,7 @@ async fn drive(
                         for _ in 0..to {
                             step(&mut player, fresh.as_ref(), &tx).await;
                         }
-                        let _ = tx.send(TrainerUpdate::Replaying { to });
-                        let _ = tx.send(TrainerUpdate::Ended { passed: true });
+                        let _ = tx.send(TrainerUpdate::Ready);
                     }
                     Err(e) => {
                         let _ = tx.send(TrainerUpdate::Command {

@@ -238,6 +238,8 @@ pub enum TrainerUpdate {
     Replaying {
         to: usize,
     },
+    /// Going back is done: the next step is the one to present again.
+    Ready,
     /// A new cluster replaces the old one (going back starts the scenario again).
     Source(std::sync::Arc<dyn crate::view::ClusterSource>),
     /// An action for the console itself (a step that focuses a pane or seeks).
@@ -255,6 +257,7 @@ impl std::fmt::Debug for TrainerUpdate {
             TrainerUpdate::Ended { passed } => write!(f, "Ended({passed})"),
             TrainerUpdate::Playing(p) => write!(f, "Playing({p})"),
             TrainerUpdate::Replaying { to } => write!(f, "Replaying({to})"),
+            TrainerUpdate::Ready => write!(f, "Ready"),
             TrainerUpdate::Console(a) => write!(f, "Console({a:?})"),
         }
     }

@@ -679,6 +679,7 @@ impl App {
                     title,
                     steps,
                     playing: t.playing,
+                    replaying: t.replaying,
                     ..Trainer::default()
                 };
             }
@@ -690,9 +691,6 @@ impl App {
                 t.checks.clear();
                 t.running = true;
                 t.passed = None;
-                if t.replaying.is_some_and(|to| index >= to) {
-                    t.replaying = None;
-                }
             }
             TrainerUpdate::Command { text, outcome } => t.commands.push(match outcome {
                 Ok(said) => format!("> {said}"),
@@ -707,6 +705,10 @@ impl App {
             TrainerUpdate::Replaying { to } => {
                 t.replaying = Some(to);
                 t.running = true;
+            }
+            TrainerUpdate::Ready => {
+                t.replaying = None;
+                t.running = false;
             }
             TrainerUpdate::Source(_) => {}
             TrainerUpdate::Console(action) => effects.extend(self.update(action, now)),
