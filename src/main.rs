@@ -6,7 +6,9 @@ fn main() -> ExitCode {
     let cli = kdeck::cli::Cli::parse();
     // The console logs to a file of its own (set up in `kdeck::run`); `kdeck serve` is
     // headless, so its log is its output; everything else logs to stderr.
-    if let Some(command) = &cli.command {
+    // `kdeck record` is the console: it logs to a file of its own too.
+    let console = matches!(cli.command, Some(kdeck::cli::Command::Record(_)));
+    if let Some(command) = cli.command.as_ref().filter(|_| !console) {
         use kdeck::cli::Command;
         let serve = matches!(command, Command::Serve(_));
         // The kcat-like commands say what went wrong in their one error line; a client's

@@ -157,6 +157,9 @@ impl Console {
     }
 
     pub fn set_view(&mut self, view: Arc<ClusterView>) {
+        if let Some(recorder) = self.app.recorder.as_mut() {
+            recorder.events(Utc::now(), &view);
+        }
         let effects = self.app.set_view(view);
         self.perform(effects);
     }
@@ -203,7 +206,17 @@ pub fn new_console(
 
 /// Runs the console until the user quits. The terminal is restored on return and on panic.
 pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path: Option<PathBuf>) -> Result<()> {
-    let (mut console, mut outcomes) = new_console(source, config, log_path)?;
+    let (console, outcomes) = new_console(source, config, log_path)?;
+    run_console(console, outcomes, config).await.map(drop)
+}
+
+/// Runs a console built by [`new_console`] until the user quits, and gives it back (with
+/// what it recorded).
+pub async fn run_console(
+    mut console: Console,
+    mut outcomes: mpsc::UnboundedReceiver<CommandOutcome>,
+    config: &KdeckConfig,
+) -> Result<Console> {
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     if config.console.mouse {
         crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture).context("enabling the mouse")?;
@@ -222,7 +235,7 @@ pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path:
     }
     ratatui::restore();
     let _ = reader.await;
-    result
+    result.map(|()| console)
 }
 
 /// Turns SIGTERM and SIGHUP into [`Input::Stop`] (Ctrl-C is a key in raw mode).

@@ -14,9 +14,9 @@ use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart, EventClass,
-    GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention, SeekPosition,
-    Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart,
+    EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention,
+    SeekPosition, Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
