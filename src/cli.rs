@@ -181,11 +181,60 @@ pub enum Command {
         #[command(subcommand)]
         what: ScenarioCommand,
     },
+    /// Open the console on an ephemeral embedded cluster and record every action and the
+    /// cluster's timeline, with their times, to FILE (TOML) when it quits.
+    Record(RecordArgs),
+    /// Perform a recording's cluster actions at their times on a fresh cluster and print
+    /// where the new timeline differs; exits 1 when it does.
+    Replay(ReplayArgs),
     /// Measure kdeck's speed (prints Kafka-perf-test-style lines).
     Bench {
         #[command(subcommand)]
         what: BenchCommand,
     },
+}
+
+/// `kdeck record FILE`: the console's cluster flags, always on an ephemeral cluster.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Where to write the recording (overwritten).
+    pub file: PathBuf,
+    /// Brokers to start (default: [cluster] brokers of the configuration).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=32))]
+    pub brokers: Option<i32>,
+    /// Do not run the built-in demo traffic (a replay then tells the same story more surely).
+    #[arg(long)]
+    pub no_demo: bool,
+    /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl RecordArgs {
+    /// The cluster the recording runs on: ephemeral, so that a replay can start as it did.
+    pub fn cluster(&self) -> ClusterArgs {
+        ClusterArgs {
+            data_dir: None,
+            ephemeral: true,
+            brokers: self.brokers,
+            no_demo: self.no_demo,
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// `kdeck replay FILE`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// A recording written by `kdeck record`.
+    pub file: PathBuf,
+    /// Replay on a simulated clock without a screen. This is the only replay there is: without
+    /// the flag it runs the same way.
+    #[arg(long)]
+    pub headless: bool,
+    /// Configuration file (default: the one the recording names, else the platform's).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]

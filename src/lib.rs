@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod embedded;
 pub mod engine;
+pub mod record;
 pub mod remote;
 pub mod scenario;
 pub mod serve;
@@ -40,6 +41,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Groups(args)) => commands::groups(&args),
         Some(Command::Elect(args)) => commands::elect(&args),
         Some(Command::Scenario { what }) => scenario_command(what),
+        Some(Command::Record(args)) => record_console(&args),
+        Some(Command::Replay(args)) => replay(&args),
         Some(Command::Bench {
             what: BenchCommand::Storage(args),
         }) => bench::storage::run(&args),
@@ -173,6 +176,82 @@ fn run_console(args: &ClusterArgs) -> Result<()> {
         embedded.shutdown().await;
         result
     })
+}
+
+/// `kdeck record FILE`: the console on an ephemeral embedded cluster, recording; the file
+/// is written when the console quits.
+fn record_console(args: &cli::RecordArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the console needs a terminal (stdin and stdout); to replay a recording see `kdeck replay --help`"
+        );
+    }
+    let cluster = args.cluster();
+    let config = KdeckConfig::load(cluster.config.as_deref())?;
+    tui::check_config(&config)?;
+    let data_dir = DataDir::prepare(&cluster)?;
+    let log_path = data_dir.path().join("kdeck.log");
+    let _flush_guard = log_to_file(data_dir.path());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let recording = runtime.block_on(async {
+        let embedded = Arc::new(Embedded::start_in(&config, &cluster, data_dir).await?);
+        let source = Arc::clone(&embedded) as Arc<dyn view::ClusterSource>;
+        let result = async {
+            let (mut console, outcomes) = tui::new_console(Arc::clone(&source), &config, Some(log_path))?;
+            let brokers = cluster.brokers.unwrap_or(config.cluster.brokers);
+            let view = source.views().borrow().clone();
+            console.app.recorder = Some(record::Recorder::new(
+                chrono::Utc::now(),
+                brokers,
+                !cluster.no_demo,
+                // Absolute, so that a replay from elsewhere finds it.
+                cluster
+                    .config
+                    .as_ref()
+                    .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+                &view,
+            ));
+            let mut console = tui::run_console(console, outcomes, &config, None).await?;
+            console
+                .app
+                .recorder
+                .take()
+                .map(|r| r.finish(chrono::Utc::now()))
+                .context("the console lost its recorder")
+        }
+        .await;
+        embedded.shutdown().await;
+        result
+    })?;
+    recording.write(&args.file)?;
+    println!(
+        "recorded {} actions ({} replayable) and {} events in {}",
+        recording.actions.len(),
+        recording.replayable().count(),
+        recording.events.len(),
+        args.file.display()
+    );
+    Ok(())
+}
+
+/// `kdeck replay FILE`: exit code 1 when the new run's timeline differs.
+fn replay(args: &cli::ReplayArgs) -> Result<()> {
+    let recording = record::Recording::read(&args.file)?;
+    let config_path = args.config.clone().or_else(|| recording.recording.config.clone());
+    let config = KdeckConfig::load(config_path.as_deref())?;
+    let new = record::replay::run_blocking(&recording, &config, &mut |line| println!("{line}"))?;
+    let diffs = record::diff(&recording, &new);
+    for line in record::report(&recording, &diffs) {
+        println!("{line}");
+    }
+    if !diffs.is_empty() {
+        anyhow::bail!("{}: the replay differs from the recording", args.file.display());
+    }
+    Ok(())
 }
 
 /// The `[remote]` settings when the console is to attach to an external cluster: with

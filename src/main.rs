@@ -6,14 +6,16 @@ fn main() -> ExitCode {
     let cli = kdeck::cli::Cli::parse();
     // The console logs to a file of its own (set up in `kdeck::run`); `kdeck serve` is
     // headless, so its log is its output; everything else logs to stderr.
-    // A scenario presented in the console logs to its own file, as the console does.
-    let console_scenario = matches!(
-        &cli.command,
-        Some(kdeck::cli::Command::Scenario {
-            what: kdeck::cli::ScenarioCommand::Run { headless: false, .. }
-        })
-    );
-    if let Some(command) = cli.command.as_ref().filter(|_| !console_scenario) {
+    // The console logs to a file of its own: `kdeck record`, and a scenario presented in the
+    // console, are the console.
+    let console = matches!(cli.command, Some(kdeck::cli::Command::Record(_)))
+        || matches!(
+            &cli.command,
+            Some(kdeck::cli::Command::Scenario {
+                what: kdeck::cli::ScenarioCommand::Run { headless: false, .. }
+            })
+        );
+    if let Some(command) = cli.command.as_ref().filter(|_| !console) {
         use kdeck::cli::Command;
         let serve = matches!(command, Command::Serve(_));
         // The kcat-like commands say what went wrong in their one error line; a client's

@@ -169,6 +169,8 @@ pub struct App {
     /// whether it was too small to show the console.
     pub layout: FrameLayout,
     pub quit: bool,
+    /// While recording (`kdeck record`): every action performed, with what it submitted.
+    pub recorder: Option<crate::record::Recorder>,
     /// The scenario being presented (trainer mode), if any.
     pub trainer: Option<Trainer>,
 }
@@ -286,6 +288,7 @@ impl App {
             expanded: BTreeSet::new(),
             layout: FrameLayout::default(),
             quit: false,
+            recorder: None,
             trainer: None,
         }
     }
@@ -1149,6 +1152,15 @@ impl App {
 
     /// Applies an action. No I/O: what must reach the world is returned.
     pub fn update(&mut self, action: Action, now: DateTime<Utc>) -> Vec<Effect> {
+        let recorded = self.recorder.is_some().then(|| action.clone());
+        let effects = self.apply(action, now);
+        if let (Some(recorder), Some(action)) = (self.recorder.as_mut(), recorded) {
+            recorder.action(now, action, &effects);
+        }
+        effects
+    }
+
+    fn apply(&mut self, action: Action, now: DateTime<Utc>) -> Vec<Effect> {
         let mut effects = Vec::new();
         if let Some(reason) = self.refused(&action) {
             self.hint(reason, now);

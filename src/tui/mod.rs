@@ -182,6 +182,9 @@ impl Console {
     }
 
     pub fn set_view(&mut self, view: Arc<ClusterView>) {
+        if let Some(recorder) = self.app.recorder.as_mut() {
+            recorder.events(Utc::now(), &view);
+        }
         let effects = self.app.set_view(view);
         self.perform(effects);
     }
@@ -244,12 +247,23 @@ pub async fn run_with(
     log_path: Option<PathBuf>,
     trainer: Option<TrainerLink>,
 ) -> Result<()> {
-    let (mut console, mut outcomes) = new_console(source, config, log_path)?;
-    let mut trainer_updates = None;
+    let (mut console, outcomes) = new_console(source, config, log_path)?;
+    let mut updates = None;
     if let Some(link) = trainer {
         console.scenario = Some(link.controls);
-        trainer_updates = Some(link.updates);
+        updates = Some(link.updates);
     }
+    run_console(console, outcomes, config, updates).await.map(drop)
+}
+
+/// Runs a console built by [`new_console`] until the user quits, and gives it back (with
+/// what it recorded); in trainer mode when `trainer_updates` is given.
+pub async fn run_console(
+    mut console: Console,
+    mut outcomes: mpsc::UnboundedReceiver<CommandOutcome>,
+    config: &KdeckConfig,
+    mut trainer_updates: Option<mpsc::UnboundedReceiver<TrainerUpdate>>,
+) -> Result<Console> {
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     if config.console.mouse {
         crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture).context("enabling the mouse")?;
@@ -275,7 +289,7 @@ pub async fn run_with(
     }
     ratatui::restore();
     let _ = reader.await;
-    result
+    result.map(|()| console)
 }
 
 /// Turns SIGTERM and SIGHUP into [`Input::Stop`] (Ctrl-C is a key in raw mode).
