@@ -165,6 +165,8 @@ pub fn updates_of(event: PlayerEvent) -> Vec<TrainerUpdate> {
         } => vec![TrainerUpdate::Step { index, caption, why }],
         PlayerEvent::Command { text, outcome } => vec![TrainerUpdate::Command { text, outcome }],
         PlayerEvent::Console(action) => vec![TrainerUpdate::Console(action)],
+        // The console opens the explanation itself (the Console action), live.
+        PlayerEvent::Explained { .. } => Vec::new(),
         PlayerEvent::Waiting(verdicts) => vec![TrainerUpdate::Checks(
             verdicts
                 .into_iter()

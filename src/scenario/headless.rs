@@ -14,6 +14,7 @@ use super::Scenario;
 use super::player::{Player, PlayerEvent, StepReport};
 use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
+use crate::tui::Action;
 use crate::view::ClusterSource;
 
 /// How a headless run went.
@@ -153,7 +154,13 @@ pub fn lines(event: &PlayerEvent) -> Vec<String> {
             Ok(s) => format!("  > {text}: {s}"),
             Err(e) => format!("  > {text}: refused: {e}"),
         }],
+        PlayerEvent::Console(Action::Explain { .. }) => Vec::new(),
         PlayerEvent::Console(action) => vec![format!("  > (console) {action:?}")],
+        PlayerEvent::Explained { title, lines } => {
+            let mut out = vec![format!("  ? {title}")];
+            out.extend(lines.iter().map(|l| format!("  ?   {}", l.trim_start())));
+            out
+        }
         PlayerEvent::Waiting(_) => Vec::new(),
         PlayerEvent::StepEnded(report) => {
             let mut out: Vec<String> = report.events.iter().map(|e| format!("  | {e}")).collect();

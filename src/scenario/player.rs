@@ -37,6 +37,12 @@ pub enum PlayerEvent {
     },
     /// An action only the console can perform (focus a pane, seek, a caption).
     Console(Action),
+    /// A step asked for an explanation (`{ action = "explain", target = ... }`): the same
+    /// sentences the console's `e` shows, from the view as it was.
+    Explained {
+        title: String,
+        lines: Vec<String>,
+    },
     /// The step is waiting; the checks as they stand (sent when a verdict changes).
     Waiting(Vec<(String, Verdict)>),
     StepEnded(StepReport),
@@ -193,6 +199,14 @@ impl Player {
                         let _ = out.send(PlayerEvent::Command { text, outcome });
                     }
                     None => {
+                        if let Action::Explain { target } = &action {
+                            let now = views.borrow().clone();
+                            let e = target.explain(&now, &now.events);
+                            let _ = out.send(PlayerEvent::Explained {
+                                title: e.title,
+                                lines: e.lines,
+                            });
+                        }
                         let _ = out.send(PlayerEvent::Console(action));
                     }
                 },

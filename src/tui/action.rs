@@ -199,6 +199,37 @@ pub enum ExplainTarget {
     Event { text: String },
 }
 
+impl ExplainTarget {
+    /// Its explanation from `view`; an event is looked up in `timeline` (newest first) to
+    /// know what it is about.
+    pub fn explain(
+        &self,
+        view: &crate::view::ClusterView,
+        timeline: &[crate::view::ViewEvent],
+    ) -> crate::view::explain::Explanation {
+        use crate::view::explain;
+        match self {
+            ExplainTarget::Partition { topic, partition } => explain::partition(view, topic, *partition),
+            ExplainTarget::Broker { broker } => explain::broker(view, *broker),
+            ExplainTarget::Group { group } => explain::group(view, group),
+            ExplainTarget::Event { text } => {
+                let event = timeline
+                    .iter()
+                    .rev()
+                    .find(|e| &e.text == text)
+                    .cloned()
+                    .unwrap_or_else(|| crate::view::ViewEvent {
+                        at: view.taken_at,
+                        severity: crate::view::Severity::Info,
+                        text: text.clone(),
+                        class: crate::view::EventClass::Other,
+                    });
+                explain::event(view, &event)
+            }
+        }
+    }
+}
+
 /// What the trainer asks of a running scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

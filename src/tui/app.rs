@@ -18,7 +18,7 @@ use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
 use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
-use crate::view::explain::{self, Explanation};
+use crate::view::explain::Explanation;
 use crate::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
     SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
@@ -1127,25 +1127,7 @@ impl App {
     /// Why `target` is as it is, in the current view. An event is found again by its text
     /// (the newest such line), so the explanation follows the cluster while it is open.
     pub fn explanation(&self, target: &ExplainTarget) -> Explanation {
-        match target {
-            ExplainTarget::Partition { topic, partition } => explain::partition(&self.view, topic, *partition),
-            ExplainTarget::Broker { broker } => explain::broker(&self.view, *broker),
-            ExplainTarget::Group { group } => explain::group(&self.view, group),
-            ExplainTarget::Event { text } => {
-                let event = self
-                    .timeline()
-                    .into_iter()
-                    .rev()
-                    .find(|e| &e.text == text)
-                    .unwrap_or_else(|| ViewEvent {
-                        at: self.view.taken_at,
-                        severity: Severity::Info,
-                        text: text.clone(),
-                        class: EventClass::Other,
-                    });
-                explain::event(&self.view, &event)
-            }
-        }
+        target.explain(&self.view, &self.timeline())
     }
 
     // ---- update: an action changes the state and asks for effects ----

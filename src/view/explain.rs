@@ -63,6 +63,13 @@ pub fn hw_rule(isr_leos: &[(BrokerId, i64)], hw: i64) -> String {
     )
 }
 
+/// Why the HW stands still while the ISR is smaller than min.insync.replicas.
+pub fn hw_held(hw: i64, isr: usize, min_insync_replicas: i32) -> String {
+    format!(
+        "HW stays at {hw}: the ISR has {isr} < min.insync.replicas {min_insync_replicas}, and the HW moves only while the ISR has at least min.insync.replicas members (KIP-966), so nothing is committed that fewer replicas hold"
+    )
+}
+
 /// What acks=all needs of the ISR, and whether it has it now.
 pub fn min_isr_rule(min_insync_replicas: i32, isr: usize) -> String {
     let have = isr as i64;
@@ -243,7 +250,10 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
                 .iter()
                 .filter_map(|b| Some((*b, p.replica(*b)?.log_end_offset?)))
                 .collect();
-            if leos.len() == p.isr.len() {
+            let below_min = p.min_insync_replicas.filter(|m| p.isr.len() < *m as usize);
+            if let Some(min) = below_min {
+                e.say(hw_held(hw, p.isr.len(), min));
+            } else if leos.len() == p.isr.len() {
                 e.say(hw_rule(&leos, hw));
             } else {
                 e.say(format!(
@@ -797,12 +807,25 @@ mod tests {
     }
 
     #[test]
+    fn an_isr_below_min_insync_holds_the_hw() {
+        assert_eq!(
+            hw_held(142, 1, 2),
+            "HW stays at 142: the ISR has 1 < min.insync.replicas 2, and the HW moves only while the ISR has at least min.insync.replicas members (KIP-966), so nothing is committed that fewer replicas hold"
+        );
+    }
+
+    #[test]
     fn the_hw_is_the_smallest_leo_in_the_isr() {
         let e = partition(&view(), "orders", 0);
         assert_eq!(e.title, "orders-0: leader 1, epoch 4, ISR [1]");
+        // ISR 1 < min.insync.replicas 2: the HW is held where it is.
+        assert!(e.says(&hw_held(1500, 1, 2)), "{e:#?}");
+        let mut v = view();
+        v.partitions[0].min_insync_replicas = Some(1);
+        let moving = partition(&v, "orders", 0);
         assert!(
-            e.says("HW = the smallest LEO in the ISR = 1500 (LEOs 1: 1500)"),
-            "{e:#?}"
+            moving.says("HW = the smallest LEO in the ISR = 1500 (LEOs 1: 1500)"),
+            "{moving:#?}"
         );
         assert!(e.says(
             "acks=all needs min.insync.replicas 2 in-sync replicas: the ISR has 1 (1 < 2), so acks=all produces fail with NOT_ENOUGH_REPLICAS (acks=1 still works)"
