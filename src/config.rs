@@ -145,7 +145,8 @@ fn parse_table(name: &str, text: &str) -> Result<toml::Table, ConfigError> {
     text.parse::<toml::Table>().map_err(|e| placed(name, text, &e))
 }
 
-fn placed(name: &str, text: &str, error: &toml::de::Error) -> ConfigError {
+/// A TOML error placed at its file, line and column (when it has a position).
+pub fn placed(name: &str, text: &str, error: &toml::de::Error) -> ConfigError {
     let message = error.message().trim().to_string();
     match error.span() {
         Some(span) => {

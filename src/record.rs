@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, line_column};
+use crate::config::{ConfigError, placed};
 use crate::scenario::headless::normalise;
 use crate::scenario::player::EventCursor;
 use crate::tui::{Action, Effect};
@@ -260,24 +260,7 @@ impl Recording {
 
     /// Reads a recording's text; errors say `name:line:column`.
     pub fn parse(name: &str, text: &str) -> Result<Recording, RecordError> {
-        let recording = toml::from_str::<Recording>(text).map_err(|e| {
-            let message = e.message().trim().to_string();
-            match e.span() {
-                Some(span) => {
-                    let (line, column) = line_column(text, span.start);
-                    ConfigError::Invalid {
-                        path: name.to_string(),
-                        line,
-                        column,
-                        message,
-                    }
-                }
-                None => ConfigError::Unplaced {
-                    path: name.to_string(),
-                    message,
-                },
-            }
-        })?;
+        let recording = toml::from_str::<Recording>(text).map_err(|e| placed(name, text, &e))?;
         if recording.recording.version != VERSION {
             return Err(RecordError::Version {
                 path: name.to_string(),

@@ -25,15 +25,7 @@ const TICK: Duration = Duration::from_millis(100);
 pub async fn run(recording: &Recording, config: &KdeckConfig, print: &mut dyn FnMut(&str)) -> Result<Recording> {
     let mut config = config.clone();
     config.wire.enabled = false;
-    let base = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("kdeck-replay-")
-        .tempdir_in(base)
-        .context("creating a temporary data directory")?;
+    let dir = crate::scenario::headless::scratch_dir("kdeck-replay-")?;
     let header = &recording.recording;
     let args = ClusterArgs {
         brokers: Some(header.brokers),

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, line_column};
+use crate::config::{ConfigError, placed};
 
 /// One scenario, as read from its file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -434,24 +434,7 @@ impl std::fmt::Display for Compare {
 
 /// Reads a scenario file's text; errors say `name:line:column`.
 pub fn parse(name: &str, text: &str) -> Result<Scenario, ConfigError> {
-    toml::from_str::<Scenario>(text).map_err(|e| {
-        let message = e.message().trim().to_string();
-        match e.span() {
-            Some(span) => {
-                let (line, column) = line_column(text, span.start);
-                ConfigError::Invalid {
-                    path: name.to_string(),
-                    line,
-                    column,
-                    message,
-                }
-            }
-            None => ConfigError::Unplaced {
-                path: name.to_string(),
-                message,
-            },
-        }
-    })
+    toml::from_str::<Scenario>(text).map_err(|e| placed(name, text, &e))
 }
 
 impl Scenario {

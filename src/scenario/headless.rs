@@ -60,15 +60,7 @@ impl RunSummary {
 pub async fn run(scenario: &Scenario, config: &KdeckConfig, print: &mut dyn FnMut(&str)) -> Result<RunSummary> {
     let mut config = config.clone();
     config.wire.enabled = false;
-    let base = if std::path::Path::new("/dev/shm").is_dir() {
-        std::path::PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("kdeck-scenario-")
-        .tempdir_in(base)
-        .context("creating a temporary data directory")?;
+    let dir = scratch_dir("kdeck-scenario-")?;
     let embedded = Embedded::start_scenario(&config, &scenario.setup, DataDir::Ephemeral(dir))
         .await
         .with_context(|| format!("setting up scenario {}", scenario.name))?;
@@ -218,6 +210,19 @@ fn mask_numbers(text: &str) -> String {
         }
     }
     out
+}
+
+/// A temporary data directory for a headless run, in memory (`/dev/shm`) where there is one.
+pub fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir> {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(base)
+        .context("creating a temporary data directory")
 }
 
 /// Runs a scenario headless on a paused clock of its own (a current-thread runtime).
