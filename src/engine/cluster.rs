@@ -564,15 +564,9 @@ impl Cluster {
             Some(state) => bail!("broker {id} is {state:?}"),
             None => bail!("no broker {id}"),
         }
+        // A stopped or crashed broker hosts no controller role: `take_running` vacated it,
+        // and the supervisor gives it to a running broker with duties of its own.
         self.launch(id);
-        // Back before the controller role moved away: the role's timers died with the old
-        // process, so the new one runs them (otherwise no session would ever expire).
-        if self.inner.ctx.network.controller() == Some(id)
-            && let Some(host) = self.running_broker(id)
-        {
-            self.inner.ctx.controller.reset_heartbeats();
-            host.spawn_controller_duties();
-        }
         Ok(())
     }
 
