@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod keys;
+
 use crate::engine::ClusterConfig;
 use crate::remote::RemoteConfig;
 use crate::storage::LogConfig;
-pub use crate::tui::keymap::KeysConfig;
-pub use crate::tui::layout::Presentation;
 use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
+pub use keys::KeysConfig;
 
 /// The documented defaults, compiled in.
 pub const DEFAULTS: &str = include_str!("../assets/kdeck.toml");
@@ -56,6 +57,19 @@ pub struct ConsoleConfig {
     pub theme: String,
     /// `normal`, or `projector`: fewer, bigger, more spaced items for a room.
     pub layout: Presentation,
+}
+
+/// How the dashboard presents itself: `[console] layout`; the console draws it and switches
+/// it live by a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Presentation {
+    #[default]
+    Normal,
+    /// For a room, read from a distance: at most two panes side by side, only their
+    /// essential columns, a blank line between rows and wider glyphs. A terminal cannot
+    /// change its font size: fewer, more spaced, bolder items are what "large" can mean.
+    Projector,
 }
 
 impl Default for ConsoleConfig {

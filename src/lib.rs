@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod embedded;
 pub mod engine;
+pub mod kafka;
 pub mod record;
 pub mod remote;
 pub mod scenario;
@@ -300,7 +301,11 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
             .unwrap_or_else(std::env::temp_dir);
         let _flush_guard = log_to_file(&log_dir);
         tracing::info!(%bootstrap, read_only = cli.remote.read_only, "console attached to an external cluster");
-        let options = remote::source::SourceOptions::from_console(&config.console, cli.remote.read_only);
+        let options = remote::source::SourceOptions::new(
+            config.console.refresh_ms,
+            config.console.event_history,
+            cli.remote.read_only,
+        );
         let source = Arc::new(remote::source::RemoteSource::start(client.clone(), options));
         let result = tui::run(
             source as Arc<dyn view::ClusterSource>,

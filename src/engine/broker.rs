@@ -23,9 +23,9 @@ use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
 use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{
-    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
+    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
 };
-use super::{BrokerId, Clock, TopicPartition, WallClock};
+use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
 

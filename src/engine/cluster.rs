@@ -20,9 +20,9 @@ use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
 use super::protocol::{
-    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, Request, Response,
+    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
 };
-use super::{BrokerId, Clock, TopicPartition, WallClock};
+use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 
 /// What a broker is doing, as the console shows it.

@@ -36,13 +36,14 @@ pub use cluster::{
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
-    is_internal_topic, topic_name_error,
 };
 pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting};
 pub use network::{LinkFault, NodeId};
-pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec};
+pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
 
-pub type BrokerId = i32;
+/// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and
+/// broker ids; its controller applies the topic-name rule).
+pub use crate::kafka::{BrokerId, OffsetSpec, is_internal_topic, topic_name_error};
 
 /// One partition of one topic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::connection::Connection;
 use super::{BrokerAddress, ClientSettings, RemoteError};
-use crate::view::BrokerId;
+use crate::kafka::BrokerId;
 
 /// Which broker a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

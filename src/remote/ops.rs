@@ -28,8 +28,9 @@ use kafka_protocol::records::{
 };
 
 use super::{KafkaClient, RemoteError, Target, error_name};
-pub use crate::view::OffsetSpec;
-use crate::view::{BrokerId, TailRecord};
+pub use crate::kafka::OffsetSpec;
+use crate::kafka::BrokerId;
+use crate::view::TailRecord;
 
 /// A record to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -25,8 +25,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::client::ClusterMetadata;
 use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
-use crate::client::partitioner::partition_for_key;
-use crate::config::ConsoleConfig;
+use crate::kafka::partitioner::partition_for_key;
 use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, Timeline};
@@ -66,13 +65,13 @@ pub struct SourceOptions {
 }
 
 impl SourceOptions {
-    /// From `[console]`: its refresh_ms, but not below [`MIN_REFRESH`].
-    pub fn from_console(console: &ConsoleConfig, read_only: bool) -> SourceOptions {
+    /// From `[console]`'s refresh_ms (not below [`MIN_REFRESH`]) and event_history.
+    pub fn new(refresh_ms: u64, event_history: usize, read_only: bool) -> SourceOptions {
         SourceOptions {
             cluster_name: None,
-            refresh: Duration::from_millis(console.refresh_ms).max(MIN_REFRESH),
+            refresh: Duration::from_millis(refresh_ms).max(MIN_REFRESH),
             read_only,
-            event_history: console.event_history.max(1),
+            event_history: event_history.max(1),
         }
     }
 }

@@ -12,7 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::Pane;
 use super::action::{Action, Effect, ExplainTarget, ScenarioControl, SeekBy, TrainerUpdate};
-use super::keymap::{Binding, Keymap};
+use super::keymap::{Binding, Keymap, Meaning};
 use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
@@ -866,7 +866,9 @@ impl App {
             Binding::Help => Action::Help,
             Binding::NextPane => Action::NextPane,
             Binding::PrevPane => Action::PrevPane,
-            Binding::FocusPane(pane) => Action::Focus { pane },
+            Binding::FocusPane(place) => Action::Focus {
+                pane: *Pane::ALL.get(place).ok_or_else(|| format!("there is no pane {}", place + 1))?,
+            },
             Binding::Up => Action::Move { by: -1 },
             Binding::Down => Action::Move { by: 1 },
             Binding::PageUp => Action::Move { by: -10 },

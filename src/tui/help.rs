@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::app::App;
-use super::keymap::Binding;
+use super::keymap::{Binding, Meaning};
 use super::pane::view_of;
 
 /// The overlay's lines, before scrolling.
@@ -54,7 +54,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     }
     lines.push(Line::from(vec![
         Span::styled(format!("{:<16}", "1-6"), t.title),
-        Span::raw(Binding::FocusPane(super::Pane::Brokers).describe()),
+        Span::raw(Binding::FocusPane(0).describe()),
     ]));
     for (binding, _) in &app.keymap.bindings {
         if !first.contains(binding) {

@@ -15,17 +15,7 @@ use super::overlay::Overlay;
 use super::pane::{PaneLayout, view_of};
 use super::{dialog, explain, footer, header, help, messages, replica_log};
 
-/// How the dashboard presents itself: `[console] layout`, switched live by its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Presentation {
-    #[default]
-    Normal,
-    /// For a room, read from a distance: at most two panes side by side, only their
-    /// essential columns, a blank line between rows and wider glyphs. A terminal cannot
-    /// change its font size: fewer, more spaced, bolder items are what "large" can mean.
-    Projector,
-}
+pub use crate::config::Presentation;
 
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;

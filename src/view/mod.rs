@@ -12,11 +12,10 @@
 //!   fencing, a group's rebalance, a rejected produce), in Kafka's own terms;
 //! - [`outcome`]: the sentence of every command outcome.
 //!
-//! Nothing here imports the engine's internals: a source for an external cluster needs no
-//! engine. Two pure items are re-exported from it, because the engine needs them too and
-//! must not import the view: [`topic_name_error`], Kafka's topic-name rule, so the console
-//! checks a name the way the cluster will, and [`OffsetSpec`], the one name of a ListOffsets
-//! lookup (earliest, latest, by time) and of its -2/-1 wire encoding.
+//! Nothing here imports the engine: a source for an external cluster needs none. What both
+//! sides share is Kafka's vocabulary in [`crate::kafka`], two items of which the console
+//! reaches through here: [`topic_name_error`], so it checks a name the way the cluster will,
+//! and [`OffsetSpec`], the one name of a ListOffsets lookup (earliest, latest, by time).
 
 pub mod explain;
 pub mod history;
@@ -29,13 +28,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-pub use crate::engine::{OffsetSpec, topic_name_error};
+pub use crate::kafka::{BrokerId, OffsetSpec, topic_name_error};
 pub use source::{
     Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, SeekPosition,
     TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
 };
-
-pub type BrokerId = i32;
 
 /// Where the view comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
