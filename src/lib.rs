@@ -205,7 +205,7 @@ fn record_console(args: &cli::RecordArgs) -> Result<()> {
             let (mut console, outcomes) = tui::new_console(Arc::clone(&source), &config, Some(log_path))?;
             let brokers = cluster.brokers.unwrap_or(config.cluster.brokers);
             let view = source.views().borrow().clone();
-            console.app.recorder = Some(record::Recorder::new(
+            let recorder = record::Recorder::new(
                 chrono::Utc::now(),
                 brokers,
                 !cluster.no_demo,
@@ -215,14 +215,10 @@ fn record_console(args: &cli::RecordArgs) -> Result<()> {
                     .as_ref()
                     .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
                 &view,
-            ));
-            let mut console = tui::run_console(console, outcomes, &config, None).await?;
-            console
-                .app
-                .recorder
-                .take()
-                .map(|r| r.finish(chrono::Utc::now()))
-                .context("the console lost its recorder")
+            );
+            console.app.observer = Some(Box::new(recorder.clone()));
+            tui::run_console(console, outcomes, &config, None).await?;
+            anyhow::Ok(recorder.finish(chrono::Utc::now()))
         }
         .await;
         embedded.shutdown().await;

@@ -35,6 +35,7 @@ pub mod replay;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -42,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, placed};
 use crate::scenario::headless::normalise;
 use crate::scenario::player::EventCursor;
-use crate::tui::{Action, Effect};
+use crate::tui::{Action, Effect, Observer};
 use crate::view::{ClusterView, Command};
 
 /// The format this build writes and reads.
@@ -108,9 +109,16 @@ pub struct RecordedEvent {
     pub text: String,
 }
 
-/// Collects a session as it happens; the console's app owns one while it records. No I/O.
-#[derive(Debug)]
+/// Collects a session as it happens. No I/O. The console watches through a clone of it, as
+/// its [`Observer`], and whoever started the console takes the recording with
+/// [`Recorder::finish`] when it is done: the console never knows it is recorded.
+#[derive(Debug, Clone)]
 pub struct Recorder {
+    session: Arc<Mutex<Session>>,
+}
+
+#[derive(Debug)]
+struct Session {
     recording: Recording,
     cursor: EventCursor,
 }
@@ -124,7 +132,7 @@ impl Recorder {
         config: Option<PathBuf>,
         view: &ClusterView,
     ) -> Recorder {
-        Recorder {
+        let session = Session {
             recording: Recording {
                 recording: Header {
                     version: VERSION,
@@ -139,16 +147,21 @@ impl Recorder {
                 events: Vec::new(),
             },
             cursor: EventCursor::at_end(view),
+        };
+        Recorder {
+            session: Arc::new(Mutex::new(session)),
         }
     }
 
-    fn since_start(&self, now: DateTime<Utc>) -> u64 {
-        u64::try_from((now - self.recording.recording.started).num_milliseconds()).unwrap_or(0)
+    fn session(&self) -> MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+
     /// An action the app performed at `now`, with the effects it returned.
-    pub fn action(&mut self, now: DateTime<Utc>, action: Action, effects: &[Effect]) {
-        let at_ms = self.since_start(now);
+    pub fn action(&self, now: DateTime<Utc>, action: Action, effects: &[Effect]) {
+        let mut session = self.session();
+        let at_ms = session.since_start(now);
         let submitted: Vec<&Command> = effects
             .iter()
             .filter_map(|e| match e {
@@ -160,7 +173,7 @@ impl Recorder {
         let replayable = submitted.iter().any(|c| own.as_ref() == Some(*c));
         // An answer submits what an earlier action asked to confirm.
         let performs = match submitted.first() {
-            Some(c) if !replayable => self
+            Some(c) if !replayable => session
                 .recording
                 .actions
                 .iter()
@@ -169,19 +182,20 @@ impl Recorder {
                 .map(|a| a.action.clone()),
             _ => None,
         };
-        self.recording.actions.push(RecordedAction {
+        session.recording.actions.push(RecordedAction {
             at_ms,
             replayable: replayable || performs.is_some(),
             action,
             performs,
         });
-        self.recording.recording.ended_ms = self.recording.recording.ended_ms.max(at_ms);
+        session.recording.recording.ended_ms = session.recording.recording.ended_ms.max(at_ms);
     }
 
     /// The timeline events of `view` not seen yet, as of `now`.
-    pub fn events(&mut self, now: DateTime<Utc>, view: &ClusterView) {
-        let at_ms = self.since_start(now);
-        let new: Vec<RecordedEvent> = self
+    pub fn events(&self, now: DateTime<Utc>, view: &ClusterView) {
+        let mut session = self.session();
+        let at_ms = session.since_start(now);
+        let new: Vec<RecordedEvent> = session
             .cursor
             .take_new(view)
             .into_iter()
@@ -191,16 +205,33 @@ impl Recorder {
             })
             .collect();
         if !new.is_empty() {
-            self.recording.recording.ended_ms = self.recording.recording.ended_ms.max(at_ms);
+            session.recording.recording.ended_ms = session.recording.recording.ended_ms.max(at_ms);
         }
-        self.recording.events.extend(new);
+        session.recording.events.extend(new);
     }
 
     /// The recording so far, ended at `now`.
-    pub fn finish(mut self, now: DateTime<Utc>) -> Recording {
-        let at_ms = self.since_start(now);
-        self.recording.recording.ended_ms = self.recording.recording.ended_ms.max(at_ms);
-        self.recording
+    pub fn finish(&self, now: DateTime<Utc>) -> Recording {
+        let mut session = self.session();
+        let at_ms = session.since_start(now);
+        session.recording.recording.ended_ms = session.recording.recording.ended_ms.max(at_ms);
+        session.recording.clone()
+    }
+}
+
+impl Session {
+    fn since_start(&self, now: DateTime<Utc>) -> u64 {
+        u64::try_from((now - self.recording.recording.started).num_milliseconds()).unwrap_or(0)
+    }
+}
+
+impl Observer for Recorder {
+    fn action(&mut self, now: DateTime<Utc>, action: &Action, effects: &[Effect]) {
+        Recorder::action(self, now, action.clone(), effects);
+    }
+
+    fn view(&mut self, now: DateTime<Utc>, view: &ClusterView) {
+        self.events(now, view);
     }
 }
 

@@ -70,13 +70,14 @@ async fn replayed(recording: &Recording) -> Recording {
 fn the_console_records_every_action_and_replays_only_what_reached_the_cluster() {
     let mut h = harness();
     let view = h.app.view.clone();
-    h.app.recorder = Some(Recorder::new(now(), 3, false, None, &view));
+    let recorder = Recorder::new(now(), 3, false, None, &view);
+    h.app.observer = Some(Box::new(recorder.clone()));
     h.press(KeyCode::Char('1'));
     h.press(KeyCode::Down);
     h.press(KeyCode::Down);
     h.press(KeyCode::Char('x'));
     h.press(KeyCode::Char('y'));
-    let recording = h.app.recorder.take().expect("recording").finish(now());
+    let recording = recorder.finish(now());
     let actions: Vec<(&Action, bool)> = recording.actions.iter().map(|a| (&a.action, a.replayable)).collect();
     assert_eq!(
         actions,

@@ -48,7 +48,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
         started + chrono::Duration::from_std(clock.elapsed()).unwrap_or(chrono::Duration::zero())
     };
     let views = source.views();
-    let mut recorder = Recorder::new(
+    let recorder = Recorder::new(
         started,
         header.brokers,
         header.demo,
@@ -60,7 +60,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
             continue;
         };
         collect_until(
-            &mut recorder,
+            &recorder,
             &views,
             clock + Duration::from_millis(recorded.at_ms),
             now,
@@ -83,7 +83,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     collect_until(
-        &mut recorder,
+        &recorder,
         &views,
         clock + Duration::from_millis(header.ended_ms),
         now,
@@ -94,7 +94,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
 
 /// Records the new events of each view until `due`.
 async fn collect_until(
-    recorder: &mut Recorder,
+    recorder: &Recorder,
     views: &tokio::sync::watch::Receiver<std::sync::Arc<crate::view::ClusterView>>,
     due: tokio::time::Instant,
     now: impl Fn() -> DateTime<Utc>,

@@ -138,6 +138,14 @@ impl Tail {
     }
 }
 
+/// Watches the console from outside, unknown to it: every action [`App::update`] applied,
+/// with the effects it asked for, and every view the console was given. Recording a session
+/// (`kdeck record`) is one such observer.
+pub trait Observer: Send {
+    fn action(&mut self, now: DateTime<Utc>, action: &Action, effects: &[Effect]);
+    fn view(&mut self, now: DateTime<Utc>, view: &ClusterView);
+}
+
 pub struct App {
     /// What the source lets the console do (asked once: it does not change).
     pub capabilities: Capabilities,
@@ -169,8 +177,8 @@ pub struct App {
     /// whether it was too small to show the console.
     pub layout: FrameLayout,
     pub quit: bool,
-    /// While recording (`kdeck record`): every action performed, with what it submitted.
-    pub recorder: Option<crate::record::Recorder>,
+    /// Who watches the console from outside (`kdeck record`), if anyone.
+    pub observer: Option<Box<dyn Observer>>,
     /// The scenario being presented (trainer mode), if any.
     pub trainer: Option<Trainer>,
 }
@@ -288,7 +296,7 @@ impl App {
             expanded: BTreeSet::new(),
             layout: FrameLayout::default(),
             quit: false,
-            recorder: None,
+            observer: None,
             trainer: None,
         }
     }
@@ -1136,10 +1144,10 @@ impl App {
 
     /// Applies an action. No I/O: what must reach the world is returned.
     pub fn update(&mut self, action: Action, now: DateTime<Utc>) -> Vec<Effect> {
-        let recorded = self.recorder.is_some().then(|| action.clone());
+        let observed = self.observer.is_some().then(|| action.clone());
         let effects = self.apply(action, now);
-        if let (Some(recorder), Some(action)) = (self.recorder.as_mut(), recorded) {
-            recorder.action(now, action, &effects);
+        if let (Some(observer), Some(action)) = (self.observer.as_mut(), observed) {
+            observer.action(now, &action, &effects);
         }
         effects
     }

@@ -41,6 +41,7 @@ use ratatui::backend::Backend;
 use crate::config::KdeckConfig;
 use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
 pub use action::{Action, Effect, ScenarioControl, TrainerUpdate};
+pub use app::Observer;
 use app::App;
 use keymap::Keymap;
 use theme::Themes;
@@ -182,8 +183,8 @@ impl Console {
     }
 
     pub fn set_view(&mut self, view: Arc<ClusterView>) {
-        if let Some(recorder) = self.app.recorder.as_mut() {
-            recorder.events(Utc::now(), &view);
+        if let Some(observer) = self.app.observer.as_mut() {
+            observer.view(Utc::now(), &view);
         }
         let effects = self.app.set_view(view);
         self.perform(effects);
