@@ -157,7 +157,6 @@ impl Recorder {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-
     /// An action the app performed at `now`, with the effects it returned.
     pub fn action(&self, now: DateTime<Utc>, action: Action, effects: &[Effect]) {
         let mut session = self.session();

@@ -19,9 +19,7 @@ use super::events::{ClusterEvent, EventBus, EventKind, LiveSetting};
 use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use super::network::{LinkFault, NetError, Network, NodeId};
 use super::partition::Role;
-use super::protocol::{
-    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
-};
+use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 

@@ -59,13 +59,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
         let Some(command) = recorded.command() else {
             continue;
         };
-        collect_until(
-            &recorder,
-            &views,
-            clock + Duration::from_millis(recorded.at_ms),
-            now,
-        )
-        .await;
+        collect_until(&recorder, &views, clock + Duration::from_millis(recorded.at_ms), now).await;
         let text = command.to_string();
         let action = recorded.performs.clone().unwrap_or_else(|| recorded.action.clone());
         recorder.action(now(), action, &[Effect::Submit(command.clone())]);
@@ -82,13 +76,7 @@ async fn play(recording: &Recording, source: &dyn ClusterSource, print: &mut dyn
         // What the command caused is seen after it, never at its very time.
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    collect_until(
-        &recorder,
-        &views,
-        clock + Duration::from_millis(header.ended_ms),
-        now,
-    )
-    .await;
+    collect_until(&recorder, &views, clock + Duration::from_millis(header.ended_ms), now).await;
     Ok(recorder.finish(now()))
 }
 

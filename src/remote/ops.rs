@@ -28,8 +28,8 @@ use kafka_protocol::records::{
 };
 
 use super::{KafkaClient, RemoteError, Target, error_name};
-pub use crate::kafka::OffsetSpec;
 use crate::kafka::BrokerId;
+pub use crate::kafka::OffsetSpec;
 use crate::view::TailRecord;
 
 /// A record to produce.

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::Scenario;
 use super::player::{Player, PlayerEvent};
+use super::workload::start_embedded;
 use crate::cli::ClusterArgs;
 use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
@@ -47,7 +48,7 @@ pub async fn start_cluster(scenario: &Scenario, config: &KdeckConfig) -> Result<
         config: None,
     };
     let dir = DataDir::prepare(&args)?;
-    Ok(Arc::new(Embedded::start_scenario(config, &scenario.setup, dir).await?))
+    Ok(Arc::new(start_embedded(config, &scenario.setup, dir).await?))
 }
 
 /// Starts presenting `scenario` on `first` (its cluster, already started).

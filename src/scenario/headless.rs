@@ -12,8 +12,9 @@ use tokio::sync::mpsc;
 
 use super::Scenario;
 use super::player::{Player, PlayerEvent, StepReport};
+use super::workload::start_embedded;
 use crate::config::KdeckConfig;
-use crate::embedded::{DataDir, Embedded};
+use crate::embedded::DataDir;
 use crate::tui::Action;
 use crate::view::ClusterSource;
 
@@ -61,7 +62,7 @@ pub async fn run(scenario: &Scenario, config: &KdeckConfig, print: &mut dyn FnMu
     let mut config = config.clone();
     config.wire.enabled = false;
     let dir = scratch_dir("kdeck-scenario-")?;
-    let embedded = Embedded::start_scenario(&config, &scenario.setup, DataDir::Ephemeral(dir))
+    let embedded = start_embedded(&config, &scenario.setup, DataDir::Ephemeral(dir))
         .await
         .with_context(|| format!("setting up scenario {}", scenario.name))?;
     print(&format!("{}: {}", scenario.name, scenario.title));

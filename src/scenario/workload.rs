@@ -17,9 +17,11 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 use tokio::task::JoinHandle;
 
-use super::format::{GroupSetup, ProducerSetup};
+use super::format::{GroupSetup, ProducerSetup, Setup};
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{ProduceError, Producer, ProducerConfig, ProducerRecord};
+use crate::config::KdeckConfig;
+use crate::embedded::{ClusterSetup, DataDir, Embedded, Steered, Traffic};
 use crate::engine::{Acks, Clock, Cluster, ErrorCode, TopicPartition};
 use crate::storage::records;
 pub use crate::view::WorkloadStats;
@@ -83,6 +85,27 @@ pub struct ScenarioWorkload {
     producers: Vec<ProducerSetup>,
     groups: tokio::sync::Mutex<BTreeMap<String, GroupRun>>,
     verifier: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The embedded cluster `setup` describes, in `data_dir`, with the scenario's producers and
+/// groups steering it in place of the demo.
+pub async fn start_embedded(config: &KdeckConfig, setup: &Setup, data_dir: DataDir) -> Result<Embedded> {
+    let cluster = ClusterSetup {
+        cluster: setup.cluster_config(config.cluster_config()),
+        topics: setup
+            .topics
+            .iter()
+            .map(|t| (t.name.clone(), setup.topic_config(t)))
+            .collect(),
+    };
+    let starting = Embedded::set_up(config, &cluster, data_dir).await?;
+    match ScenarioWorkload::start(starting.cluster(), &setup.producers, &setup.groups).await {
+        Ok(workload) => Ok(starting.run(Box::new(workload))),
+        Err(e) => {
+            starting.abandon().await;
+            Err(e.context("starting the scenario's producers and consumers"))
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -444,5 +467,31 @@ async fn consume_loop(
             }
             Err(_) => clock.sleep(Duration::from_millis(500)).await,
         }
+    }
+}
+
+impl Traffic for ScenarioWorkload {
+    fn stats(&self) -> WorkloadStats {
+        ScenarioWorkload::stats(self)
+    }
+
+    fn stop(&self) {
+        ScenarioWorkload::stop(self);
+    }
+
+    fn set_acks(&self, acks: i16) -> Steered<'_, ()> {
+        Box::pin(ScenarioWorkload::set_acks(self, acks))
+    }
+
+    fn add_member<'a>(&'a self, group: &'a str) -> Steered<'a, usize> {
+        Box::pin(ScenarioWorkload::add_member(self, group))
+    }
+
+    fn remove_member<'a>(&'a self, group: &'a str) -> Steered<'a, usize> {
+        Box::pin(ScenarioWorkload::remove_member(self, group))
+    }
+
+    fn pause_group<'a>(&'a self, group: &'a str, paused: bool) -> Steered<'a, ()> {
+        Box::pin(ScenarioWorkload::pause_group(self, group, paused))
     }
 }

@@ -875,7 +875,9 @@ impl App {
             Binding::NextPane => Action::NextPane,
             Binding::PrevPane => Action::PrevPane,
             Binding::FocusPane(place) => Action::Focus {
-                pane: *Pane::ALL.get(place).ok_or_else(|| format!("there is no pane {}", place + 1))?,
+                pane: *Pane::ALL
+                    .get(place)
+                    .ok_or_else(|| format!("there is no pane {}", place + 1))?,
             },
             Binding::Up => Action::Move { by: -1 },
             Binding::Down => Action::Move { by: 1 },

@@ -41,8 +41,8 @@ use ratatui::backend::Backend;
 use crate::config::KdeckConfig;
 use crate::view::{ClusterSource, ClusterView, CommandOutcome, OutcomeSender};
 pub use action::{Action, Effect, ScenarioControl, TrainerUpdate};
-pub use app::Observer;
 use app::App;
+pub use app::Observer;
 use keymap::Keymap;
 use theme::Themes;
 

@@ -1,0 +1,216 @@
+//! The command runner: each console command performed on the embedded cluster (or on the
+//! traffic that steers it), answered with the view's sentence for what happened.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use bytes::Bytes;
+
+use super::{Shared, Traffic};
+use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
+use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig};
+use crate::storage::CleanupPolicy;
+use crate::view::outcome::{self, Elected};
+use crate::view::{Command, LinkState};
+use crate::workload::Workload;
+
+impl Shared {
+    fn traffic(&self) -> Result<&dyn Traffic> {
+        self.traffic
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!(outcome::NO_SCENARIO_WORKLOAD))
+    }
+
+    async fn producer(&self) -> Result<&Producer> {
+        self.producer
+            .get_or_try_init(|| async {
+                let config = ProducerConfig {
+                    request_timeout_ms: 5_000,
+                    delivery_timeout_ms: 15_000,
+                    ..ProducerConfig::default()
+                };
+                Producer::new(self.cluster.clone(), config).await
+            })
+            .await
+    }
+
+    /// Performs a console command; the sentence says what happened.
+    pub(super) async fn execute(&self, command: &Command) -> Result<String> {
+        let cluster = &self.cluster;
+        match command {
+            Command::Produce(request) => {
+                let record = ProducerRecord {
+                    topic: request.topic.clone(),
+                    partition: request.partition,
+                    key: request.key.clone().map(Bytes::from),
+                    value: Some(Bytes::from(request.value.clone())),
+                    headers: request
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Some(Bytes::from(v.clone()))))
+                        .collect(),
+                    timestamp: None,
+                };
+                let meta = self.producer().await?.send(record).await?;
+                Ok(outcome::produced(&meta.topic, meta.partition, meta.offset))
+            }
+            Command::KillBroker(id) => {
+                cluster.kill(*id)?;
+                Ok(outcome::broker_killed(*id, cluster.config().broker_session_timeout_ms))
+            }
+            Command::StopBroker(id) => {
+                cluster.stop(*id).await?;
+                Ok(outcome::broker_stopped(*id))
+            }
+            Command::StartBroker(id) => {
+                cluster.start_broker(*id)?;
+                Ok(outcome::broker_starting(*id))
+            }
+            Command::PauseBroker(id) => {
+                cluster.pause(*id)?;
+                Ok(outcome::broker_paused(*id))
+            }
+            Command::ResumeBroker(id) => {
+                cluster.resume(*id)?;
+                Ok(outcome::broker_resumed(*id))
+            }
+            Command::ElectPreferredLeaders { topic } => {
+                let results = cluster
+                    .elect_preferred_leaders(|tp| topic.as_ref().is_none_or(|t| &tp.topic == t))
+                    .await?;
+                Ok(outcome::preferred_election(results.iter().map(|(tp, e)| match e {
+                    ErrorCode::None => Elected::Moved,
+                    ErrorCode::ElectionNotNeeded => Elected::Already,
+                    e => Elected::Failed(format!("{tp}: {e:?}")),
+                })))
+            }
+            Command::CreateTopic {
+                name,
+                partitions,
+                replication_factor,
+                cleanup_policy,
+            } => {
+                let min_isr = cluster.config().min_insync_replicas.min(*replication_factor).max(1);
+                let policy: CleanupPolicy = cleanup_policy.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                let config = TopicConfig::new(*partitions, *replication_factor)
+                    .with_min_insync_replicas(min_isr)
+                    .with_cleanup_policy(policy);
+                cluster.create_topic(name, config).await?;
+                Ok(outcome::topic_created(name))
+            }
+            Command::DeleteTopic { name } => {
+                cluster.delete_topic(name).await?;
+                Ok(outcome::topic_deleted(name))
+            }
+            Command::PauseDemo => {
+                let workload = self.workload.lock().await.take();
+                match workload {
+                    Some(w) => {
+                        w.stop();
+                        self.demo_running.store(false, std::sync::atomic::Ordering::Relaxed);
+                        Ok(outcome::DEMO_PAUSED.into())
+                    }
+                    None => bail!(outcome::DEMO_NOT_RUNNING),
+                }
+            }
+            Command::ResumeDemo => {
+                let Some(demo) = &self.demo else {
+                    bail!(outcome::NO_DEMO);
+                };
+                let mut slot = self.workload.lock().await;
+                if slot.is_some() {
+                    bail!(outcome::DEMO_ALREADY_RUNNING);
+                }
+                *slot = Some(Workload::start(cluster, demo.clone()).await?);
+                self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(outcome::DEMO_RESUMED.into())
+            }
+            Command::Freeze => {
+                if !cluster.freeze() {
+                    bail!(outcome::ALREADY_FROZEN);
+                }
+                Ok(outcome::CLOCK_FROZEN.into())
+            }
+            Command::Thaw => {
+                if !cluster.thaw() {
+                    bail!(outcome::NOT_FROZEN);
+                }
+                Ok(outcome::CLOCK_THAWED.into())
+            }
+            Command::SlowMotion { factor } => {
+                let changed = cluster.set_slow_motion(*factor)?;
+                Ok(outcome::slow_motion(*factor, changed))
+            }
+            Command::SetLink { a, b, state } => {
+                for id in [a, b] {
+                    if !cluster.broker_states().iter().any(|(b, _)| b == id) {
+                        bail!("there is no broker {id}");
+                    }
+                }
+                if a == b {
+                    bail!("a link joins two different brokers");
+                }
+                let fault = match state {
+                    LinkState::Up => None,
+                    LinkState::Cut => Some(LinkFault::Cut),
+                    LinkState::Delay(ms) => Some(LinkFault::Delay(Duration::from_millis(*ms))),
+                };
+                cluster.set_link(NodeId::Broker(*a), NodeId::Broker(*b), fault);
+                Ok(outcome::link_set(*a, *b, &state.to_string()))
+            }
+            Command::Isolate(id) => {
+                let hosts_controller = cluster.controller() == Some(*id);
+                cluster.isolate(*id)?;
+                Ok(outcome::broker_isolated(
+                    *id,
+                    hosts_controller,
+                    cluster.config().controller_failover_ms,
+                ))
+            }
+            Command::HealLinks => Ok(outcome::links_healed(cluster.heal_links())),
+            Command::SetAutoRebalance(on) => {
+                cluster.set_auto_rebalance(*on);
+                Ok(outcome::setting_set(
+                    "auto.leader.rebalance.enable",
+                    None,
+                    &on.to_string(),
+                ))
+            }
+            Command::SetUncleanElection { topic, enabled } => {
+                cluster.set_unclean_election(topic.as_deref(), *enabled).await?;
+                Ok(match topic {
+                    Some(t) if !*enabled && cluster.unclean_election_default() => outcome::unclean_still_allowed(t),
+                    t => outcome::setting_set("unclean.leader.election.enable", t.as_deref(), &enabled.to_string()),
+                })
+            }
+            Command::SetMinInsync { topic, value } => {
+                cluster.set_min_insync(topic, *value).await?;
+                Ok(outcome::setting_set(
+                    "min.insync.replicas",
+                    Some(topic),
+                    &value.to_string(),
+                ))
+            }
+            Command::SetProducerAcks(acks) => {
+                self.traffic()?.set_acks(*acks).await?;
+                Ok(outcome::producer_acks(*acks))
+            }
+            Command::AddMember { group } => {
+                let members = self.traffic()?.add_member(group).await?;
+                Ok(outcome::member_added(group, members))
+            }
+            Command::RemoveMember { group } => {
+                let members = self.traffic()?.remove_member(group).await?;
+                Ok(outcome::member_removed(group, members))
+            }
+            Command::PauseGroup { group } => {
+                self.traffic()?.pause_group(group, true).await?;
+                Ok(outcome::group_paused(group))
+            }
+            Command::ResumeGroup { group } => {
+                self.traffic()?.pause_group(group, false).await?;
+                Ok(outcome::group_resumed(group))
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Message tails of the embedded cluster: an in-process consumer per tail fills the bounded
+//! ring the console reads, from where the tail's seek says, up to where a search ends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset};
+use crate::engine::{Cluster, ErrorCode, OffsetSpec, TopicPartition};
+use crate::view::outcome;
+use crate::view::{SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec};
+
+/// Starts a tail on `cluster`: what [`super::Embedded`]'s `tail` does, for a cluster started
+/// without the rest of the console (tests, benchmarks).
+pub fn tail_cluster(cluster: &Cluster, spec: TailSpec, capacity: usize) -> TailHandle {
+    let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
+    tokio::spawn(tail_loop(cluster.clone(), spec.clone(), Arc::clone(&buffer)));
+    TailHandle { spec, buffer }
+}
+
+/// How long the tail waits before asking again for a partition's bounds.
+const TAIL_RETRY: Duration = Duration::from_millis(500);
+
+/// The log start and the end (HW) of a partition, as a consumer sees them.
+async fn log_bounds(cluster: &Cluster, tp: &TopicPartition) -> Result<(i64, i64), ErrorCode> {
+    let start = cluster.list_offset(tp, OffsetSpec::Earliest).await?;
+    let end = cluster.list_offset(tp, OffsetSpec::Latest).await?;
+    Ok((start, end))
+}
+
+async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
+    let partitions: Vec<i32> = match cluster.metadata().topics.get(&spec.topic) {
+        Some(t) => match spec.partition {
+            Some(p) if p >= 0 && (p as usize) < t.partitions.len() => vec![p],
+            Some(p) => {
+                buffer.set_error(Some(outcome::no_such_partition(&spec.topic, p)));
+                return;
+            }
+            None => (0..t.partitions.len() as i32).collect(),
+        },
+        None => {
+            buffer.set_error(Some(outcome::no_such_topic(&spec.topic)));
+            return;
+        }
+    };
+    let tps: Vec<TopicPartition> = partitions
+        .iter()
+        .map(|p| TopicPartition::new(&spec.topic, *p))
+        .collect();
+    let mut consumer = Consumer::new(
+        cluster.clone(),
+        ConsumerConfig {
+            group_id: None,
+            // A ring follows the end; a window that retention overtakes goes on from what is
+            // left rather than skip everything.
+            auto_offset_reset: match spec.mode {
+                TailMode::Ring => OffsetReset::Latest,
+                TailMode::Window => OffsetReset::Earliest,
+            },
+            enable_auto_commit: false,
+            fetch_max_wait_ms: 250,
+            max_poll_records: 500,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.assign(tps.clone());
+    let mut log_starts = Vec::new();
+    // A search's end offsets: where each partition's reading stops.
+    let mut ends: HashMap<i32, i64> = HashMap::new();
+    for tp in &tps {
+        let bounds = loop {
+            match log_bounds(&cluster, tp).await {
+                Ok(bounds) => break Some(bounds),
+                // A search cannot start without knowing where it ends: wait for a leader.
+                Err(e) if spec.until_end => {
+                    buffer.set_error(Some(format!("finding the end of {tp}: {e:?}")));
+                    if buffer.is_closed() {
+                        return;
+                    }
+                    tokio::time::sleep(TAIL_RETRY).await;
+                }
+                Err(_) => break None,
+            }
+        };
+        if let Some((start, end)) = bounds {
+            log_starts.push((tp.partition, start));
+            if spec.until_end {
+                ends.insert(tp.partition, end);
+            }
+        }
+        let positioned = match (spec.start, bounds) {
+            (SeekPosition::Beginning, _) => consumer.seek_to_beginning(tp),
+            (SeekPosition::End, _) => consumer.seek_to_end(tp),
+            (SeekPosition::Timestamp(t), _) => consumer.seek_to_timestamp(tp, t.timestamp_millis()).await,
+            (SeekPosition::Offset(_) | SeekPosition::Last(_), Some((start, end))) => {
+                consumer.seek(tp, spec.start.within(start, end).unwrap_or(end))
+            }
+            (SeekPosition::Offset(o), None) => consumer.seek(tp, o.max(0)),
+            (SeekPosition::Last(_), None) => consumer.seek_to_end(tp),
+        };
+        if let Err(e) = positioned {
+            buffer.set_error(Some(format!("seeking {tp}: {e}")));
+        }
+    }
+    buffer.set_log_starts(log_starts);
+    let mut feed = TailFeed::new(Arc::clone(&buffer), &spec);
+    // The partitions a search has not read to their end yet.
+    let mut reading = tps;
+    while !buffer.is_closed() {
+        if feed.is_waiting() {
+            feed.wait_for_room().await;
+            continue;
+        }
+        if spec.until_end {
+            let before = reading.len();
+            reading.retain(|tp| {
+                let end = ends.get(&tp.partition).copied().unwrap_or(i64::MAX);
+                consumer.position(tp).is_none_or(|at| at < end)
+            });
+            if reading.is_empty() {
+                buffer.set_done();
+                return;
+            }
+            if reading.len() < before {
+                consumer.assign(reading.clone());
+            }
+        }
+        match consumer.poll(Duration::from_millis(500)).await {
+            Ok(records) => {
+                buffer.set_error(None);
+                // A search reads up to its end offsets, even when more has arrived since.
+                let before_end =
+                    |r: &ConsumerRecord| !spec.until_end || ends.get(&r.partition).is_some_and(|end| r.offset < *end);
+                feed.offer(records.into_iter().filter(before_end).map(|r| TailRecord {
+                    partition: r.partition,
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key,
+                    value: r.value,
+                    headers: r.headers,
+                }));
+            }
+            Err(e) => {
+                buffer.set_error(Some(e.to_string()));
+                tokio::time::sleep(TAIL_RETRY).await;
+            }
+        }
+    }
+}
