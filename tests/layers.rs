@@ -62,7 +62,7 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
             "storage", "engine", "client", "wire", "remote", "workload", "sim", "config", "cli", "embedded", "tui",
             "commands", "serve", "scenario", "record", "bench",
         ],
-        "both sources fill the view, so it imports only Kafka's vocabulary, never the engine",
+        "both sources fill the view and the console reads it: it imports only Kafka's vocabulary, never the engine",
     ),
     (
         "remote",
