@@ -2,12 +2,22 @@
 //! as it was when the step started, the timeline events since then and the workload's
 //! counts. Each evaluation says what it saw, so a failed check on screen tells the room
 //! what the cluster did instead.
+//!
+//! Each kind of check is decided by its own function, in a file per family of what it
+//! reads (a partition, the brokers, a group, the workload's counts, the timeline), so a
+//! check's rule can be read and changed without the others around it; `evaluate` only
+//! says which function decides which kind.
+
+mod cluster;
+mod group;
+mod partition;
+mod timeline;
+mod workload;
 
 use std::collections::BTreeMap;
 
 use super::format::{Check, Compare};
-use super::target::{self, parse_partition};
-use crate::view::{BrokerId, ClusterView, GroupRow, PartitionRow, WorkloadStats};
+use crate::view::{BrokerId, ClusterView};
 
 /// Where a step started from.
 #[derive(Debug, Clone)]
@@ -46,40 +56,14 @@ fn compare(is: Option<i64>, at_least: Option<i64>, at_most: Option<i64>) -> Comp
     Compare { is, at_least, at_most }
 }
 
-fn partition<'a>(view: &'a ClusterView, text: &str) -> Result<&'a PartitionRow, String> {
-    let (topic, number) = parse_partition(text).ok_or_else(|| format!("\"{text}\" is not a partition (topic-N)"))?;
-    view.partitions
-        .iter()
-        .find(|p| p.topic == topic && p.partition == number)
-        .ok_or_else(|| format!("no partition {text}"))
-}
-
-fn group<'a>(view: &'a ClusterView, id: &str) -> Result<&'a GroupRow, String> {
-    view.groups
-        .iter()
-        .find(|g| g.group_id == id)
-        .ok_or_else(|| format!("no group {id} yet"))
-}
-
-fn broker_list(ids: &[BrokerId]) -> String {
-    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-    format!("[{}]", ids.join(", "))
+/// A number against its bounds, saying the number: the one shape every counting check
+/// shares, so their verdicts read alike ("lag 12").
+fn counted(value: i64, cmp: Compare, what: &str) -> Verdict {
+    Verdict::new(cmp.holds(value), format!("{what} {value}"))
 }
 
 fn leader_text(leader: Option<BrokerId>) -> String {
     leader.map_or_else(|| "none".into(), |l| format!("broker {l}"))
-}
-
-/// The partitions of `topic`, or of every user topic.
-fn user_partitions<'a>(view: &'a ClusterView, topic: Option<&'a str>) -> impl Iterator<Item = &'a PartitionRow> + 'a {
-    view.partitions.iter().filter(move |p| match topic {
-        Some(t) => p.topic == t,
-        None => view.topic(&p.topic).is_some_and(|t| !t.internal),
-    })
-}
-
-fn stats(view: &ClusterView) -> WorkloadStats {
-    view.workload.clone().unwrap_or_default()
 }
 
 /// The check's name and target, as shown beside its verdict ("ISR of orders-0 >= 2").
@@ -195,7 +179,8 @@ fn value_text(v: &toml::Value, bound: &BTreeMap<String, BrokerId>) -> String {
     }
 }
 
-/// Evaluates `check` now.
+/// Evaluates `check` now. A check that cannot be evaluated (no such partition, group or
+/// broker) fails, its verdict saying why.
 pub fn evaluate(
     check: &Check,
     view: &ClusterView,
@@ -203,282 +188,97 @@ pub fn evaluate(
     events: &[String],
     bound: &BTreeMap<String, BrokerId>,
 ) -> Verdict {
-    match evaluate_inner(check, view, base, events, bound) {
-        Ok(v) => v,
-        Err(e) => Verdict::failed(e),
-    }
-}
-
-fn counted(value: i64, cmp: Compare, what: &str) -> Verdict {
-    Verdict::new(cmp.holds(value), format!("{what} {value}"))
-}
-
-fn evaluate_inner(
-    check: &Check,
-    view: &ClusterView,
-    base: &Baseline,
-    events: &[String],
-    bound: &BTreeMap<String, BrokerId>,
-) -> Result<Verdict, String> {
-    let was = &base.view;
-    Ok(match check {
-        Check::LeaderChanged { partition: p } => {
-            let now = partition(view, p)?;
-            let before = partition(was, p).ok().and_then(|r| r.leader);
-            let leader = if now.offline() { None } else { now.leader };
-            Verdict::new(
-                leader.is_some() && leader != before,
-                format!("leader {} (was {})", leader_text(leader), leader_text(before)),
-            )
-        }
-        Check::Leader { partition: p, broker } => {
-            let now = partition(view, p)?;
-            let want = target::resolve(broker, view, bound)?;
-            Verdict::new(
-                now.leader == Some(want) && !now.offline(),
-                format!("leader {}", leader_text(now.leader)),
-            )
-        }
-        Check::Offline { partition: p } => {
-            let now = partition(view, p)?;
-            Verdict::new(now.offline(), format!("leader {}", leader_text(now.leader)))
-        }
-        Check::EpochGrew { partition: p, by } => {
-            let now = partition(view, p)?.leader_epoch;
-            let before = partition(was, p).map_or(now, |r| r.leader_epoch);
-            Verdict::new(now - before >= *by, format!("epoch {now} (was {before})"))
-        }
+    let was: &ClusterView = &base.view;
+    let verdict = match check {
+        Check::LeaderChanged { partition: p } => partition::leader_changed(view, was, p),
+        Check::Leader { partition: p, broker } => partition::leader(view, p, broker, bound),
+        Check::Offline { partition: p } => partition::offline(view, p),
+        Check::EpochGrew { partition: p, by } => partition::epoch_grew(view, was, p, *by),
         Check::IsrSize {
             partition: p,
             is,
             at_least,
             at_most,
-        } => {
-            let row = partition(view, p)?;
-            let size = row.isr.len() as i64;
-            Verdict::new(
-                compare(*is, *at_least, *at_most).holds(size),
-                format!("ISR {} (size {size})", broker_list(&row.isr)),
-            )
-        }
+        } => partition::isr_size(view, p, compare(*is, *at_least, *at_most)),
         Check::InIsr {
             partition: p,
             broker,
             is,
-        } => {
-            let row = partition(view, p)?;
-            let id = target::resolve(broker, view, bound)?;
-            Verdict::new(row.isr.contains(&id) == *is, format!("ISR {}", broker_list(&row.isr)))
-        }
+        } => partition::in_isr(view, p, broker, *is, bound),
         Check::Hw {
             partition: p,
             is,
             at_least,
             at_most,
-        } => {
-            let hw = partition(view, p)?.high_watermark.unwrap_or(-1);
-            counted(hw, compare(*is, *at_least, *at_most), "HW")
-        }
-        Check::HwGrew { partition: p, by } => {
-            let row = partition(view, p)?;
-            let hw = if row.offline() { None } else { row.high_watermark };
-            let before = base.hw_of(p);
-            let grew = hw.map_or(0, |h| h - before);
-            Verdict::new(
-                grew >= *by,
-                format!("HW {} (was {before})", hw.map_or("unknown".into(), |h| h.to_string())),
-            )
-        }
-        Check::HwStill { partition: p } => {
-            let hw = partition(view, p)?.high_watermark.unwrap_or(0);
-            let before = base.hw_of(p);
-            Verdict::new(hw == before, format!("HW {hw} (was {before})"))
-        }
-        Check::ReplicasEqual { partition: p } => {
-            let row = partition(view, p)?;
-            let ends: Vec<String> = row
-                .replicas
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{}:{}",
-                        r.broker,
-                        r.log_end_offset.map_or("?".into(), |o| o.to_string())
-                    )
-                })
-                .collect();
-            let leader = row.leader_log_end();
-            let equal = leader.is_some() && row.replicas.iter().all(|r| r.log_end_offset == leader);
-            Verdict::new(equal, format!("log ends {}", ends.join(" ")))
-        }
-        Check::Broker { broker, status } => {
-            let id = target::resolve(broker, view, bound)?;
-            let row = view
-                .brokers
-                .iter()
-                .find(|b| b.id == id)
-                .ok_or_else(|| format!("no broker {id}"))?;
-            Verdict::new(
-                row.status.label() == status,
-                format!("broker {id} {}", row.status.label()),
-            )
-        }
-        Check::ControllerChanged => Verdict::new(
-            view.controller.is_some() && view.controller != was.controller,
-            format!(
-                "controller {} (was {})",
-                leader_text(view.controller),
-                leader_text(was.controller)
-            ),
-        ),
-        Check::CoordinatorChanged { group: g } => {
-            let now = group(view, g)?.coordinator;
-            let before = group(was, g).map(|r| r.coordinator).ok();
-            Verdict::new(
-                before != Some(now),
-                format!("coordinator broker {now} (was {})", leader_text(before)),
-            )
-        }
+        } => partition::hw(view, p, compare(*is, *at_least, *at_most)),
+        Check::HwGrew { partition: p, by } => partition::hw_grew(view, base, p, *by),
+        Check::HwStill { partition: p } => partition::hw_still(view, base, p),
+        Check::ReplicasEqual { partition: p } => partition::replicas_equal(view, p),
+        Check::Broker { broker, status } => cluster::broker(view, broker, status, bound),
+        Check::ControllerChanged => Ok(cluster::controller_changed(view, was)),
         Check::Leads {
             broker,
             topic,
             is,
             at_least,
             at_most,
-        } => {
-            let id = target::resolve(broker, view, bound)?;
-            let n = view
-                .partitions
-                .iter()
-                .filter(|p| topic.as_ref().is_none_or(|t| &p.topic == t))
-                .filter(|p| p.leader == Some(id) && !p.offline())
-                .count();
-            counted(
-                n as i64,
-                compare(*is, *at_least, *at_most),
-                &format!("broker {id} leads"),
-            )
-        }
+        } => cluster::leads(view, broker, topic.as_deref(), compare(*is, *at_least, *at_most), bound),
         Check::PreferredLeaders {
             topic,
             is,
             at_least,
             at_most,
-        } => {
-            let n = user_partitions(view, topic.as_deref())
-                .filter(|p| p.preferred_leads() && !p.offline())
-                .count();
-            counted(n as i64, compare(*is, *at_least, *at_most), "preferred leaders")
-        }
+        } => Ok(cluster::preferred_leaders(
+            view,
+            topic.as_deref(),
+            compare(*is, *at_least, *at_most),
+        )),
         Check::UnderReplicated {
             topic,
             is,
             at_least,
             at_most,
-        } => {
-            let n = user_partitions(view, topic.as_deref())
-                .filter(|p| p.under_replicated)
-                .count();
-            counted(n as i64, compare(*is, *at_least, *at_most), "under-replicated")
-        }
-        Check::Event { text } => {
-            let found = events.iter().find(|e| e.contains(text.as_str()));
-            Verdict::new(
-                found.is_some(),
-                found.map_or_else(|| format!("no such event in {}", events.len()), |e| e.clone()),
-            )
-        }
-        Check::Acked { is, at_least, at_most } => {
-            let n = stats(view).acked as i64 - stats(was).acked as i64;
-            counted(n, compare(*is, *at_least, *at_most), "acknowledged")
-        }
-        Check::ProduceErrors {
-            error,
-            is,
-            at_least,
-            at_most,
-        } => {
-            let e = error.as_deref();
-            let n = stats(view).errors_of(e) as i64 - stats(was).errors_of(e) as i64;
-            counted(n, compare(*is, *at_least, *at_most), e.unwrap_or("errors"))
-        }
-        Check::LostAcked { is, at_least, at_most } => {
-            counted(stats(view).lost_acked as i64, compare(*is, *at_least, *at_most), "lost")
-        }
-        Check::KeyOrderHeld { group: g } => {
-            let n = stats(view).out_of_order.get(g).copied().unwrap_or(0);
-            Verdict::new(n == 0, format!("{n} records out of order"))
-        }
-        Check::KeysInManyPartitions { is, at_least, at_most } => counted(
-            stats(view).keys_in_many_partitions as i64,
+        } => Ok(cluster::under_replicated(
+            view,
+            topic.as_deref(),
             compare(*is, *at_least, *at_most),
-            "keys",
-        ),
-        Check::GroupState { group: g, state } => {
-            let row = group(view, g)?;
-            Verdict::new(row.state.eq_ignore_ascii_case(state), format!("{g} {}", row.state))
-        }
+        )),
+        Check::CoordinatorChanged { group: g } => group::coordinator_changed(view, was, g),
+        Check::GroupState { group: g, state } => group::state(view, g, state),
         Check::GroupMembers {
             group: g,
             is,
             at_least,
             at_most,
-        } => {
-            let n = group(view, g)?.members.len() as i64;
-            counted(n, compare(*is, *at_least, *at_most), "members")
-        }
-        Check::GenerationGrew { group: g, by } => {
-            let now = group(view, g)?.generation;
-            let before = group(was, g).map_or(0, |r| r.generation);
-            Verdict::new(now - before >= *by, format!("generation {now} (was {before})"))
-        }
-        Check::FullyAssigned { group: g } => {
-            let row = group(view, g)?;
-            let topics: Vec<&str> = row.offsets.iter().map(|o| o.topic.as_str()).collect();
-            let wanted: Vec<&PartitionRow> = view
-                .partitions
-                .iter()
-                .filter(|p| topics.contains(&p.topic.as_str()))
-                .collect();
-            let missing = wanted
-                .iter()
-                .filter(|p| row.owner(&p.topic, p.partition).is_none())
-                .count();
-            Verdict::new(
-                !wanted.is_empty() && missing == 0 && row.state == "Stable",
-                format!("{} {missing} of {} partitions unassigned", row.state, wanted.len()),
-            )
-        }
+        } => group::members(view, g, compare(*is, *at_least, *at_most)),
+        Check::GenerationGrew { group: g, by } => group::generation_grew(view, was, g, *by),
+        Check::FullyAssigned { group: g } => group::fully_assigned(view, g),
         Check::Lag {
             group: g,
             is,
             at_least,
             at_most,
-        } => counted(group(view, g)?.total_lag, compare(*is, *at_least, *at_most), "lag"),
-        Check::OffsetsKept { group: g } => {
-            let now = group(view, g)?;
-            let before = group(was, g)?;
-            let back: Vec<String> = before
-                .offsets
-                .iter()
-                .filter_map(|b| {
-                    let n = now
-                        .offsets
-                        .iter()
-                        .find(|o| o.topic == b.topic && o.partition == b.partition)?;
-                    (n.committed < b.committed)
-                        .then(|| format!("{}-{}: {} -> {}", b.topic, b.partition, b.committed, n.committed))
-                })
-                .collect();
-            let missing = before.offsets.len().saturating_sub(now.offsets.len());
-            Verdict::new(
-                back.is_empty() && missing == 0 && !now.offsets.is_empty(),
-                if back.is_empty() {
-                    format!("{} committed offsets kept", now.offsets.len())
-                } else {
-                    format!("went back: {}", back.join(", "))
-                },
-            )
-        }
-    })
+        } => group::lag(view, g, compare(*is, *at_least, *at_most)),
+        Check::OffsetsKept { group: g } => group::offsets_kept(view, was, g),
+        Check::Acked { is, at_least, at_most } => Ok(workload::acked(view, was, compare(*is, *at_least, *at_most))),
+        Check::ProduceErrors {
+            error,
+            is,
+            at_least,
+            at_most,
+        } => Ok(workload::produce_errors(
+            view,
+            was,
+            error.as_deref(),
+            compare(*is, *at_least, *at_most),
+        )),
+        Check::LostAcked { is, at_least, at_most } => Ok(workload::lost_acked(view, compare(*is, *at_least, *at_most))),
+        Check::KeyOrderHeld { group: g } => Ok(workload::key_order_held(view, g)),
+        Check::KeysInManyPartitions { is, at_least, at_most } => Ok(workload::keys_in_many_partitions(
+            view,
+            compare(*is, *at_least, *at_most),
+        )),
+        Check::Event { text } => Ok(timeline::event(events, text)),
+    };
+    verdict.unwrap_or_else(Verdict::failed)
 }
