@@ -19,7 +19,8 @@ pub fn parse_partition(text: &str) -> Option<(String, i32)> {
     (!topic.is_empty()).then(|| (topic.to_string(), partition))
 }
 
-fn partition<'a>(view: &'a ClusterView, text: &str) -> Result<&'a PartitionRow, String> {
+/// The partition a scenario names as "topic-N", in `view`.
+pub(super) fn partition<'a>(view: &'a ClusterView, text: &str) -> Result<&'a PartitionRow, String> {
     let (topic, number) = parse_partition(text).ok_or_else(|| format!("\"{text}\" is not a partition (topic-N)"))?;
     view.partitions
         .iter()

@@ -7,16 +7,8 @@ use std::collections::BTreeMap;
 
 use super::{Baseline, Verdict, counted, leader_text};
 use crate::scenario::format::Compare;
-use crate::scenario::target::{self, parse_partition};
-use crate::view::{BrokerId, ClusterView, PartitionRow};
-
-fn find<'a>(view: &'a ClusterView, text: &str) -> Result<&'a PartitionRow, String> {
-    let (topic, number) = parse_partition(text).ok_or_else(|| format!("\"{text}\" is not a partition (topic-N)"))?;
-    view.partitions
-        .iter()
-        .find(|p| p.topic == topic && p.partition == number)
-        .ok_or_else(|| format!("no partition {text}"))
-}
+use crate::scenario::target::{self, partition as find};
+use crate::view::{BrokerId, ClusterView};
 
 fn broker_list(ids: &[BrokerId]) -> String {
     let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
