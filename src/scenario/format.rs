@@ -404,6 +404,47 @@ pub enum Check {
     },
 }
 
+impl Check {
+    /// The bounds of a check that compares a number (an ISR size, a count, a lag), `None`
+    /// for the others.
+    pub fn bounds(&self) -> Option<Compare> {
+        match self {
+            Check::IsrSize {
+                is, at_least, at_most, ..
+            }
+            | Check::Hw {
+                is, at_least, at_most, ..
+            }
+            | Check::Leads {
+                is, at_least, at_most, ..
+            }
+            | Check::PreferredLeaders {
+                is, at_least, at_most, ..
+            }
+            | Check::UnderReplicated {
+                is, at_least, at_most, ..
+            }
+            | Check::Acked { is, at_least, at_most }
+            | Check::ProduceErrors {
+                is, at_least, at_most, ..
+            }
+            | Check::LostAcked { is, at_least, at_most }
+            | Check::KeysInManyPartitions { is, at_least, at_most }
+            | Check::GroupMembers {
+                is, at_least, at_most, ..
+            }
+            | Check::Lag {
+                is, at_least, at_most, ..
+            } => Some(Compare {
+                is: *is,
+                at_least: *at_least,
+                at_most: *at_most,
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl Compare {
     pub fn holds(&self, value: i64) -> bool {
         self.is.is_none_or(|v| value == v)
