@@ -164,27 +164,6 @@ pub struct GroupOffsetView {
     pub lag: Option<i64>,
 }
 
-/// One replica as the broker hosting it sees it, where [`PartitionView`] shows the
-/// controller's view: what an invariant checker compares across replicas.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplicaProbe {
-    pub tp: TopicPartition,
-    pub broker: BrokerId,
-    /// The hosting broker's registration epoch (-1 before it registered): a restarted broker
-    /// is a new incarnation with fresh replica state.
-    pub broker_epoch: i64,
-    pub is_leader: bool,
-    /// The leader this replica follows (itself when leading), `None` while leaderless.
-    pub leader: Option<BrokerId>,
-    /// The leader epoch this replica applied last.
-    pub leader_epoch: i32,
-    pub high_watermark: i64,
-    pub log_start_offset: i64,
-    pub log_end_offset: i64,
-    /// The replica's leader-epoch cache.
-    pub epochs: Vec<EpochEntry>,
-}
-
 /// Everything a console needs, at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterSnapshot {
@@ -301,6 +280,22 @@ impl Cluster {
         (slot.state == BrokerState::Running)
             .then(|| slot.broker.clone())
             .flatten()
+    }
+
+    /// Each broker instance (running or paused) by id, seen at one moment: the slots stay
+    /// locked while `f` runs. For the read-only probes in `inspect`.
+    pub(super) fn with_instances<R>(&self, f: impl FnOnce(&[(BrokerId, &Broker)]) -> R) -> R {
+        let slots = self.slots();
+        let instances: Vec<(BrokerId, &Broker)> = slots
+            .iter()
+            .filter_map(|(id, s)| Some((*id, s.broker.as_deref()?)))
+            .collect();
+        f(&instances)
+    }
+
+    /// The in-process network, for the read-only probes in `inspect`.
+    pub(super) fn network(&self) -> &Network {
+        &self.inner.ctx.network
     }
 
     /// Moves the controller role when its broker is gone, frozen or cut off from the
@@ -1157,71 +1152,6 @@ impl Cluster {
             .map_err(|e| (e.code(), e.to_string()))?;
         host.publish(image);
         Ok(())
-    }
-
-    /// Every replica hosted by a running or paused broker, as that broker sees it, ordered by
-    /// partition then broker. Read-only: for invariant checkers (the simulation) that compare
-    /// each replica's own state with the controller's and with the other replicas'.
-    pub fn replica_probes(&self) -> Vec<ReplicaProbe> {
-        let mut out = Vec::new();
-        for (id, slot) in self.slots().iter() {
-            let Some(broker) = &slot.broker else { continue };
-            let broker_epoch = broker.broker_epoch();
-            for p in broker.partitions() {
-                let (role, leader_epoch) = p.role();
-                let status = p.status();
-                out.push(ReplicaProbe {
-                    tp: p.tp.clone(),
-                    broker: *id,
-                    broker_epoch,
-                    is_leader: role == Role::Leader,
-                    leader: match role {
-                        Role::Leader => Some(*id),
-                        Role::Follower { leader } => Some(leader),
-                        Role::Leaderless => None,
-                    },
-                    leader_epoch,
-                    high_watermark: status.high_watermark,
-                    log_start_offset: status.log_start_offset,
-                    log_end_offset: status.log_end_offset,
-                    epochs: status.epochs,
-                });
-            }
-        }
-        out.sort_by(|a, b| (&a.tp, a.broker).cmp(&(&b.tp, b.broker)));
-        out
-    }
-
-    /// Reads a replica's own log on a running or paused broker: whole batches from the one
-    /// holding `offset`, about `max_bytes` of them, none at or past `upper`. Read-only and
-    /// past the network and the leader checks, for invariant checkers that compare replicas
-    /// byte for byte. NOT_LEADER_OR_FOLLOWER when the broker does not host the replica.
-    pub fn read_replica(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        offset: i64,
-        upper: i64,
-        max_bytes: usize,
-    ) -> Result<bytes::Bytes, ErrorCode> {
-        let partition = self
-            .slots()
-            .get(&broker)
-            .and_then(|s| s.broker.as_ref())
-            .and_then(|b| b.partition(tp))
-            .ok_or(ErrorCode::NotLeaderOrFollower)?;
-        partition
-            .log
-            .read(offset, max_bytes, Some(upper))
-            .map(|d| d.records)
-            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))
-    }
-
-    /// Requests the in-process network handed to each broker since the cluster started, by
-    /// sender and receiving broker. Read-only: how much work the cluster does, so a checker
-    /// can tell an idle cluster from one that spins.
-    pub fn requests_delivered(&self) -> BTreeMap<(NodeId, BrokerId), u64> {
-        self.inner.ctx.network.delivered().into_iter().collect()
     }
 }
 

@@ -145,7 +145,7 @@ pub struct Read {
 }
 
 /// Reads a replica's own log: whole batches from the one holding `from`, none at or past
-/// `upper` (as [`crate::engine::Cluster::read_replica`]).
+/// `upper` (as [`crate::engine::Inspector::read_replica`]).
 pub trait ReplicaLogs {
     fn read(&self, broker: BrokerId, tp: &TopicPartition, from: i64, upper: i64) -> Result<Bytes, ErrorCode>;
 }
