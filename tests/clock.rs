@@ -107,6 +107,7 @@ async fn kill_after_a_heartbeat(cluster: &Cluster, broker: BrokerId) -> Duration
     let host = cluster.controller().expect("controller");
     let heartbeats = || {
         cluster
+            .inspect()
             .requests_delivered()
             .get(&(NodeId::Broker(broker), host))
             .copied()

@@ -584,6 +584,7 @@ async fn a_compacted_topic_keeps_the_latest_value_of_every_key_on_every_replica(
         let (mut offset, mut kept) = (0, 0);
         while offset < high_watermark {
             let bytes = cluster
+                .inspect()
                 .read_replica(broker, &t, offset, high_watermark, 1 << 16)
                 .expect("replica readable");
             let (count, _) = latest_by_key(&bytes, offset, &mut replica);

@@ -1,6 +1,7 @@
-//! `Cluster`: starts the brokers and the controller, creates and deletes topics, controls
-//! broker lifecycles and links, produces and fetches as an in-process client, and reports
-//! the whole state as a snapshot plus a stream of events.
+//! `Cluster`, its control plane: starts the brokers and the controller, creates and deletes
+//! topics, controls broker lifecycles, links and live settings, runs elections, and reports
+//! the whole state as a snapshot plus a stream of events. The requests a client sends are in
+//! `cluster/requests.rs`; the read-only probes of invariant checkers in `engine/inspect.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,12 +17,16 @@ use super::clock::{ClockChange, ClockError};
 use super::config::{ClusterConfig, TopicConfig};
 use super::controller::{Controller, ControllerError, MetadataImage, NO_LEADER};
 use super::events::{ClusterEvent, EventBus, EventKind, LiveSetting};
-use super::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
-use super::network::{LinkFault, NetError, Network, NodeId};
+use super::group::{GroupState, OFFSETS_TOPIC};
+use super::network::{LinkFault, Network, NodeId};
 use super::partition::Role;
-use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
-use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
+use super::protocol::ErrorCode;
+use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
+
+mod requests;
+
+pub use requests::ProduceOutcome;
 
 /// What a broker is doing, as the console shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,9 +71,6 @@ struct Inner {
 pub struct Cluster {
     inner: Arc<Inner>,
 }
-
-/// The outcome of a produce: the base offset assigned, or the Kafka error.
-pub type ProduceOutcome = Result<i64, ErrorCode>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerView {
@@ -160,27 +162,6 @@ pub struct GroupOffsetView {
     pub committed: i64,
     pub end: Option<i64>,
     pub lag: Option<i64>,
-}
-
-/// One replica as the broker hosting it sees it, where [`PartitionView`] shows the
-/// controller's view: what an invariant checker compares across replicas.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplicaProbe {
-    pub tp: TopicPartition,
-    pub broker: BrokerId,
-    /// The hosting broker's registration epoch (-1 before it registered): a restarted broker
-    /// is a new incarnation with fresh replica state.
-    pub broker_epoch: i64,
-    pub is_leader: bool,
-    /// The leader this replica follows (itself when leading), `None` while leaderless.
-    pub leader: Option<BrokerId>,
-    /// The leader epoch this replica applied last.
-    pub leader_epoch: i32,
-    pub high_watermark: i64,
-    pub log_start_offset: i64,
-    pub log_end_offset: i64,
-    /// The replica's leader-epoch cache.
-    pub epochs: Vec<EpochEntry>,
 }
 
 /// Everything a console needs, at one moment.
@@ -299,6 +280,22 @@ impl Cluster {
         (slot.state == BrokerState::Running)
             .then(|| slot.broker.clone())
             .flatten()
+    }
+
+    /// Each broker instance (running or paused) by id, seen at one moment: the slots stay
+    /// locked while `f` runs. For the read-only probes in `inspect`.
+    pub(super) fn with_instances<R>(&self, f: impl FnOnce(&[(BrokerId, &Broker)]) -> R) -> R {
+        let slots = self.slots();
+        let instances: Vec<(BrokerId, &Broker)> = slots
+            .iter()
+            .filter_map(|(id, s)| Some((*id, s.broker.as_deref()?)))
+            .collect();
+        f(&instances)
+    }
+
+    /// The in-process network, for the read-only probes in `inspect`.
+    pub(super) fn network(&self) -> &Network {
+        &self.inner.ctx.network
     }
 
     /// Moves the controller role when its broker is gone, frozen or cut off from the
@@ -485,12 +482,6 @@ impl Cluster {
         Ok(())
     }
 
-    /// InitProducerId: a producer id (and epoch 0) for an idempotent producer.
-    pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
-        self.controller_host()?;
-        Ok(self.inner.ctx.controller.init_producer_id()?)
-    }
-
     /// Preferred-leader election for every partition `scope` accepts.
     pub async fn elect_preferred_leaders(
         &self,
@@ -651,146 +642,6 @@ impl Cluster {
             self.inner.ctx.events.publish(EventKind::LinksHealed);
         }
         healed
-    }
-
-    /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
-    pub async fn produce(
-        &self,
-        tp: &TopicPartition,
-        records: Vec<u8>,
-        acks: Acks,
-        timeout: Duration,
-    ) -> ProduceOutcome {
-        let leader = self.leader_of(tp)?;
-        self.produce_to(leader, tp, records, acks, timeout).await
-    }
-
-    /// Produces straight to one broker, whatever the metadata says (a client with stale
-    /// metadata).
-    pub async fn produce_to(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        records: Vec<u8>,
-        acks: Acks,
-        timeout: Duration,
-    ) -> ProduceOutcome {
-        let request = Request::Produce {
-            tp: tp.clone(),
-            records,
-            acks,
-            timeout_ms: timeout.as_millis() as u64,
-        };
-        match self.call(broker, request, timeout + Duration::from_secs(1)).await? {
-            Response::Produce {
-                error: ErrorCode::None,
-                base_offset,
-                ..
-            } => Ok(base_offset),
-            Response::Produce { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
-    }
-
-    /// The broker coordinating `group` (FindCoordinator).
-    pub fn find_coordinator(&self, group: &str) -> Result<BrokerId, ErrorCode> {
-        let partition = partition_for_group(group, self.inner.config.offsets_topic_partitions);
-        match self.leader_of(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
-            Ok(b) => Ok(b),
-            Err(_) => Err(ErrorCode::CoordinatorNotAvailable),
-        }
-    }
-
-    /// Sends a consumer-group request to the group's coordinator.
-    pub async fn group_request(
-        &self,
-        group: &str,
-        request: GroupRequest,
-        timeout: Duration,
-    ) -> Result<GroupResponse, ErrorCode> {
-        let coordinator = self.find_coordinator(group)?;
-        match self.call(coordinator, Request::Group(request), timeout).await? {
-            Response::Group(r) => Ok(r),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
-    }
-
-    /// Every group known to any running coordinator, with its state.
-    pub async fn list_groups(&self) -> Vec<(String, GroupState)> {
-        let ids: Vec<BrokerId> = self
-            .slots()
-            .iter()
-            .filter(|(_, s)| s.state == BrokerState::Running)
-            .map(|(id, _)| *id)
-            .collect();
-        let mut out = Vec::new();
-        for id in ids {
-            if let Ok(Response::Group(GroupResponse::ListGroups(groups))) = self
-                .call(id, Request::Group(GroupRequest::ListGroups), Duration::from_secs(5))
-                .await
-            {
-                out.extend(groups);
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out.dedup_by(|a, b| a.0 == b.0);
-        out
-    }
-
-    /// A consumer fetch that waits up to `max_wait` for records past `offset`.
-    pub async fn fetch_wait(
-        &self,
-        tp: &TopicPartition,
-        offset: i64,
-        max_bytes: usize,
-        max_wait: Duration,
-    ) -> Result<FetchedRecords, ErrorCode> {
-        let leader = self.leader_of(tp)?;
-        self.fetch_on(leader, tp, offset, -1, max_bytes, max_wait).await
-    }
-
-    /// A consumer fetch from the leader: committed records only (up to the HW).
-    pub async fn fetch(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Result<FetchedRecords, ErrorCode> {
-        let leader = self.leader_of(tp)?;
-        self.fetch_on(leader, tp, offset, -1, max_bytes, Duration::ZERO).await
-    }
-
-    /// ListOffsets: the log start, the HW, or the first offset at or after a timestamp (-1
-    /// when none). `spec` may be Kafka's timestamp, -2 and -1 included ([`OffsetSpec`]).
-    pub async fn list_offset(&self, tp: &TopicPartition, spec: impl Into<OffsetSpec>) -> Result<i64, ErrorCode> {
-        self.list_offset_with_time(tp, spec).await.map(|(offset, _)| offset)
-    }
-
-    /// Like [`Cluster::list_offset`], with the timestamp of the record found (-1 for the
-    /// earliest and latest lookups).
-    pub async fn list_offset_with_time(
-        &self,
-        tp: &TopicPartition,
-        spec: impl Into<OffsetSpec>,
-    ) -> Result<(i64, i64), ErrorCode> {
-        let leader = self.leader_of(tp)?;
-        self.list_offset_on(leader, tp, spec.into()).await
-    }
-
-    fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
-        let image = self.metadata();
-        let p = image.partition(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
-        if p.leader == NO_LEADER {
-            return Err(ErrorCode::LeaderNotAvailable);
-        }
-        Ok(p.leader)
-    }
-
-    async fn call(&self, broker: BrokerId, request: Request, timeout: Duration) -> Result<Response, ErrorCode> {
-        self.inner
-            .ctx
-            .network
-            .call(NodeId::Client(0), NodeId::Broker(broker), request, timeout)
-            .await
-            .map_err(|e| match e {
-                NetError::Refused => ErrorCode::NetworkException,
-                NetError::Timeout => ErrorCode::RequestTimedOut,
-            })
     }
 
     pub fn snapshot(&self) -> ClusterSnapshot {
@@ -1012,214 +863,6 @@ impl Cluster {
     /// open and close listeners).
     pub fn broker_states(&self) -> Vec<(BrokerId, BrokerState)> {
         self.slots().iter().map(|(id, s)| (*id, s.state)).collect()
-    }
-
-    /// A consumer fetch served by one broker, as a client connected to it would send it: a
-    /// broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
-    pub async fn fetch_on(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        offset: i64,
-        current_leader_epoch: i32,
-        max_bytes: usize,
-        max_wait: Duration,
-    ) -> Result<FetchedRecords, ErrorCode> {
-        let request = Request::Fetch(FetchRequest {
-            replica: None,
-            tp: tp.clone(),
-            fetch_offset: offset,
-            current_leader_epoch,
-            last_fetched_epoch: None,
-            max_bytes,
-            max_wait_ms: max_wait.as_millis() as u64,
-        });
-        match self.call(broker, request, max_wait + Duration::from_secs(5)).await? {
-            Response::Fetch {
-                error: ErrorCode::None,
-                data,
-                ..
-            } => Ok(data),
-            Response::Fetch { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
-    }
-
-    /// ListOffsets served by one broker (see [`Cluster::list_offset_with_time`]).
-    pub async fn list_offset_on(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        spec: OffsetSpec,
-    ) -> Result<(i64, i64), ErrorCode> {
-        let request = Request::ListOffsets { tp: tp.clone(), spec };
-        match self.call(broker, request, Duration::from_secs(5)).await? {
-            Response::ListOffsets {
-                error: ErrorCode::None,
-                offset,
-                timestamp,
-            } => Ok((offset, timestamp)),
-            Response::ListOffsets { error, .. } => Err(error),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
-    }
-
-    /// A consumer-group request served by one broker: NOT_COORDINATOR unless it coordinates
-    /// the group.
-    pub async fn group_request_on(
-        &self,
-        broker: BrokerId,
-        request: GroupRequest,
-        timeout: Duration,
-    ) -> Result<GroupResponse, ErrorCode> {
-        match self.call(broker, Request::Group(request), timeout).await? {
-            Response::Group(r) => Ok(r),
-            _ => Err(ErrorCode::UnknownServerError),
-        }
-    }
-
-    /// OffsetForLeaderEpoch on one broker's replica: the leader epoch and end offset of the
-    /// largest epoch at most `leader_epoch` (KIP-101), checked against the current epoch as
-    /// Kafka does (KIP-320).
-    pub fn offset_for_leader_epoch_on(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        current_leader_epoch: i32,
-        leader_epoch: i32,
-    ) -> Result<(i32, i64), ErrorCode> {
-        let Some(b) = self.running_broker(broker) else {
-            return Err(ErrorCode::NotLeaderOrFollower);
-        };
-        let Some(partition) = b.partition(tp) else {
-            return Err(if self.metadata().partition(tp).is_some() {
-                ErrorCode::NotLeaderOrFollower
-            } else {
-                ErrorCode::UnknownTopicOrPartition
-            });
-        };
-        let (role, epoch) = partition.role();
-        if role != Role::Leader {
-            return Err(ErrorCode::NotLeaderOrFollower);
-        }
-        if current_leader_epoch >= 0 && current_leader_epoch < epoch {
-            return Err(ErrorCode::FencedLeaderEpoch);
-        }
-        if current_leader_epoch > epoch {
-            return Err(ErrorCode::UnknownLeaderEpoch);
-        }
-        let end = partition.log.end_offset_for_epoch(leader_epoch);
-        Ok((end.epoch, end.end_offset))
-    }
-
-    /// Creates a topic, with the Kafka error code and message a client should see on failure.
-    pub async fn create_topic_checked(&self, name: &str, config: TopicConfig) -> Result<(), (ErrorCode, String)> {
-        let host = self
-            .controller_host()
-            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
-        let image = self
-            .inner
-            .ctx
-            .controller
-            .create_topic(name, config)
-            .map_err(|e| (e.code(), e.to_string()))?;
-        host.publish(image);
-        Ok(())
-    }
-
-    /// Grows a topic, with the Kafka error code and message on failure.
-    pub async fn create_partitions_checked(&self, name: &str, total: i32) -> Result<(), (ErrorCode, String)> {
-        let host = self
-            .controller_host()
-            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
-        let image = self
-            .inner
-            .ctx
-            .controller
-            .create_partitions(name, total)
-            .map_err(|e| (e.code(), e.to_string()))?;
-        host.publish(image);
-        Ok(())
-    }
-
-    /// Deletes a topic, with the Kafka error code and message on failure.
-    pub async fn delete_topic_checked(&self, name: &str) -> Result<(), (ErrorCode, String)> {
-        let host = self
-            .controller_host()
-            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
-        let image = self
-            .inner
-            .ctx
-            .controller
-            .delete_topic(name)
-            .map_err(|e| (e.code(), e.to_string()))?;
-        host.publish(image);
-        Ok(())
-    }
-
-    /// Every replica hosted by a running or paused broker, as that broker sees it, ordered by
-    /// partition then broker. Read-only: for invariant checkers (the simulation) that compare
-    /// each replica's own state with the controller's and with the other replicas'.
-    pub fn replica_probes(&self) -> Vec<ReplicaProbe> {
-        let mut out = Vec::new();
-        for (id, slot) in self.slots().iter() {
-            let Some(broker) = &slot.broker else { continue };
-            let broker_epoch = broker.broker_epoch();
-            for p in broker.partitions() {
-                let (role, leader_epoch) = p.role();
-                let status = p.status();
-                out.push(ReplicaProbe {
-                    tp: p.tp.clone(),
-                    broker: *id,
-                    broker_epoch,
-                    is_leader: role == Role::Leader,
-                    leader: match role {
-                        Role::Leader => Some(*id),
-                        Role::Follower { leader } => Some(leader),
-                        Role::Leaderless => None,
-                    },
-                    leader_epoch,
-                    high_watermark: status.high_watermark,
-                    log_start_offset: status.log_start_offset,
-                    log_end_offset: status.log_end_offset,
-                    epochs: status.epochs,
-                });
-            }
-        }
-        out.sort_by(|a, b| (&a.tp, a.broker).cmp(&(&b.tp, b.broker)));
-        out
-    }
-
-    /// Reads a replica's own log on a running or paused broker: whole batches from the one
-    /// holding `offset`, about `max_bytes` of them, none at or past `upper`. Read-only and
-    /// past the network and the leader checks, for invariant checkers that compare replicas
-    /// byte for byte. NOT_LEADER_OR_FOLLOWER when the broker does not host the replica.
-    pub fn read_replica(
-        &self,
-        broker: BrokerId,
-        tp: &TopicPartition,
-        offset: i64,
-        upper: i64,
-        max_bytes: usize,
-    ) -> Result<bytes::Bytes, ErrorCode> {
-        let partition = self
-            .slots()
-            .get(&broker)
-            .and_then(|s| s.broker.as_ref())
-            .and_then(|b| b.partition(tp))
-            .ok_or(ErrorCode::NotLeaderOrFollower)?;
-        partition
-            .log
-            .read(offset, max_bytes, Some(upper))
-            .map(|d| d.records)
-            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))
-    }
-
-    /// Requests the in-process network handed to each broker since the cluster started, by
-    /// sender and receiving broker. Read-only: how much work the cluster does, so a checker
-    /// can tell an idle cluster from one that spins.
-    pub fn requests_delivered(&self) -> BTreeMap<(NodeId, BrokerId), u64> {
-        self.inner.ctx.network.delivered().into_iter().collect()
     }
 }
 

@@ -21,6 +21,7 @@ mod config;
 mod controller;
 mod events;
 pub mod group;
+mod inspect;
 mod network;
 mod partition;
 mod producer_state;
@@ -31,13 +32,14 @@ use serde::{Deserialize, Serialize};
 pub use clock::{Clock, ClockChange, ClockError, Elapsed};
 pub use cluster::{
     BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, PartitionView, ProduceOutcome,
-    ReplicaProbe, ReplicaView, TopicView,
+    ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
 };
 pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting};
+pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
 

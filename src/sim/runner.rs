@@ -212,7 +212,7 @@ struct ClusterLogs<'a>(&'a Cluster);
 
 impl ReplicaLogs for ClusterLogs<'_> {
     fn read(&self, broker: BrokerId, tp: &TopicPartition, from: i64, upper: i64) -> Result<Bytes, ErrorCode> {
-        self.0.read_replica(broker, tp, from, upper, 1 << 20)
+        self.0.inspect().read_replica(broker, tp, from, upper, 1 << 20)
     }
 }
 
@@ -376,7 +376,7 @@ impl Sim {
         self.sample();
         let logs = self.read_back().await?;
         if self.options.trace {
-            for r in self.cluster.replica_probes() {
+            for r in self.cluster.inspect().replica_probes() {
                 self.note(format!(
                     "final: {} on broker {}: leader {:?} epoch {}, log {}..{}, HW {}",
                     r.tp, r.broker, r.leader, r.leader_epoch, r.log_start_offset, r.log_end_offset, r.high_watermark
@@ -445,8 +445,8 @@ impl Sim {
         self.report_spin(false);
         let image = self.cluster.metadata();
         let snapshot = self.cluster.snapshot();
-        let replicas = self.cluster.replica_probes();
-        self.delivered_at_sample = self.cluster.requests_delivered();
+        let replicas = self.cluster.inspect().replica_probes();
+        self.delivered_at_sample = self.cluster.inspect().requests_delivered();
         self.checker.observe(&Observation {
             step: self.step,
             at: self.start.elapsed(),
@@ -593,7 +593,7 @@ impl Sim {
             let reason = {
                 let image = self.cluster.metadata();
                 let snapshot = self.cluster.snapshot();
-                let replicas = self.cluster.replica_probes();
+                let replicas = self.cluster.inspect().replica_probes();
                 self.checker.unsettled(
                     &Observation {
                         step: self.step,
@@ -666,9 +666,9 @@ impl Sim {
 
     /// With every client gone, counts the requests the brokers handle.
     async fn idle(&mut self) -> Result<(), Halt> {
-        let before = self.cluster.requests_delivered();
+        let before = self.cluster.inspect().requests_delivered();
         self.watchdog.guard(tokio::time::sleep(IDLE_WINDOW)).await?;
-        let after = self.cluster.requests_delivered();
+        let after = self.cluster.inspect().requests_delivered();
         let work: BTreeMap<(NodeId, BrokerId), u64> = after
             .iter()
             .map(|(k, v)| (*k, v.saturating_sub(before.get(k).copied().unwrap_or(0))))
@@ -691,7 +691,7 @@ impl Sim {
 
     /// The links that carried the most requests since the last sample.
     fn busiest_links(&self) -> (String, String) {
-        let now = self.cluster.requests_delivered();
+        let now = self.cluster.inspect().requests_delivered();
         let mut busy: Vec<((NodeId, BrokerId), u64)> = now
             .iter()
             .map(|(k, v)| {
@@ -752,7 +752,7 @@ impl Sim {
         for (tp, p) in image.partitions() {
             (tp, p.leader, p.leader_epoch, p.partition_epoch, &p.isr).hash(&mut hasher);
         }
-        for r in self.cluster.replica_probes() {
+        for r in self.cluster.inspect().replica_probes() {
             (&r.tp, r.broker, r.log_end_offset, r.high_watermark).hash(&mut hasher);
         }
         self.event_count.hash(&mut hasher);

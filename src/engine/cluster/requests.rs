@@ -1,0 +1,315 @@
+//! The cluster's in-process client: the requests as a client sends them (produce, fetch,
+//! ListOffsets, OffsetForLeaderEpoch, FindCoordinator and the group requests, InitProducerId)
+//! and the admin requests the wire layer forwards. Apart from the control plane because they
+//! are a client's view of the cluster: most go through the in-process network to one broker,
+//! so a stale leader, a cut link or a paused broker fails them as it would a remote client's,
+//! and the admin ones fail with the Kafka error code where the operator's controls give a
+//! sentence.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{BrokerState, Cluster};
+use crate::engine::controller::NO_LEADER;
+use crate::engine::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
+use crate::engine::network::{NetError, NodeId};
+use crate::engine::partition::Role;
+use crate::engine::protocol::{
+    Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
+};
+use crate::engine::{BrokerId, OffsetSpec, TopicConfig, TopicPartition};
+
+/// The outcome of a produce: the base offset assigned, or the Kafka error.
+pub type ProduceOutcome = Result<i64, ErrorCode>;
+
+impl Cluster {
+    /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
+    pub async fn produce(
+        &self,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
+        let leader = self.leader_of(tp)?;
+        self.produce_to(leader, tp, records, acks, timeout).await
+    }
+
+    /// Produces straight to one broker, whatever the metadata says (a client with stale
+    /// metadata).
+    pub async fn produce_to(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
+        let request = Request::Produce {
+            tp: tp.clone(),
+            records,
+            acks,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(broker, request, timeout + Duration::from_secs(1)).await? {
+            Response::Produce {
+                error: ErrorCode::None,
+                base_offset,
+                ..
+            } => Ok(base_offset),
+            Response::Produce { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// InitProducerId: a producer id (and epoch 0) for an idempotent producer.
+    pub async fn init_producer_id(&self) -> Result<(i64, i16)> {
+        self.controller_host()?;
+        Ok(self.inner.ctx.controller.init_producer_id()?)
+    }
+
+    /// A consumer fetch from the leader: committed records only (up to the HW).
+    pub async fn fetch(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Result<FetchedRecords, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        self.fetch_on(leader, tp, offset, -1, max_bytes, Duration::ZERO).await
+    }
+
+    /// A consumer fetch that waits up to `max_wait` for records past `offset`.
+    pub async fn fetch_wait(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        max_wait: Duration,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        self.fetch_on(leader, tp, offset, -1, max_bytes, max_wait).await
+    }
+
+    /// A consumer fetch served by one broker, as a client connected to it would send it: a
+    /// broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+    pub async fn fetch_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        offset: i64,
+        current_leader_epoch: i32,
+        max_bytes: usize,
+        max_wait: Duration,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let request = Request::Fetch(FetchRequest {
+            replica: None,
+            tp: tp.clone(),
+            fetch_offset: offset,
+            current_leader_epoch,
+            last_fetched_epoch: None,
+            max_bytes,
+            max_wait_ms: max_wait.as_millis() as u64,
+        });
+        match self.call(broker, request, max_wait + Duration::from_secs(5)).await? {
+            Response::Fetch {
+                error: ErrorCode::None,
+                data,
+                ..
+            } => Ok(data),
+            Response::Fetch { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// ListOffsets: the log start, the HW, or the first offset at or after a timestamp (-1
+    /// when none). `spec` may be Kafka's timestamp, -2 and -1 included ([`OffsetSpec`]).
+    pub async fn list_offset(&self, tp: &TopicPartition, spec: impl Into<OffsetSpec>) -> Result<i64, ErrorCode> {
+        self.list_offset_with_time(tp, spec).await.map(|(offset, _)| offset)
+    }
+
+    /// Like [`Cluster::list_offset`], with the timestamp of the record found (-1 for the
+    /// earliest and latest lookups).
+    pub async fn list_offset_with_time(
+        &self,
+        tp: &TopicPartition,
+        spec: impl Into<OffsetSpec>,
+    ) -> Result<(i64, i64), ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        self.list_offset_on(leader, tp, spec.into()).await
+    }
+
+    /// ListOffsets served by one broker (see [`Cluster::list_offset_with_time`]).
+    pub async fn list_offset_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        spec: OffsetSpec,
+    ) -> Result<(i64, i64), ErrorCode> {
+        let request = Request::ListOffsets { tp: tp.clone(), spec };
+        match self.call(broker, request, Duration::from_secs(5)).await? {
+            Response::ListOffsets {
+                error: ErrorCode::None,
+                offset,
+                timestamp,
+            } => Ok((offset, timestamp)),
+            Response::ListOffsets { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// OffsetForLeaderEpoch on one broker's replica: the leader epoch and end offset of the
+    /// largest epoch at most `leader_epoch` (KIP-101), checked against the current epoch as
+    /// Kafka does (KIP-320).
+    pub fn offset_for_leader_epoch_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<(i32, i64), ErrorCode> {
+        let Some(b) = self.running_broker(broker) else {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        };
+        let Some(partition) = b.partition(tp) else {
+            return Err(if self.metadata().partition(tp).is_some() {
+                ErrorCode::NotLeaderOrFollower
+            } else {
+                ErrorCode::UnknownTopicOrPartition
+            });
+        };
+        let (role, epoch) = partition.role();
+        if role != Role::Leader {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        if current_leader_epoch >= 0 && current_leader_epoch < epoch {
+            return Err(ErrorCode::FencedLeaderEpoch);
+        }
+        if current_leader_epoch > epoch {
+            return Err(ErrorCode::UnknownLeaderEpoch);
+        }
+        let end = partition.log.end_offset_for_epoch(leader_epoch);
+        Ok((end.epoch, end.end_offset))
+    }
+
+    /// The broker coordinating `group` (FindCoordinator).
+    pub fn find_coordinator(&self, group: &str) -> Result<BrokerId, ErrorCode> {
+        let partition = partition_for_group(group, self.inner.config.offsets_topic_partitions);
+        match self.leader_of(&TopicPartition::new(OFFSETS_TOPIC, partition)) {
+            Ok(b) => Ok(b),
+            Err(_) => Err(ErrorCode::CoordinatorNotAvailable),
+        }
+    }
+
+    /// Sends a consumer-group request to the group's coordinator.
+    pub async fn group_request(
+        &self,
+        group: &str,
+        request: GroupRequest,
+        timeout: Duration,
+    ) -> Result<GroupResponse, ErrorCode> {
+        let coordinator = self.find_coordinator(group)?;
+        match self.call(coordinator, Request::Group(request), timeout).await? {
+            Response::Group(r) => Ok(r),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// A consumer-group request served by one broker: NOT_COORDINATOR unless it coordinates
+    /// the group.
+    pub async fn group_request_on(
+        &self,
+        broker: BrokerId,
+        request: GroupRequest,
+        timeout: Duration,
+    ) -> Result<GroupResponse, ErrorCode> {
+        match self.call(broker, Request::Group(request), timeout).await? {
+            Response::Group(r) => Ok(r),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// Every group known to any running coordinator, with its state.
+    pub async fn list_groups(&self) -> Vec<(String, GroupState)> {
+        let ids: Vec<BrokerId> = self
+            .slots()
+            .iter()
+            .filter(|(_, s)| s.state == BrokerState::Running)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut out = Vec::new();
+        for id in ids {
+            if let Ok(Response::Group(GroupResponse::ListGroups(groups))) = self
+                .call(id, Request::Group(GroupRequest::ListGroups), Duration::from_secs(5))
+                .await
+            {
+                out.extend(groups);
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// Creates a topic, with the Kafka error code and message a client should see on failure.
+    pub async fn create_topic_checked(&self, name: &str, config: TopicConfig) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .create_topic(name, config)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
+
+    /// Grows a topic, with the Kafka error code and message on failure.
+    pub async fn create_partitions_checked(&self, name: &str, total: i32) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .create_partitions(name, total)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
+
+    /// Deletes a topic, with the Kafka error code and message on failure.
+    pub async fn delete_topic_checked(&self, name: &str) -> Result<(), (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let image = self
+            .inner
+            .ctx
+            .controller
+            .delete_topic(name)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        host.publish(image);
+        Ok(())
+    }
+
+    fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
+        let image = self.metadata();
+        let p = image.partition(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        if p.leader == NO_LEADER {
+            return Err(ErrorCode::LeaderNotAvailable);
+        }
+        Ok(p.leader)
+    }
+
+    async fn call(&self, broker: BrokerId, request: Request, timeout: Duration) -> Result<Response, ErrorCode> {
+        self.inner
+            .ctx
+            .network
+            .call(NodeId::Client(0), NodeId::Broker(broker), request, timeout)
+            .await
+            .map_err(|e| match e {
+                NetError::Refused => ErrorCode::NetworkException,
+                NetError::Timeout => ErrorCode::RequestTimedOut,
+            })
+    }
+}
