@@ -86,3 +86,51 @@ fn a_malformed_scenario_is_refused_with_its_file_line_and_column() {
     let e = scenario::player::validate(&parsed).expect_err("an unknown action");
     assert!(e.contains("step 1") && e.contains("kill_everything"), "{e}");
 }
+
+/// A number compared with nothing always holds, so a check without a bound could never
+/// fail: it is refused when the file is loaded, not passed when it runs.
+#[test]
+fn a_counting_check_without_a_bound_is_refused_at_load() {
+    let text = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\n[[step]]\ncaption = \"c\"\nexpect = [{ check = \"acked\" }]\n";
+    let parsed = scenario::format::parse("my.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    let e = scenario::player::validate(&parsed).expect_err("an acked check with no bound");
+    assert!(e.contains("step 1") && e.contains("compares with nothing"), "{e}");
+    let bounded = text.replace("{ check = \"acked\" }", "{ check = \"acked\", at_least = 1 }");
+    let parsed = scenario::format::parse("my.toml", &bounded).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(scenario::player::validate(&parsed), Ok(()));
+}
+
+/// Key order holds only when the group read keyed records and none came out of order: a
+/// group that read nothing has shown nothing.
+#[test]
+fn key_order_held_needs_records_read() {
+    use kdeck::scenario::check::{Baseline, evaluate};
+    use kdeck::scenario::format::Check;
+    use kdeck::view::{ClusterView, SourceKind, WorkloadStats};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    let check = Check::KeyOrderHeld { group: "g".into() };
+    let verdict = |stats: WorkloadStats| {
+        let mut view = ClusterView::empty("c", SourceKind::Embedded);
+        view.workload = Some(stats);
+        let base = Baseline {
+            view: Arc::new(view.clone()),
+            hw: BTreeMap::new(),
+        };
+        evaluate(&check, &view, &base, &[], &BTreeMap::new())
+    };
+    let nothing_read = verdict(WorkloadStats::default());
+    assert!(!nothing_read.holds, "{}", nothing_read.saw);
+    let mut read = WorkloadStats::default();
+    read.order_checked.insert("g".into(), 40);
+    let in_order = verdict(read.clone());
+    assert!(in_order.holds, "{}", in_order.saw);
+    read.out_of_order.insert("g".into(), 2);
+    let out_of_order = verdict(read);
+    assert!(
+        !out_of_order.holds && out_of_order.saw.contains("2 of 40"),
+        "{}",
+        out_of_order.saw
+    );
+}

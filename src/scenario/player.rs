@@ -361,6 +361,13 @@ pub fn validate(scenario: &Scenario) -> Result<(), String> {
             }
         }
         for c in step.wait_until.iter().chain(&step.expect) {
+            // A number compared with nothing always holds: a check that cannot fail.
+            if c.bounds().is_some_and(|b| b.is_empty()) {
+                problems.push(format!(
+                    "step {n}: {} compares with nothing: give is, at_least or at_most",
+                    check::describe(c, &BTreeMap::new())
+                ));
+            }
             if let Some(p) = check_partition(c)
                 && target::parse_partition(p).is_none()
             {

@@ -434,7 +434,7 @@ async fn consume_loop(
                     generation = consumer.generation();
                     last_seq.clear();
                 }
-                let mut disorder = 0;
+                let (mut disorder, mut checked) = (0, 0);
                 for r in &batch {
                     let (Some(key), Some(value)) = (&r.key, &r.value) else {
                         continue;
@@ -450,14 +450,15 @@ async fn consume_loop(
                     if seq < *last {
                         disorder += 1;
                     }
+                    checked += 1;
                     *last = seq;
                 }
-                if disorder > 0 {
-                    *lock(&counters)
-                        .stats
-                        .out_of_order
-                        .entry(setup.name.clone())
-                        .or_insert(0) += disorder;
+                if checked > 0 {
+                    let stats = &mut lock(&counters).stats;
+                    *stats.order_checked.entry(setup.name.clone()).or_insert(0) += checked;
+                    if disorder > 0 {
+                        *stats.out_of_order.entry(setup.name.clone()).or_insert(0) += disorder;
+                    }
                 }
                 if setup.ms_per_record > 0 && !batch.is_empty() {
                     clock

@@ -372,6 +372,9 @@ pub struct WorkloadStats {
     pub keys_in_many_partitions: u64,
     /// Records a consumer saw out of its key's order, by group.
     pub out_of_order: std::collections::BTreeMap<String, u64>,
+    /// Keyed records whose order a group's consumers checked, by group: a group that read
+    /// nothing has shown no order at all.
+    pub order_checked: std::collections::BTreeMap<String, u64>,
     /// The producers' `acks` now (0, 1, -1), when there are producers.
     pub acks: Option<i16>,
 }
