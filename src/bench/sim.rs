@@ -43,6 +43,8 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
         reports.iter().map(|r| r.consumed_records).sum::<u64>(),
         elapsed.as_secs_f64(),
     );
+    println!("sim: faults by kind: {}", faults_by_kind(&reports));
+    println!("sim: elections by reason: {}", elections_by_reason(&reports));
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();
         println!("sim: failing seeds: {}", list.join(", "));
@@ -167,4 +169,32 @@ fn shrink(report: &SimReport, options: &impl Fn(u64) -> SimOptions) -> Result<()
         }
     );
     Ok(())
+}
+
+/// Every fault kind the schedules can draw with how often it took effect over `reports`,
+/// zeros included: a kind that never ran is a gap in what the sweep tried.
+pub fn faults_by_kind(reports: &[SimReport]) -> String {
+    sim::Action::FAULT_KINDS
+        .iter()
+        .map(|kind| {
+            let n: u64 = reports.iter().filter_map(|r| r.faults_by_kind.get(kind)).sum();
+            format!("{kind} {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Leader elections over `reports`, by the engine's reason.
+pub fn elections_by_reason(reports: &[SimReport]) -> String {
+    let mut total: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for r in reports {
+        for (reason, n) in &r.elections {
+            *total.entry(reason.as_str()).or_insert(0) += n;
+        }
+    }
+    total
+        .iter()
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -16,6 +16,7 @@ mod runner;
 pub mod schedule;
 mod workload;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -102,6 +103,10 @@ pub struct SimReport {
     /// Steps run (schedule and heal).
     pub steps: usize,
     pub faults: u64,
+    /// The faults that took effect, by kind ([`Action::fault_kind`](Action::fault_kind)).
+    pub faults_by_kind: BTreeMap<&'static str, u64>,
+    /// Leader elections the engine announced, by reason (`unclean`, `preferred`...).
+    pub elections: BTreeMap<String, u64>,
     /// Simulated time the run took.
     pub simulated: Duration,
     pub violations: Vec<Violation>,

@@ -28,8 +28,8 @@ use super::workload::Workload;
 use super::{SimOptions, SimReport};
 use crate::engine::group::OFFSETS_TOPIC;
 use crate::engine::{
-    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, LinkFault, NodeId, OffsetSpec, TopicConfig,
-    TopicPartition,
+    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, LinkFault, NodeId, OffsetSpec,
+    TopicConfig, TopicPartition,
 };
 use crate::storage::{LogConfig, records};
 
@@ -232,6 +232,8 @@ struct Sim {
     step: usize,
     steps_run: usize,
     faults: u64,
+    faults_by_kind: BTreeMap<&'static str, u64>,
+    elections: BTreeMap<String, u64>,
     start: Instant,
     delivered_at_sample: BTreeMap<(NodeId, BrokerId), u64>,
     pushes_at_sample: u64,
@@ -295,6 +297,8 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
                 seed: schedule.seed,
                 steps: 0,
                 faults: 0,
+                faults_by_kind: BTreeMap::new(),
+                elections: BTreeMap::new(),
                 simulated: start.elapsed(),
                 violations: checker.violations().to_vec(),
                 allowed_losses: Vec::new(),
@@ -323,6 +327,8 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         step: 0,
         steps_run: 0,
         faults: 0,
+        faults_by_kind: BTreeMap::new(),
+        elections: BTreeMap::new(),
         start,
         delivered_at_sample: BTreeMap::new(),
         pushes_at_sample: 0,
@@ -360,8 +366,11 @@ impl Sim {
             self.step = i;
             self.steps_run += 1;
             let outcome = self.apply(&step.action).await?;
-            if outcome == "ok" && step.action.is_fault() {
+            if outcome == "ok"
+                && let Some(kind) = step.action.fault_kind()
+            {
                 self.faults += 1;
+                *self.faults_by_kind.entry(kind).or_insert(0) += 1;
             }
             self.note(format!("step {i}: {}: {outcome}", step.action));
             self.sample();
@@ -416,6 +425,9 @@ impl Sim {
             match self.events.try_recv() {
                 Ok(event) => {
                     self.event_count += 1;
+                    if let EventKind::LeaderElected { reason, .. } = &event.kind {
+                        *self.elections.entry(format!("{reason:?}")).or_insert(0) += 1;
+                    }
                     if self.options.trace {
                         self.note(format!("    event {:?}", event.kind));
                     }
@@ -763,6 +775,8 @@ impl Sim {
             seed: self.schedule.seed,
             steps: self.steps_run,
             faults: self.faults,
+            faults_by_kind: self.faults_by_kind,
+            elections: self.elections,
             simulated: self.start.elapsed(),
             violations: self.checker.violations().to_vec(),
             allowed_losses: self.checker.allowed_losses().to_vec(),

@@ -119,21 +119,62 @@ pub enum Action {
 impl Action {
     /// Whether the action injects (or heals) a fault.
     pub fn is_fault(&self) -> bool {
-        matches!(
-            self,
-            Action::Kill(_)
-                | Action::PowerLoss(_)
-                | Action::Stop(_)
-                | Action::Start(_)
-                | Action::Pause(_)
-                | Action::Resume(_)
-                | Action::Link { .. }
-                | Action::ElectPreferred
-                | Action::CrashConsumer { .. }
-                | Action::DeleteTopic(_)
-                | Action::RestartCluster { .. }
-        )
+        self.fault_kind().is_some()
     }
+
+    /// The kind of fault the action injects or heals, as `kdeck bench sim` counts them;
+    /// `None` for client work.
+    pub fn fault_kind(&self) -> Option<&'static str> {
+        Some(match self {
+            Action::Kill(_) => "kill",
+            Action::PowerLoss(_) => "power loss",
+            Action::Stop(_) => "controlled stop",
+            Action::Start(_) => "start",
+            Action::Pause(_) => "pause",
+            Action::Resume(_) => "resume",
+            Action::Link { fault: None, .. } => "link healed",
+            Action::Link {
+                fault: Some(LinkFault::Cut),
+                ..
+            } => "link cut",
+            Action::Link {
+                fault: Some(LinkFault::Delay(_)),
+                ..
+            } => "link delayed",
+            Action::Link {
+                fault: Some(LinkFault::Drop { .. }),
+                ..
+            } => "link dropping",
+            Action::ElectPreferred => "preferred election",
+            Action::CrashConsumer { .. } => "consumer crash",
+            Action::DeleteTopic(_) => "topic deleted",
+            Action::RestartCluster { .. } => "cluster restart",
+            Action::Produce { .. }
+            | Action::Wait
+            | Action::JoinConsumer { .. }
+            | Action::CloseConsumer { .. }
+            | Action::CommitConsumer { .. }
+            | Action::CreateTopic(_) => return None,
+        })
+    }
+
+    /// Every kind [`Action::fault_kind`] names, for reports that list each.
+    pub const FAULT_KINDS: [&'static str; 14] = [
+        "kill",
+        "power loss",
+        "controlled stop",
+        "start",
+        "pause",
+        "resume",
+        "link cut",
+        "link delayed",
+        "link dropping",
+        "link healed",
+        "preferred election",
+        "consumer crash",
+        "topic deleted",
+        "cluster restart",
+    ];
 }
 
 #[derive(Debug, Clone, PartialEq)]
