@@ -75,6 +75,20 @@ fn every_seed_keeps_every_invariant_through_faults_and_heals() {
         reports.len(),
         failures.join("\n")
     );
+    // Exact replay: a sample of the seeds, run again, ends in the same state (tokio's own
+    // randomness, hash order or a thread's timing would show here as another fingerprint).
+    let sample: Vec<u64> = seeds.iter().copied().step_by(25).collect();
+    let again =
+        sim::run_seeds(&sample, |seed| SimOptions::new(seed, steps), jobs, |_| {}).expect("the simulation runs");
+    let differing: Vec<u64> = again
+        .iter()
+        .filter(|r| reports.iter().find(|f| f.seed == r.seed).map(|f| f.fingerprint) != Some(r.fingerprint))
+        .map(|r| r.seed)
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "seeds that ended in another state when run again: {differing:?}"
+    );
     // A sweep in which nothing happened would pass as well: it must have done the work and
     // tried the faults it claims (a single seed or a short run is exempt).
     if seeds.len() >= 100 && steps == DEFAULT_STEPS {

@@ -135,6 +135,18 @@ fn check_determinism(
         "sim determinism: {} seeds run twice: {same_outcome} with the same verdict and violations, {same_state} with the same final state",
         seeds.len()
     );
+    let differing: Vec<String> = first
+        .iter()
+        .zip(&again)
+        .filter(|(a, b)| a.fingerprint != b.fingerprint)
+        .map(|(a, _)| a.seed.to_string())
+        .collect();
+    if !differing.is_empty() {
+        println!(
+            "sim determinism: seeds ending in another state the second time: {}",
+            differing.join(", ")
+        );
+    }
     for (a, b) in first.iter().zip(&again).filter(|(a, b)| a.passed() != b.passed()) {
         println!(
             "sim determinism: seed {} {} the first time and {} the second",

@@ -870,6 +870,8 @@ impl PartitionQueue {
             match due {
                 Some(due) => {
                     tokio::select! {
+                        // One order on every run: tokio otherwise picks a random branch first.
+                        biased;
                         () = self.wakeup.notified() => {}
                         () = shared.clock.sleep_until(due) => {}
                     }

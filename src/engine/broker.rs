@@ -7,13 +7,13 @@
 //! of the broker's memory survives, only what it wrote to its files. A `JoinSet` keeps each
 //! finished task until it is joined, so spawning reaps the finished ones first.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::ClusterConfig;
@@ -23,6 +23,7 @@ use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
 use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
+use super::signal::{Signal, Watcher};
 use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
@@ -52,15 +53,17 @@ pub(crate) struct Broker {
     ctx: BrokerContext,
     dir: PathBuf,
     me: Weak<Broker>,
-    partitions: Mutex<HashMap<TopicPartition, Arc<Partition>>>,
-    fetchers: Mutex<HashMap<TopicPartition, AbortHandle>>,
+    /// By topic and partition: whatever walks them (fetchers, shutdown, ISR checks) does so
+    /// in one order on every run, so a simulated seed replays exactly.
+    partitions: Mutex<BTreeMap<TopicPartition, Arc<Partition>>>,
+    fetchers: Mutex<BTreeMap<TopicPartition, AbortHandle>>,
     tasks: Mutex<JoinSet<()>>,
     broker_epoch: AtomicI64,
     /// The epoch this broker had when it last shut down cleanly (-1 after a crash), from the
     /// marker it left in its directory.
     previous_broker_epoch: i64,
     metadata_version: AtomicU64,
-    paused: watch::Sender<bool>,
+    paused: Signal<bool>,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     groups: GroupCoordinator,
@@ -88,13 +91,13 @@ impl Broker {
             dir,
             me: me.clone(),
             ctx,
-            partitions: Mutex::new(HashMap::new()),
-            fetchers: Mutex::new(HashMap::new()),
+            partitions: Mutex::new(BTreeMap::new()),
+            fetchers: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(JoinSet::new()),
             broker_epoch: AtomicI64::new(-1),
             previous_broker_epoch,
             metadata_version: AtomicU64::new(0),
-            paused: watch::channel(false).0,
+            paused: Signal::new(false),
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             groups,
@@ -159,7 +162,7 @@ impl Broker {
     pub fn kill(&self) {
         self.ctx.network.detach(self.id);
         lock(&self.tasks).abort_all();
-        for (_, f) in lock(&self.fetchers).drain() {
+        for (_, f) in std::mem::take(&mut *lock(&self.fetchers)) {
             f.abort();
         }
         lock(&self.partitions).clear();
@@ -171,11 +174,11 @@ impl Broker {
     pub fn shutdown(&self) {
         self.ctx.network.detach(self.id);
         lock(&self.tasks).abort_all();
-        for (_, f) in lock(&self.fetchers).drain() {
+        for (_, f) in std::mem::take(&mut *lock(&self.fetchers)) {
             f.abort();
         }
         let mut clean = true;
-        for (tp, p) in lock(&self.partitions).drain() {
+        for (tp, p) in std::mem::take(&mut *lock(&self.partitions)) {
             if let Err(e) = p.log.close() {
                 tracing::warn!(broker = self.id, %tp, error = %e, "closing log");
                 clean = false;
@@ -1050,7 +1053,7 @@ async fn await_replication(
     clock: &Clock,
     partition: &Partition,
     appended: &Appended,
-    progress: &mut watch::Receiver<u64>,
+    progress: &mut Watcher<u64>,
     timeout: Duration,
 ) -> ErrorCode {
     let wait = async {

@@ -9,7 +9,7 @@
 //! every change bumps the partition epoch; leaders ask for ISR changes with AlterPartition,
 //! validated in Kafka's order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -138,7 +138,8 @@ impl ControllerError {
 
 struct ControllerState {
     image: Arc<MetadataImage>,
-    last_heartbeat: HashMap<BrokerId, Instant>,
+    /// By broker id: brokers whose sessions end at once are fenced in one order every run.
+    last_heartbeat: BTreeMap<BrokerId, Instant>,
 }
 
 /// Whether a fenced broker leaves the ISRs it is in.
@@ -185,7 +186,7 @@ impl Controller {
             clock,
             state: Mutex::new(ControllerState {
                 image: Arc::new(image),
-                last_heartbeat: HashMap::new(),
+                last_heartbeat: BTreeMap::new(),
             }),
         })
     }

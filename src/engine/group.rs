@@ -376,7 +376,8 @@ pub struct GroupCoordinator {
 #[derive(Default)]
 struct CoordinatorState {
     partitions: HashMap<i32, Load>,
-    groups: HashMap<String, Group>,
+    /// By id: groups expire in one order on every run (and so write their tombstones).
+    groups: BTreeMap<String, Group>,
     next_member: u64,
 }
 

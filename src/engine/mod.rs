@@ -26,6 +26,7 @@ mod network;
 mod partition;
 mod producer_state;
 mod protocol;
+mod signal;
 
 use serde::{Deserialize, Serialize};
 

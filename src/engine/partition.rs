@@ -9,15 +9,14 @@
 //! Follower side: appends what it fetched as it is, learns the HW from the leader, and
 //! truncates where its log diverged from the leader's (by leader epoch, never to its HW).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-use tokio::sync::watch;
 
 use super::controller::{NO_LEADER, PartitionRegistration};
 use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
+use super::signal::{Signal, Watcher};
 use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::batch::Batches;
 use crate::storage::{EpochEndOffset, EpochEntry, Log, LogError};
@@ -54,7 +53,8 @@ struct ReplicaState {
     /// Log end offset when this replica became leader in the current epoch.
     epoch_start_offset: i64,
     min_isr: usize,
-    remotes: HashMap<BrokerId, RemoteReplica>,
+    /// By broker id, so the ISR is checked in one order on every run.
+    remotes: BTreeMap<BrokerId, RemoteReplica>,
     /// Replicas on brokers that are neither fenced nor shutting down (Kafka's
     /// `isReplicaIsrEligible`): only these may join the ISR or hold the HW back from outside it.
     eligible: Vec<BrokerId>,
@@ -135,10 +135,10 @@ pub struct Partition {
     /// Held across check, append and record, so a retried batch can never slip in twice.
     producers: Mutex<ProducerState>,
     /// Bumped whenever the LEO, HW or role changes: wakes long polls and acks=all waiters.
-    progress: watch::Sender<u64>,
+    progress: Signal<u64>,
     /// The next [`AppendTicket`] number, handed out in the order produce requests arrive.
     tickets: AtomicU64,
-    append_order: watch::Sender<AppendOrder>,
+    append_order: Signal<AppendOrder>,
 }
 
 /// Whose turn it is to append. A broker handles requests concurrently, in tasks that may run
@@ -217,13 +217,13 @@ impl Partition {
                 high_watermark: hw,
                 epoch_start_offset: 0,
                 min_isr: 1,
-                remotes: HashMap::new(),
+                remotes: BTreeMap::new(),
                 eligible: Vec::new(),
             }),
             producers: Mutex::new(producers),
-            progress: watch::channel(0).0,
+            progress: Signal::new(0),
             tickets: AtomicU64::new(0),
-            append_order: watch::channel(AppendOrder::default()).0,
+            append_order: Signal::new(AppendOrder::default()),
         }
     }
 
@@ -251,7 +251,7 @@ impl Partition {
         self.progress.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> Watcher<u64> {
         self.progress.subscribe()
     }
 

@@ -112,8 +112,9 @@ struct SyncState {
     generation: u64,
     syncing: bool,
     fsyncs: u64,
-    /// fsync of the last sealed segment running in the background (flush = never).
-    background: Option<JoinHandle<()>>,
+    /// fsync of the last sealed segment running in the background (flush = never); it
+    /// answers the end it made durable, which counts once it is joined.
+    background: Option<JoinHandle<Option<(u64, i64)>>>,
 }
 
 impl Durability {
@@ -135,10 +136,14 @@ impl Durability {
         st.durable_end = st.durable_end.min(log_end_offset);
     }
 
+    /// Waits for the background fsync and counts what it made durable. Counting it here, at
+    /// a point the log's own calls decide (the next roll, a flush, close), rather than
+    /// whenever the thread happens to finish, makes what a power loss keeps depend on the
+    /// log's history alone: a simulated seed replays exactly.
     fn join_background(&self) {
         let handle = self.lock().background.take();
-        if let Some(h) = handle {
-            let _ = h.join();
+        if let Some(Ok(Some((generation, end)))) = handle.map(JoinHandle::join) {
+            self.mark_durable(generation, end);
         }
     }
 }
@@ -600,22 +605,16 @@ impl Log {
                     self.dir.join(segment::file_name(sealed.base_offset, "index")),
                     self.dir.join(segment::file_name(sealed.base_offset, "timeindex")),
                 ];
-                let durability = Arc::clone(&self.durability);
-                let mut st = durability.lock();
-                let previous = st.background.take();
+                // The previous segment's fsync has had a whole segment's time to finish.
+                self.durability.join_background();
+                let mut st = self.durability.lock();
                 let generation = st.generation;
-                let d = Arc::clone(&self.durability);
                 st.background = Some(std::thread::spawn(move || {
-                    if let Some(p) = previous {
-                        let _ = p.join();
-                    }
                     let ok = file.sync_data().is_ok()
                         && indexes
                             .iter()
                             .all(|p| fs::File::open(p).and_then(|f| f.sync_data()).is_ok());
-                    if ok {
-                        d.mark_durable(generation, leo);
-                    }
+                    ok.then_some((generation, leo))
                 }));
             }
             FlushPolicy::Always | FlushPolicy::IntervalMs(_) => {
