@@ -56,17 +56,22 @@ impl<T> Signal<T> {
     pub fn send_if_modified(&self, change: impl FnOnce(&mut T) -> bool) -> bool {
         let changed = change(&mut self.shared.lock());
         if changed {
-            self.shared.version.fetch_add(1, Ordering::SeqCst);
-            self.shared.changed.notify_waiters();
+            self.wake();
         }
         changed
     }
 
     /// Sets the value and wakes the waiters.
     pub fn send_replace(&self, value: T) -> T {
-        let mut old = None;
-        self.send_modify(|v| old = Some(std::mem::replace(v, value)));
-        old.unwrap_or_else(|| unreachable!("send_modify runs its closure"))
+        let old = std::mem::replace(&mut *self.shared.lock(), value);
+        self.wake();
+        old
+    }
+
+    /// A new version: every waiter wakes, in the order it began to wait.
+    fn wake(&self) {
+        self.shared.version.fetch_add(1, Ordering::SeqCst);
+        self.shared.changed.notify_waiters();
     }
 
     /// A waiter that has seen the value as it is now.
