@@ -793,3 +793,59 @@ async fn corrupt_batches_are_refused_as_corrupt_whatever_their_sequence_says() {
     assert_eq!(read_committed(&cluster, &tp).await.len(), 10);
     cluster.shutdown().await;
 }
+
+/// KIP-360: a batch whose fate the producer never learns (its leader froze past the delivery
+/// timeout) leaves its sequence unresolved; the producer then bumps the epoch of the same
+/// producer id and numbers from 0 again, as Java's and librdkafka's producers do, and the
+/// leader takes the new epoch from sequence 0.
+#[tokio::test(start_paused = true)]
+async fn an_unresolved_sequence_bumps_the_epoch_of_the_same_producer_id() {
+    let dir = scratch_dir();
+    let cluster = cluster_with_topic(dir.path(), "bump", 1, 1).await;
+    let tp = TopicPartition::new("bump", 0);
+    let producer = Producer::new(
+        cluster.clone(),
+        ProducerConfig {
+            enable_idempotence: true,
+            acks: Acks::All,
+            linger_ms: 0,
+            request_timeout_ms: 1_000,
+            delivery_timeout_ms: 2_000,
+            ..ProducerConfig::default()
+        },
+    )
+    .await
+    .expect("producer");
+    resolved(
+        producer
+            .enqueue(ProducerRecord::new("bump", "a"))
+            .await
+            .expect("enqueue"),
+    )
+    .await;
+    let leader = cluster.metadata().partition(&tp).expect("partition").leader;
+    cluster.pause(leader).expect("pause");
+    let lost = producer.send(ProducerRecord::new("bump", "b")).await;
+    assert!(
+        matches!(lost, Err(ProduceError::DeliveryTimeout { .. })),
+        "the frozen leader never answers: {lost:?}"
+    );
+    cluster.resume(leader).expect("resume");
+    let after = producer
+        .send(ProducerRecord::new("bump", "c"))
+        .await
+        .expect("the producer carries on after the bump");
+
+    let data = cluster.fetch(&tp, 0, 1 << 20).await.expect("fetch");
+    let log = records::decode(&data.records).expect("valid batches");
+    let first = log.first().expect("the first record");
+    let last = log
+        .iter()
+        .find(|r| r.offset == after.offset)
+        .expect("the record after the bump");
+    assert_eq!(last.producer_id, first.producer_id, "the same producer id");
+    assert_eq!(last.producer_epoch, first.producer_epoch + 1, "the next epoch");
+    assert_eq!(last.sequence, 0, "sequences start again at 0");
+    producer.close().await;
+    cluster.shutdown().await;
+}

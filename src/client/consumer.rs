@@ -135,7 +135,22 @@ pub struct Consumer {
     fetches: JoinSet<FetchOutcome>,
     /// The offset each partition's outstanding fetch asked for, and its task.
     in_flight: HashMap<TopicPartition, (i64, tokio::task::Id)>,
+    /// Told of every commit's outcome, automatic ones too (Java's `OffsetCommitCallback`,
+    /// librdkafka's `offset_commit_cb`).
+    on_commit: Option<CommitCallback>,
 }
+
+/// What a commit asked for and how it ended: `Err` with the error the coordinator gave or
+/// the one the request met on the way (a timeout leaves the commit's fate unknown).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitOutcome {
+    pub group: String,
+    pub generation: i32,
+    pub offsets: Vec<(TopicPartition, i64)>,
+    pub result: Result<(), ErrorCode>,
+}
+
+pub type CommitCallback = Arc<dyn Fn(&CommitOutcome) + Send + Sync>;
 
 type FetchOutcome = (TopicPartition, i64, Result<FetchedRecords, ErrorCode>);
 
@@ -159,7 +174,14 @@ impl Consumer {
             buffered: VecDeque::new(),
             fetches: JoinSet::new(),
             in_flight: HashMap::new(),
+            on_commit: None,
         }
+    }
+
+    /// Calls `callback` with the outcome of every commit from now on, automatic ones and
+    /// the one [`Consumer::close`] makes included.
+    pub fn on_commit(&mut self, callback: CommitCallback) {
+        self.on_commit = Some(callback);
     }
 
     /// Manual assignment, outside group management.
@@ -469,13 +491,13 @@ impl Consumer {
             group_id: group.clone(),
             generation,
             member_id,
-            offsets,
+            offsets: offsets.clone(),
         };
-        match self
+        let answer = self
             .cluster
             .group_request(&group, request, Duration::from_secs(10))
-            .await
-        {
+            .await;
+        let result = match answer {
             Ok(GroupResponse::OffsetCommit(ErrorCode::None)) => Ok(()),
             Ok(GroupResponse::OffsetCommit(e)) => {
                 if matches!(
@@ -484,11 +506,20 @@ impl Consumer {
                 ) {
                     self.rejoin.store(true, Ordering::SeqCst);
                 }
-                Err(ConsumeError::Group(e))
+                Err(e)
             }
-            Ok(_) => Err(ConsumeError::Group(ErrorCode::UnknownServerError)),
-            Err(e) => Err(ConsumeError::Group(e)),
+            Ok(_) => Err(ErrorCode::UnknownServerError),
+            Err(e) => Err(e),
+        };
+        if let Some(callback) = &self.on_commit {
+            callback(&CommitOutcome {
+                group,
+                generation,
+                offsets,
+                result,
+            });
         }
+        result.map_err(ConsumeError::Group)
     }
 
     /// Committed offsets of the group for `partitions` (-1 where none).

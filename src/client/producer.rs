@@ -298,6 +298,15 @@ impl Producer {
         self.handle.shared.flush().await;
     }
 
+    /// Dies on the spot, as a killed process does: its sender tasks stop, nothing more is
+    /// sent or retried, and no enqueued record learns its fate (requests already on the
+    /// network may still land). This stops the producer for every clone.
+    pub fn crash(self) {
+        for sender in self.handle.shared.begin_close() {
+            sender.abort();
+        }
+    }
+
     /// Refuses new records, delivers everything enqueued, and waits for the sender tasks.
     /// This closes the producer for every clone.
     pub async fn close(self) {
@@ -1060,8 +1069,8 @@ impl<'a> Window<'a> {
     }
 
     /// Whether batches may be numbered and sent. After a batch failed with its sequence
-    /// unresolved, nothing goes until nothing is in flight; then the producer takes a new
-    /// identity (Kafka bumps its epoch) and the batches not yet done are renumbered from 0.
+    /// unresolved, nothing goes until nothing is in flight; then the producer bumps its epoch
+    /// (KIP-360) and the batches not yet done are renumbered from 0.
     /// A new identity another partition took is adopted once this partition has no numbered
     /// batch left, so that a retry never follows a batch numbered under the new identity.
     async fn sequence_ready(&mut self, now: Instant) -> bool {
@@ -1080,7 +1089,14 @@ impl<'a> Window<'a> {
         }
         let mut current = lock.lock().await;
         if self.sequence.unresolved && self.sequence.identity == Some(*current) {
-            match self.shared.cluster.init_producer_id().await {
+            // KIP-360, as Java's and librdkafka's idempotent producers do it: the same id
+            // with the next epoch, whose sequences start at 0 again (a leader accepts a newer
+            // epoch from sequence 0); a new id only when the epoch would overflow.
+            let bumped = match current.epoch.checked_add(1) {
+                Some(epoch) => Ok((current.id, epoch)),
+                None => self.shared.cluster.init_producer_id().await,
+            };
+            match bumped {
                 Ok((id, epoch)) => *current = ProducerIdentity { id, epoch },
                 Err(e) => {
                     tracing::debug!(tp = %self.queue.tp, error = %e, "no new producer id yet; retrying");

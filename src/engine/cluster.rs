@@ -70,6 +70,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Cluster {
     inner: Arc<Inner>,
+    /// The client node this handle's requests come from (see [`Cluster::as_client`]).
+    client: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -230,6 +232,7 @@ impl Cluster {
                 supervisor: Mutex::new(None),
                 vacated: Mutex::new(None),
             }),
+            client: 0,
         };
         for id in 0..config.brokers {
             cluster.launch(id);
@@ -616,6 +619,27 @@ impl Cluster {
     pub fn set_link(&self, a: NodeId, b: NodeId, fault: Option<LinkFault>) {
         self.inner.ctx.network.set_link(a, b, fault);
         self.inner.ctx.events.publish(EventKind::LinkChanged { a, b, fault });
+    }
+
+    /// Sets or clears a fault on the way from `from` to `to` only: with a cut, requests
+    /// from `from` vanish while `to`'s requests still arrive and only their answers are lost
+    /// (a firewall rule on one side, an asymmetric partition).
+    pub fn set_link_one_way(&self, from: NodeId, to: NodeId, fault: Option<LinkFault>) {
+        self.inner.ctx.network.set_link_one_way(from, to, fault);
+    }
+
+    /// The same cluster seen from another client node: its requests cross the links of
+    /// `NodeId::Client(id)`, so faults can cut one client off and leave the others.
+    pub fn as_client(&self, id: u32) -> Cluster {
+        Cluster {
+            inner: Arc::clone(&self.inner),
+            client: id,
+        }
+    }
+
+    /// The client node this handle's requests come from.
+    pub fn client_id(&self) -> u32 {
+        self.client
     }
 
     /// Cuts a broker off from every other broker and from the controller; clients still

@@ -110,6 +110,17 @@ impl Network {
         }
     }
 
+    /// Sets or clears the fault on the way from `from` to `to` only. Answers travel back the
+    /// other way, so a cut here loses `from`'s requests and the answers to `to`'s requests,
+    /// while `to`'s requests still arrive (an asymmetric partition).
+    pub fn set_link_one_way(&self, from: NodeId, to: NodeId, fault: Option<LinkFault>) {
+        let mut routes = self.routes();
+        match fault {
+            Some(f) => routes.faults.insert((from, to), f),
+            None => routes.faults.remove(&(from, to)),
+        };
+    }
+
     /// The node a message to `to` is delivered to (the controller's host for `Controller`).
     fn resolve(&self, to: NodeId) -> Option<(BrokerId, mpsc::UnboundedSender<Envelope>)> {
         let routes = self.routes();
@@ -125,17 +136,29 @@ impl Network {
     /// link to [`NodeId::Controller`] applies wherever the controller runs; the controller's
     /// own traffic also crosses the links of the broker hosting it.
     fn fault(&self, from: NodeId, to: NodeId, to_broker: BrokerId) -> Option<LinkFault> {
+        self.directed_fault(from, to, to_broker, false)
+    }
+
+    /// The fault on the way back, from `to_broker` (as `to`) to `from`: what an answer
+    /// crosses.
+    fn answer_fault(&self, from: NodeId, to: NodeId, to_broker: BrokerId) -> Option<LinkFault> {
+        self.directed_fault(from, to, to_broker, true)
+    }
+
+    fn directed_fault(&self, from: NodeId, to: NodeId, to_broker: BrokerId, back: bool) -> Option<LinkFault> {
         let routes = self.routes();
         let from_node = match from {
             NodeId::Controller => NodeId::Broker(routes.controller_on?),
             other => other,
         };
         let to_node = NodeId::Broker(to_broker);
-        routes
-            .faults
-            .get(&(from_node, to_node))
-            .or_else(|| (to == NodeId::Controller).then(|| routes.faults.get(&(from_node, NodeId::Controller)))?)
-            .or_else(|| (from == NodeId::Controller).then(|| routes.faults.get(&(NodeId::Controller, to_node)))?)
+        let get = |x: NodeId, y: NodeId| {
+            let key = if back { (y, x) } else { (x, y) };
+            routes.faults.get(&key)
+        };
+        get(from_node, to_node)
+            .or_else(|| (to == NodeId::Controller).then(|| get(from_node, NodeId::Controller))?)
+            .or_else(|| (from == NodeId::Controller).then(|| get(NodeId::Controller, to_node))?)
             .copied()
     }
 
@@ -195,7 +218,7 @@ impl Network {
             // connection to the caller.
             let response = rx.await.map_err(|_| NetError::Refused)?;
             // The answer crosses the link too: one cut meanwhile loses it.
-            if self.fault(from, to, broker) == Some(LinkFault::Cut) {
+            if self.answer_fault(from, to, broker) == Some(LinkFault::Cut) {
                 std::future::pending::<()>().await;
             }
             Ok(response)

@@ -305,7 +305,7 @@ impl Cluster {
         self.inner
             .ctx
             .network
-            .call(NodeId::Client(0), NodeId::Broker(broker), request, timeout)
+            .call(NodeId::Client(self.client), NodeId::Broker(broker), request, timeout)
             .await
             .map_err(|e| match e {
                 NetError::Refused => ErrorCode::NetworkException,
