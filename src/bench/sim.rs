@@ -33,7 +33,7 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
     let failing: Vec<&SimReport> = reports.iter().filter(|r| !r.passed()).collect();
     let simulated: f64 = reports.iter().map(|r| r.simulated.as_secs_f64()).sum();
     println!(
-        "sim: {} seeds run, {} steps, {} faults injected, {} violations found in {} seeds, {} acks=all records checked, {} consumed records checked, {simulated:.0} s simulated in {:.1} s",
+        "sim: {} seeds run, {} steps, {} faults injected, {} violations found in {} seeds, {} acks=all records checked, {} consumed records checked, {} acknowledged commits checked, {simulated:.0} s simulated in {:.1} s",
         reports.len(),
         reports.iter().map(|r| r.steps).sum::<usize>(),
         reports.iter().map(|r| r.faults).sum::<u64>(),
@@ -41,9 +41,11 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
         failing.len(),
         reports.iter().map(|r| r.acked_records).sum::<u64>(),
         reports.iter().map(|r| r.consumed_records).sum::<u64>(),
+        reports.iter().map(|r| r.acknowledged_commits).sum::<u64>(),
         elapsed.as_secs_f64(),
     );
     println!("sim: faults by kind: {}", faults_by_kind(&reports));
+    println!("sim: records excused, by allowance: {}", excused_by_allowance(&reports));
     println!("sim: elections by reason: {}", elections_by_reason(&reports));
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();
@@ -207,6 +209,18 @@ pub fn elections_by_reason(reports: &[SimReport]) -> String {
     total
         .iter()
         .map(|(reason, n)| format!("{reason} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Records each allowance excused over `reports`, zeros included.
+pub fn excused_by_allowance(reports: &[SimReport]) -> String {
+    sim::Allowance::ALL
+        .iter()
+        .map(|a| {
+            let n: u64 = reports.iter().filter_map(|r| r.excused.get(a)).sum();
+            format!("{} {n}", a.name())
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -51,6 +51,7 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             new,
             leader_epoch,
             reason,
+            ..
         } => {
             let cause = match reason {
                 ElectionReason::Created => ElectionCause::Created,
@@ -182,6 +183,7 @@ mod same_sentence_from_both_sources {
             new: 0,
             leader_epoch: 6,
             reason: ElectionReason::Preferred,
+            isr: vec![0, 1, 2],
         });
         assert_eq!(
             embedded,
@@ -206,6 +208,7 @@ mod same_sentence_from_both_sources {
             new: 1,
             leader_epoch: 5,
             reason: ElectionReason::ReplicaReturned,
+            isr: vec![1],
         });
         assert_eq!(remote(row(None, 4, &[1]), row(Some(1), 5, &[1])), vec![back]);
     }

@@ -201,6 +201,12 @@ impl Cluster {
     /// and returns once every broker has registered. Brokers the metadata knows beyond those
     /// are fenced when their session expires.
     pub async fn start(config: ClusterConfig) -> Result<Cluster> {
+        Ok(Cluster::start_observed(config).await?.0)
+    }
+
+    /// Like [`Cluster::start`], with a subscription to the cluster's events taken before
+    /// any broker runs: the elections and ISR changes of the start-up itself included.
+    pub async fn start_observed(config: ClusterConfig) -> Result<(Cluster, broadcast::Receiver<ClusterEvent>)> {
         if config.brokers < 1 {
             bail!("a cluster needs at least one broker, not {}", config.brokers);
         }
@@ -210,6 +216,7 @@ impl Cluster {
         let wall = WallClock::new();
         let clock = Clock::new();
         let events = EventBus::new(wall);
+        let observed = events.subscribe();
         let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone())?);
         let network = Network::new(clock.clone());
         network.set_controller(Some(0));
@@ -259,7 +266,7 @@ impl Cluster {
                 .with_cleanup_policy(CleanupPolicy::Compact);
             cluster.create_topic(OFFSETS_TOPIC, offsets).await?;
         }
-        Ok(cluster)
+        Ok((cluster, observed))
     }
 
     fn slots(&self) -> MutexGuard<'_, BTreeMap<BrokerId, Slot>> {

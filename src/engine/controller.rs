@@ -421,6 +421,7 @@ impl Controller {
                         old,
                         new,
                         leader_epoch: p.leader_epoch,
+                        isr: p.isr.clone(),
                         reason: if reason == CONTROLLED_SHUTDOWN {
                             ElectionReason::ControlledShutdown
                         } else {
@@ -446,6 +447,7 @@ impl Controller {
                         new,
                         leader_epoch: p.leader_epoch,
                         reason: ElectionReason::Unclean,
+                        isr: p.isr.clone(),
                     });
                 } else {
                     p.leader = NO_LEADER;
@@ -532,6 +534,7 @@ impl Controller {
                 new,
                 leader_epoch: p.leader_epoch,
                 reason,
+                isr: p.isr.clone(),
             });
         }
     }
@@ -647,6 +650,7 @@ impl Controller {
                     new: leader,
                     leader_epoch: 0,
                     reason: ElectionReason::Created,
+                    isr: replicas.clone(),
                 });
                 partitions.push(PartitionRegistration {
                     isr: replicas.clone(),
@@ -718,6 +722,7 @@ impl Controller {
                     new: leader,
                     leader_epoch: 0,
                     reason: ElectionReason::Created,
+                    isr: replicas.clone(),
                 });
                 topic.partitions.push(PartitionRegistration {
                     isr: replicas.clone(),
@@ -785,6 +790,7 @@ impl Controller {
                         new: preferred,
                         leader_epoch: p.leader_epoch,
                         reason: ElectionReason::Preferred,
+                        isr: p.isr.clone(),
                     });
                     ErrorCode::None
                 };

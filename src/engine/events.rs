@@ -67,6 +67,8 @@ pub enum EventKind {
         new: BrokerId,
         leader_epoch: i32,
         reason: ElectionReason,
+        /// The ISR the election left (a fenced leader leaves it in the same change).
+        isr: Vec<BrokerId>,
     },
     PartitionOffline {
         tp: TopicPartition,

@@ -13,16 +13,24 @@
 //! - the batches below the HW (the committed log) are identical, batch for batch, on every
 //!   ISR member and every later leader, and never change once committed;
 //! - every acks=all acknowledged record is in the committed log at its offset with its value;
-//! - a record of an idempotent producer appears at most once per producer id and epoch (a
-//!   batch renumbered under a new epoch after an unresolved sequence may land twice, in Kafka
-//!   too);
+//! - a record of an idempotent producer appears at most once per producer id and epoch;
 //! - every record a consumer read is in the committed log at the offset it was read from;
+//! - a leader is elected from the ISR, unless unclean election is enabled for its topic;
 //! - a group's committed offsets and generation never go back.
 //!
-//! The only losses allowed are those Kafka's rules allow, each reported as such: an unclean
-//! election (the new leader was not in the ISR), and a broker elected as the last in-sync
-//! replica after a power loss cut its log back to what it had fsynced and before it caught
-//! up again (Kafka does not fsync by default and, before KIP-966, elects such a replica).
+//! The verdicts on loss, duplication, order and commits stand on what the clients observed
+//! (the acknowledgements with their offsets, the records read, each commit's answer) held
+//! against a final read-back by fresh clients: an engine that corrupts its log and its own
+//! view of it alike still fails them. See [`Checker::finish`].
+//!
+//! The only losses allowed are those Kafka's rules allow, each decided by the checker from
+//! the metadata it saw, never from the engine's labels, and each counted
+//! ([`Checker::excused`]): an unclean election (unclean election enabled for the topic at
+//! that moment, the new leader outside the last ISR); a broker elected after a power loss cut
+//! its log back to what it had fsynced, when every member of the last ISR had lost power so
+//! (Kafka does not fsync by default and, before KIP-966, elects such a replica); and, with
+//! `min.insync.replicas` = 1 only, what a deposed leader that has not yet learned of a lossy
+//! election acknowledges meanwhile (with only itself in sync it needs nobody's copy).
 //!
 //! Liveness, checked once every fault is healed ([`Checker::unsettled`]), and the work an
 //! idle cluster does ([`Checker::idle_work`]) complete the picture.
@@ -35,8 +43,8 @@ use bytes::Bytes;
 
 use crate::engine::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use crate::engine::{
-    BrokerId, BrokerState, ClusterEvent, ClusterSnapshot, ElectionReason, ErrorCode, EventKind, MetadataImage,
-    NO_LEADER, NodeId, ReplicaProbe, TopicPartition,
+    BrokerId, BrokerState, ClusterEvent, ClusterSnapshot, ErrorCode, EventKind, LiveSetting, MetadataImage, NO_LEADER,
+    NodeId, ReplicaProbe, TopicPartition,
 };
 use crate::storage::batch::Batches;
 use crate::storage::records;
@@ -44,11 +52,35 @@ use crate::storage::records;
 /// Values of records from idempotent producers start with this byte (see [`record_value`]).
 const IDEMPOTENT_TAG: u8 = b'i';
 
-/// The value of the `n`-th record the simulation produces: unique, and tagged with whether
-/// its producer was idempotent, so duplicates can be recognised in the log itself.
-pub fn record_value(idempotent: bool, producer: usize, n: u64) -> Bytes {
+/// The value of the `n`-th record the simulation produces, by instance `instance` of
+/// producer `producer`: unique, and readable back (see [`parse_value`]), so duplicates and
+/// order can be judged from the log itself.
+pub fn record_value(idempotent: bool, producer: usize, instance: u32, n: u64) -> Bytes {
     let tag = if idempotent { 'i' } else { 'n' };
-    Bytes::from(format!("{tag}{producer}-{n}"))
+    Bytes::from(format!("{tag}{producer}.{instance}-{n}"))
+}
+
+/// The key of the `n`-th record, when it is keyed.
+pub fn record_key(n: u64) -> Bytes {
+    Bytes::from(format!("k{}", n % super::schedule::KEY_SPACE))
+}
+
+/// What a value of [`record_value`] says: idempotent, producer, instance, record number.
+pub fn parse_value(value: &[u8]) -> Option<(bool, usize, u32, u64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let idempotent = match text.as_bytes().first()? {
+        b'i' => true,
+        b'n' => false,
+        _ => return None,
+    };
+    let (who, n) = text.get(1..)?.split_once('-')?;
+    let (producer, instance) = who.split_once('.')?;
+    Some((
+        idempotent,
+        producer.parse().ok()?,
+        instance.parse().ok()?,
+        n.parse().ok()?,
+    ))
 }
 
 /// The rules the checker enforces.
@@ -63,6 +95,12 @@ pub enum Invariant {
     AckedRecordsDurable,
     NoIdempotentDuplicates,
     ConsistentReads,
+    /// A leader comes from the ISR unless unclean election is enabled.
+    ElectedFromIsr,
+    /// An idempotent (or one-request-in-flight) producer's records land in the order sent.
+    ProducerOrder,
+    /// A group's committed offset is the last one a commit was acknowledged for.
+    CommitsDurable,
     CommittedOffsetsMonotonic,
     GroupGenerationMonotonic,
     /// After healing, every partition online with its full ISR and every live group stable.
@@ -87,6 +125,9 @@ impl fmt::Display for Invariant {
             Invariant::AckedRecordsDurable => "an acks=all acknowledged record stays readable at its offset",
             Invariant::NoIdempotentDuplicates => "an idempotent producer's record appears once",
             Invariant::ConsistentReads => "a consumed record is in the committed log where it was read",
+            Invariant::ElectedFromIsr => "a leader comes from the ISR unless unclean election is enabled",
+            Invariant::ProducerOrder => "an idempotent producer's records land in the order sent",
+            Invariant::CommitsDurable => "a group's committed offset is the last acknowledged commit",
             Invariant::CommittedOffsetsMonotonic => "a group's committed offsets never go back",
             Invariant::GroupGenerationMonotonic => "a group's generation never goes back",
             Invariant::Liveness => "after healing, partitions are online with full ISR and live groups stable",
@@ -144,6 +185,67 @@ pub struct Read {
     pub leader_epoch: i32,
 }
 
+/// A commit a consumer made, with what its answer said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    pub group: String,
+    pub offsets: Vec<(TopicPartition, i64)>,
+    pub fate: CommitFate,
+    /// When the answer came (the simulation's time).
+    pub answered_at: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitFate {
+    /// The coordinator stored it.
+    Acknowledged,
+    /// The coordinator refused it before writing anything.
+    Refused,
+    /// No answer, or one that leaves open whether it was written.
+    Unknown,
+}
+
+/// What the fresh clients read back at the end: every partition's records by offset, and
+/// every group's committed offsets.
+#[derive(Debug, Default)]
+pub struct FinalState {
+    pub logs: BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>,
+    pub commits: BTreeMap<String, BTreeMap<TopicPartition, i64>>,
+}
+
+/// The losses Kafka's rules allow, as the checker counts what each excused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Allowance {
+    /// A leader elected outside the ISR with unclean election enabled.
+    UncleanElection,
+    /// A leader elected when every in-sync replica had lost unflushed data in a power loss.
+    PowerLoss,
+    /// Acknowledged by a deposed leader (min.insync.replicas 1) before it learned of a
+    /// lossy election.
+    DeposedLeader,
+    /// An idempotent record written again under a bumped epoch after its first copy's fate
+    /// was unknown to its producer (KIP-360).
+    RetryAfterUnknownFate,
+}
+
+impl Allowance {
+    pub const ALL: [Allowance; 4] = [
+        Allowance::UncleanElection,
+        Allowance::PowerLoss,
+        Allowance::DeposedLeader,
+        Allowance::RetryAfterUnknownFate,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Allowance::UncleanElection => "unclean election",
+            Allowance::PowerLoss => "power loss of every in-sync replica",
+            Allowance::DeposedLeader => "deposed leader (min.insync 1)",
+            Allowance::RetryAfterUnknownFate => "retry after an unknown fate",
+        }
+    }
+}
+
 /// Reads a replica's own log: whole batches from the one holding `from`, none at or past
 /// `upper` (as [`crate::engine::Inspector::read_replica`]).
 pub trait ReplicaLogs {
@@ -164,7 +266,13 @@ pub struct Observation<'a> {
 #[derive(Debug, Clone)]
 pub struct CheckerConfig {
     pub offsets_topic_partitions: i32,
+    /// The static `unclean.leader.election.enable` (changes at run time arrive as events).
     pub unclean_leader_election: bool,
+    /// Producers whose records must land in the order sent: idempotent ones, and those with
+    /// one request in flight.
+    pub ordered_producers: BTreeSet<usize>,
+    /// Whether a power loss can cut a log back at all (not with `flush = always`).
+    pub power_loss_loses_data: bool,
 }
 
 /// One batch as the committed log knows it: what must be equal on every replica.
@@ -204,8 +312,8 @@ struct Committed {
 enum AckState {
     Pending,
     Verified,
-    /// Acknowledged before a loss the rules allow.
-    AtRisk,
+    /// Acknowledged before a loss the rules allow (or by a deposed leader after it).
+    AtRisk(Allowance),
 }
 
 #[derive(Debug)]
@@ -232,13 +340,21 @@ struct PartitionHistory {
     /// Per ISR follower: its incarnation and how far its log was checked.
     followers: BTreeMap<BrokerId, (i64, i64)>,
     acked: Vec<AckedRecord>,
+    /// Reads still to compare with the committed log as it grows.
     reads: Vec<Read>,
-    /// Epochs whose election was an allowed loss.
-    losses: BTreeSet<i32>,
+    /// Every read, for the final read-back.
+    all_reads: Vec<Read>,
+    /// Epochs whose election was an allowed loss, and which.
+    losses: BTreeMap<i32, Allowance>,
+    /// The topic's `min.insync.replicas` as last seen.
+    min_insync: i32,
+    /// The topic's own `unclean.leader.election.enable` as last seen.
+    unclean: bool,
     /// Open after a loss at this epoch while a replica may still lead an earlier epoch (a
     /// paused leader with only itself in sync acknowledges what it appends when it wakes,
-    /// as Kafka's does, and the new line overwrites it): acknowledgements received now are
-    /// at risk too. The time is when no such leader was first seen again.
+    /// as Kafka's does, and the new line overwrites it): with `min.insync.replicas` 1,
+    /// acknowledgements received now are at risk too. The time is when no such leader was
+    /// first seen again.
     zombie_window: Option<(i32, Option<Duration>)>,
     /// When the last allowed loss was seen.
     last_loss_at: Option<Duration>,
@@ -312,8 +428,16 @@ pub struct Checker {
     tainted: BTreeMap<TopicPartition, BTreeMap<BrokerId, Taint>>,
     groups: BTreeMap<String, GroupHistory>,
     group_suspects: Vec<GroupSuspect>,
+    /// Every commit answer, per group and partition: (answered at, offset, fate).
+    commits: BTreeMap<(String, TopicPartition), Vec<(Duration, i64, CommitFate)>>,
+    /// The cluster-wide `unclean.leader.election.enable` as last seen.
+    unclean_default: bool,
+    /// Events were lost since the last sample: elections are judged from the samples.
+    events_lagged: bool,
+    excused: BTreeMap<Allowance, u64>,
     acked: u64,
     consumed: u64,
+    commits_acknowledged: u64,
 }
 
 /// At most this many violations are kept per run; the first ones matter.
@@ -322,7 +446,6 @@ const MAX_VIOLATIONS: usize = 50;
 impl Checker {
     pub fn new(config: CheckerConfig) -> Self {
         Checker {
-            config,
             step: 0,
             at: Duration::ZERO,
             violations: Vec::new(),
@@ -334,8 +457,14 @@ impl Checker {
             tainted: BTreeMap::new(),
             groups: BTreeMap::new(),
             group_suspects: Vec::new(),
+            commits: BTreeMap::new(),
+            unclean_default: config.unclean_leader_election,
+            events_lagged: false,
+            excused: BTreeMap::new(),
             acked: 0,
             consumed: 0,
+            commits_acknowledged: 0,
+            config,
         }
     }
 
@@ -353,6 +482,38 @@ impl Checker {
 
     pub fn consumed_records(&self) -> u64 {
         self.consumed
+    }
+
+    pub fn acknowledged_commits(&self) -> u64 {
+        self.commits_acknowledged
+    }
+
+    /// How many records (acknowledged, read, committed or duplicated) each allowance
+    /// excused.
+    pub fn excused(&self) -> &BTreeMap<Allowance, u64> {
+        &self.excused
+    }
+
+    fn excuse(&mut self, allowance: Allowance) {
+        *self.excused.entry(allowance).or_insert(0) += 1;
+    }
+
+    /// Events were lost: the next sample judges elections from the metadata alone.
+    pub fn events_lost(&mut self) {
+        self.events_lagged = true;
+    }
+
+    /// A commit's answer.
+    pub fn committed(&mut self, commit: Commit) {
+        if commit.fate == CommitFate::Acknowledged {
+            self.commits_acknowledged += 1;
+        }
+        for (tp, offset) in commit.offsets {
+            self.commits
+                .entry((commit.group.clone(), tp))
+                .or_default()
+                .push((commit.answered_at, offset, commit.fate));
+        }
     }
 
     /// Records a violation once per `key` (a persistent fault is not reported every sample).
@@ -381,10 +542,15 @@ impl Checker {
         }
         self.acked += 1;
         let history = self.partitions.entry(ack.tp).or_default();
-        let state = if history.zombie_window.is_some() || history.last_loss_at.is_some_and(|t| ack.sent_at <= t) {
-            AckState::AtRisk
-        } else {
-            AckState::Pending
+        let sent_before_loss = history.last_loss_at.is_some_and(|t| ack.sent_at <= t);
+        let last_loss = history.losses.values().next_back().copied();
+        let state = match last_loss {
+            Some(allowance) if sent_before_loss => AckState::AtRisk(allowance),
+            // A deposed leader acknowledges alone only when one in-sync copy is enough.
+            Some(_) if history.zombie_window.is_some() && history.min_insync <= 1 => {
+                AckState::AtRisk(Allowance::DeposedLeader)
+            }
+            _ => AckState::Pending,
         };
         history.acked.push(AckedRecord {
             offset: ack.offset,
@@ -396,9 +562,11 @@ impl Checker {
     pub fn consumed(&mut self, read: Read) {
         self.consumed += 1;
         let history = self.partitions.entry(read.tp.clone()).or_default();
+        history.all_reads.push(read.clone());
         // A leader of an epoch before a loss serves its own committed view until it learns
-        // of the new epoch (a paused one when it wakes): what it served may be overwritten.
-        // Nor can a record of an epoch before an allowed loss be held to the new line.
+        // of the new epoch (a paused one when it wakes), and a record of an epoch before an
+        // allowed loss is not in the new line's committed log: such reads are held to the
+        // surviving log at the end instead (see `finish`).
         if history.zombie_window.is_some() || history.losses.range(read.leader_epoch + 1..).next().is_some() {
             return;
         }
@@ -406,42 +574,146 @@ impl Checker {
     }
 
     /// A broker lost what it had not fsynced: until it is seen back in an ISR after leaving
-    /// it, electing it may lose committed records.
+    /// it, electing it may lose committed records. Where every member of a partition's ISR
+    /// has now lost power so, no replica holds what they lost: Kafka's guarantee needs one
+    /// in-sync replica to survive, so the loss is allowed at once (after a whole-cluster
+    /// power loss the leaders come back without an election to judge).
     pub fn power_loss(&mut self, broker: BrokerId, image: &MetadataImage) {
+        if !self.config.power_loss_loses_data {
+            return;
+        }
         for (tp, p) in image.partitions().filter(|(_, p)| p.replicas.contains(&broker)) {
-            self.tainted.entry(tp).or_default().insert(
+            self.tainted.entry(tp.clone()).or_default().insert(
                 broker,
                 Taint {
                     left_isr: !p.isr.contains(&broker),
                 },
             );
+            let next_epoch = p.leader_epoch + 1;
+            let isr = self.partitions.get(&tp).map(|h| h.isr.clone()).unwrap_or_default();
+            if !isr.is_empty()
+                && isr.iter().all(|b| self.is_tainted(&tp, *b))
+                && self
+                    .partitions
+                    .get(&tp)
+                    .is_some_and(|h| !h.losses.contains_key(&next_epoch))
+            {
+                self.allow_loss(
+                    &tp,
+                    next_epoch,
+                    Allowance::PowerLoss,
+                    format!("every member of the ISR {isr:?} lost unflushed data in a power loss"),
+                );
+            }
         }
     }
 
+    /// A cluster event: the metadata changes as they happen, in order (the ISR, elections,
+    /// settings). Elections are judged here against the ISR and settings seen before them.
     pub fn event(&mut self, event: &ClusterEvent) {
         match &event.kind {
             EventKind::LeaderElected {
                 tp,
                 new,
                 leader_epoch,
-                reason,
+                isr,
                 ..
             } => {
-                if *reason == ElectionReason::Unclean {
-                    self.allow_loss(tp, *leader_epoch, format!("unclean election of broker {new}"));
-                } else if self.is_tainted(tp, *new) {
-                    self.allow_loss(tp, *leader_epoch, power_loss_reason(*new));
+                self.judge_election(tp, *new, *leader_epoch);
+                if let Some(h) = self.partitions.get_mut(tp) {
+                    h.isr = isr.clone();
+                }
+                self.untaint_rejoined(tp, isr);
+            }
+            EventKind::PartitionOffline { tp, isr } => {
+                if let Some(h) = self.partitions.get_mut(tp) {
+                    h.isr = isr.clone();
                 }
             }
-            EventKind::IsrExpanded { tp, added, .. } => {
+            EventKind::IsrShrunk { tp, isr, .. } => {
+                if let Some(h) = self.partitions.get_mut(tp) {
+                    h.isr = isr.clone();
+                }
+                self.untaint_rejoined(tp, isr);
+            }
+            EventKind::IsrExpanded { tp, added, isr } => {
+                if let Some(h) = self.partitions.get_mut(tp) {
+                    h.isr = isr.clone();
+                }
                 if let Some(t) = self.tainted.get_mut(tp) {
                     for b in added {
                         t.remove(b);
                     }
                 }
             }
+            EventKind::SettingChanged(LiveSetting::UncleanElection { topic: None, enabled }) => {
+                self.unclean_default = *enabled;
+            }
+            EventKind::SettingChanged(LiveSetting::UncleanElection {
+                topic: Some(topic),
+                enabled,
+            }) => {
+                for (_, h) in self.partitions.iter_mut().filter(|(tp, _)| &tp.topic == topic) {
+                    h.unclean = *enabled;
+                }
+            }
+            EventKind::SettingChanged(LiveSetting::MinInsync { topic, value }) => {
+                for (_, h) in self.partitions.iter_mut().filter(|(tp, _)| &tp.topic == topic) {
+                    h.min_insync = *value;
+                }
+            }
             EventKind::TopicDeleted { topic } => self.forget_topic(topic),
             _ => {}
+        }
+    }
+
+    /// `new` leads `tp` from `epoch`: from the ISR seen before (a clean election), from
+    /// outside it with unclean election enabled (an allowed loss), or as the last in-sync
+    /// replicas all lost unflushed data (an allowed loss). Anything else breaks a rule.
+    fn judge_election(&mut self, tp: &TopicPartition, new: BrokerId, epoch: i32) {
+        let unclean_enabled = self.unclean_default || self.partitions.get(tp).is_some_and(|h| h.unclean);
+        let Some(history) = self.partitions.get(tp) else { return };
+        let prior_isr = history.isr.clone();
+        if prior_isr.is_empty() || history.losses.contains_key(&epoch) {
+            return;
+        }
+        let all_tainted = prior_isr.iter().all(|b| self.is_tainted(tp, *b));
+        if !prior_isr.contains(&new) {
+            if unclean_enabled {
+                self.allow_loss(
+                    tp,
+                    epoch,
+                    Allowance::UncleanElection,
+                    format!("unclean election of broker {new}, outside the last ISR seen {prior_isr:?}"),
+                );
+            } else {
+                self.violate(
+                    Invariant::ElectedFromIsr,
+                    format!("{tp} epoch {epoch}"),
+                    format!(
+                        "{tp}: broker {new} was elected leader of epoch {epoch} from outside the ISR {prior_isr:?}, with unclean election disabled"
+                    ),
+                );
+            }
+        } else if self.is_tainted(tp, new) && all_tainted {
+            self.allow_loss(tp, epoch, Allowance::PowerLoss, power_loss_reason(new, &prior_isr));
+        }
+        if let Some(h) = self.partitions.get_mut(tp)
+            && !prior_isr.contains(&new)
+        {
+            h.isr = vec![new];
+        }
+    }
+
+    /// A tainted replica seen outside the ISR and then inside again caught up since.
+    fn untaint_rejoined(&mut self, tp: &TopicPartition, isr: &[BrokerId]) {
+        if let Some(taints) = self.tainted.get_mut(tp) {
+            taints.retain(|b, t| {
+                if !isr.contains(b) {
+                    t.left_isr = true;
+                }
+                !(t.left_isr && isr.contains(b))
+            });
         }
     }
 
@@ -468,14 +740,18 @@ impl Checker {
 
     /// A loss the rules allow happened at `epoch`: what was committed before may be gone, so
     /// the committed log is learned afresh from the new leader.
-    fn allow_loss(&mut self, tp: &TopicPartition, epoch: i32, reason: String) {
+    fn allow_loss(&mut self, tp: &TopicPartition, epoch: i32, allowance: Allowance, reason: String) {
         let history = self.partitions.entry(tp.clone()).or_default();
-        if !history.losses.insert(epoch) {
+        if history.losses.insert(epoch, allowance).is_some() {
             return;
         }
         let mut at_risk = 0;
-        for a in history.acked.iter_mut().filter(|a| a.state != AckState::AtRisk) {
-            a.state = AckState::AtRisk;
+        for a in history
+            .acked
+            .iter_mut()
+            .filter(|a| !matches!(a.state, AckState::AtRisk(_)))
+        {
+            a.state = AckState::AtRisk(allowance);
             at_risk += 1;
         }
         history.reads.clear();
@@ -527,15 +803,11 @@ impl Checker {
         }
     }
 
-    fn unclean_allowed(&self, image: &MetadataImage, tp: &TopicPartition) -> bool {
-        self.config.unclean_leader_election
-            || image
-                .topics
-                .get(&tp.topic)
-                .is_some_and(|t| t.config.unclean_leader_election)
-    }
-
     fn check_metadata(&mut self, image: &MetadataImage) {
+        self.unclean_default = image
+            .unclean_leader_election
+            .unwrap_or(self.config.unclean_leader_election);
+        let judge_from_samples = std::mem::take(&mut self.events_lagged);
         for (tp, reg) in image.partitions() {
             let topic_id = image.topics.get(&tp.topic).map(|t| t.id.clone()).unwrap_or_default();
             let leader = (reg.leader != NO_LEADER).then_some(reg.leader);
@@ -559,11 +831,15 @@ impl Checker {
                     ),
                 );
             }
-            let unclean = self.unclean_allowed(image, &tp);
+            let config = image.topics.get(&tp.topic).map(|t| &t.config);
             let history = self.partitions.entry(tp.clone()).or_default();
             let first = !history.seen;
             history.seen = true;
             history.topic_id = topic_id;
+            if let Some(config) = config {
+                history.min_insync = config.min_insync_replicas;
+                history.unclean = config.unclean_leader_election;
+            }
             let (previous_epoch, previous_isr) = (history.leader_epoch, history.isr.clone());
             if !first && reg.leader_epoch < previous_epoch {
                 self.violate(
@@ -595,35 +871,22 @@ impl Checker {
             let history = self.partitions.entry(tp.clone()).or_default();
             history.leader_epoch = reg.leader_epoch;
             history.isr = reg.isr.clone();
+            // Elections are judged as their events arrive; only when events were lost is the
+            // ISR of the previous sample all there is to judge them by.
             if let Some(l) = leader
                 && !first
+                && judge_from_samples
                 && reg.leader_epoch != previous_epoch
             {
-                if self.is_tainted(&tp, l) {
-                    self.allow_loss(&tp, reg.leader_epoch, power_loss_reason(l));
-                } else if unclean && !previous_isr.is_empty() && !previous_isr.contains(&l) {
-                    self.allow_loss(
-                        &tp,
-                        reg.leader_epoch,
-                        format!("unclean election of broker {l}, outside the last ISR seen {previous_isr:?}"),
-                    );
+                if let Some(h) = self.partitions.get_mut(&tp) {
+                    h.isr = previous_isr;
+                }
+                self.judge_election(&tp, l, reg.leader_epoch);
+                if let Some(h) = self.partitions.get_mut(&tp) {
+                    h.isr = reg.isr.clone();
                 }
             }
-            if reg.recovering && unclean {
-                self.allow_loss(
-                    &tp,
-                    reg.leader_epoch,
-                    "unclean election (the partition is recovering)".into(),
-                );
-            }
-            if let Some(taints) = self.tainted.get_mut(&tp) {
-                taints.retain(|b, t| {
-                    if !reg.isr.contains(b) {
-                        t.left_isr = true;
-                    }
-                    !(t.left_isr && reg.isr.contains(b))
-                });
-            }
+            self.untaint_rejoined(&tp, &reg.isr);
         }
     }
 
@@ -945,6 +1208,17 @@ impl Checker {
         for (tp, history) in &mut self.partitions {
             let committed = &history.committed;
             let Some(start) = committed.start else { continue };
+            // An ack at risk that the new line committed as acknowledged is safe from now on:
+            // a later loss needs an allowance of its own.
+            for a in history
+                .acked
+                .iter_mut()
+                .filter(|a| matches!(a.state, AckState::AtRisk(_)) && a.offset >= start && a.offset < committed.end)
+            {
+                if committed.values.get(&a.offset) == Some(&a.value) {
+                    a.state = AckState::Verified;
+                }
+            }
             for a in history
                 .acked
                 .iter_mut()
@@ -1227,81 +1501,224 @@ impl Checker {
         }
     }
 
-    /// The end of the run: everything read back through the consumer path after the cluster
-    /// settled (`final_logs`, per partition, offset and value). Acknowledged and consumed
-    /// records the committed log never reached are lost; at-risk ones are counted.
-    pub fn finish(&mut self, final_logs: &BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>) {
+    /// The end of the run, judged on what the clients observed against what fresh clients
+    /// read back once the cluster settled (`final_state`):
+    /// - every acks=all acknowledged record is there at its offset, unless an allowed loss
+    ///   excuses it (counted per allowance);
+    /// - every record a consumer read is there where it was read, unless an allowed loss at a
+    ///   later epoch than the record's excuses it;
+    /// - an idempotent record appears twice only when its producer had not learned the first
+    ///   copy's fate: the acknowledged copy, if any, is the last;
+    /// - an ordered producer's records appear in the order it sent them;
+    /// - a group's committed offset is the last acknowledged commit or one whose fate is
+    ///   unknown, unless an allowed loss on its offsets partition excuses it;
+    /// - the committed log the samples saw is what consumers are served.
+    pub fn finish(&mut self, final_state: &FinalState) {
         self.settle_group_suspects();
+        let final_logs = &final_state.logs;
         let mut found = Vec::new();
-        let mut lost_at_risk = Vec::new();
+        let mut excused = Vec::new();
         for (tp, history) in &self.partitions {
-            let final_log = final_logs.get(tp);
+            let Some(final_log) = final_logs.get(tp) else { continue };
+            let log_start = final_log.keys().next().copied();
+            let served = |offset: i64| final_log.get(&offset);
+            let below_start = |offset: i64| log_start.is_some_and(|start| offset < start);
             for (offset, value) in &history.committed.values {
-                let served = final_log.and_then(|l| l.get(offset));
-                if let Some(log) = final_log
-                    && served != Some(value)
-                    && offset >= log.keys().next().unwrap_or(offset)
-                {
+                if served(*offset) != Some(value) && !below_start(*offset) {
                     found.push((
                         Invariant::CommittedLogsAgree,
                         format!("{tp} final {offset}"),
                         format!(
                             "{tp}: the committed log held {:?} at {offset}, consumers are served {}",
                             String::from_utf8_lossy(value),
-                            describe(served)
+                            describe(served(*offset))
                         ),
                     ));
                 }
             }
             for a in &history.acked {
+                if served(a.offset) == Some(&a.value) || below_start(a.offset) {
+                    continue;
+                }
                 match a.state {
-                    AckState::Pending => found.push((
+                    AckState::AtRisk(allowance) => excused.push(allowance),
+                    AckState::Pending | AckState::Verified => found.push((
                         Invariant::AckedRecordsDurable,
-                        format!("{tp} {} never", a.offset),
+                        format!("{tp} {} final", a.offset),
                         format!(
-                            "{tp}: record {:?} was acknowledged (acks=all) at offset {}, but the committed log ends at {}",
+                            "{tp}: record {:?} was acknowledged (acks=all) at offset {}, but a fresh consumer reads {} there",
                             String::from_utf8_lossy(&a.value),
                             a.offset,
-                            history.committed.end
+                            describe(served(a.offset))
                         ),
                     )),
-                    AckState::AtRisk if final_log.and_then(|l| l.get(&a.offset)) != Some(&a.value) => {
-                        lost_at_risk.push(tp.clone());
-                    }
-                    _ => {}
                 }
             }
-            for r in &history.reads {
-                found.push((
-                    Invariant::ConsistentReads,
-                    format!("{tp} {} never", r.offset),
-                    format!(
-                        "{tp}: a consumer read {:?} at offset {}, but the committed log ends at {}",
-                        String::from_utf8_lossy(&r.value),
-                        r.offset,
-                        history.committed.end
-                    ),
-                ));
+            for r in &history.all_reads {
+                if served(r.offset) == Some(&r.value) || below_start(r.offset) {
+                    continue;
+                }
+                match history.losses.range(r.leader_epoch + 1..).next() {
+                    Some((_, allowance)) => excused.push(*allowance),
+                    None => found.push((
+                        Invariant::ConsistentReads,
+                        format!("{tp} {} final", r.offset),
+                        format!(
+                            "{tp}: a consumer read {:?} at offset {} (leader epoch {}), but a fresh consumer reads {} there and no allowed loss came after",
+                            String::from_utf8_lossy(&r.value),
+                            r.offset,
+                            r.leader_epoch,
+                            describe(served(r.offset))
+                        ),
+                    )),
+                }
+            }
+            let (order, duplicates) = judge_producers(tp, final_log, &history.acked, &self.config.ordered_producers);
+            found.extend(order);
+            for d in duplicates {
+                match d {
+                    Ok(()) => excused.push(Allowance::RetryAfterUnknownFate),
+                    Err(v) => found.push(v),
+                }
+            }
+        }
+        for (group, tp, facts, allowance) in self.judge_commits(final_state) {
+            match allowance {
+                Some(a) => excused.push(a),
+                None => found.push((Invariant::CommitsDurable, format!("{group} {tp}"), facts)),
             }
         }
         for (invariant, key, facts) in found {
             self.violate(invariant, key, facts);
         }
-        let mut per_partition: BTreeMap<TopicPartition, usize> = BTreeMap::new();
-        for tp in lost_at_risk {
-            *per_partition.entry(tp).or_default() += 1;
+        for allowance in excused {
+            self.excuse(allowance);
         }
-        for (tp, n) in per_partition {
-            self.allowed.push(format!(
-                "{tp}: {n} acknowledged records lost to the allowed losses above"
+        for (allowance, n) in self.excused.clone() {
+            self.allowed
+                .push(format!("{n} records excused by: {}", allowance.name()));
+        }
+    }
+
+    /// Each group's final committed offsets against the commits its members saw answered.
+    /// Returns the offsets that break the rule: (group, partition, facts, the allowance that
+    /// excuses it if any).
+    fn judge_commits(&self, final_state: &FinalState) -> Vec<(String, TopicPartition, String, Option<Allowance>)> {
+        let mut out = Vec::new();
+        for ((group, tp), commits) in &self.commits {
+            // Partitions of deleted topics lose their offsets, as in Kafka.
+            if !final_state.logs.contains_key(tp) {
+                continue;
+            }
+            let Some(stored) = final_state.commits.get(group) else {
+                continue;
+            };
+            let now = stored.get(tp).copied();
+            let acknowledged: Vec<&(Duration, i64, CommitFate)> =
+                commits.iter().filter(|c| c.2 == CommitFate::Acknowledged).collect();
+            let Some(last) = acknowledged.last() else { continue };
+            // The coordinator applies commits in the order they reach it. An acknowledged
+            // commit sent after another was answered supersedes it; one answered within the
+            // request timeout of the last may have reached the coordinator after it.
+            let candidates: BTreeSet<i64> = commits
+                .iter()
+                .filter(|c| match c.2 {
+                    CommitFate::Acknowledged => c.0 + COMMIT_REQUEST_TIMEOUT >= last.0,
+                    CommitFate::Unknown => true,
+                    CommitFate::Refused => false,
+                })
+                .map(|c| c.1)
+                .collect();
+            if now.is_some_and(|o| candidates.contains(&o)) {
+                continue;
+            }
+            let index = partition_for_group(group, self.config.offsets_topic_partitions);
+            let offsets_tp = TopicPartition::new(OFFSETS_TOPIC, index);
+            let allowance = self
+                .partitions
+                .get(&offsets_tp)
+                .and_then(|h| h.losses.values().next_back().copied());
+            out.push((
+                group.clone(),
+                tp.clone(),
+                format!(
+                    "group {group}: the last acknowledged commit of {tp} was {} (answered at t={:.1} s), but a fresh client reads {}",
+                    last.1,
+                    last.0.as_secs_f64(),
+                    now.map_or_else(|| "no committed offset".to_string(), |o| o.to_string())
+                ),
+                allowance,
             ));
         }
+        out
     }
 }
 
-fn power_loss_reason(broker: BrokerId) -> String {
+/// How long a consumer waits for a commit's answer (`Consumer::commit_offsets`).
+const COMMIT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Finding = (Invariant, String, String);
+
+/// A partition's final log, producer by producer: the order of each ordered producer
+/// instance's records (by first copy), and every idempotent record written more than once,
+/// `Ok` when its producer never learned the fate of the earlier copies (the acknowledged copy,
+/// if any, is the last), else the violation.
+fn judge_producers(
+    tp: &TopicPartition,
+    final_log: &BTreeMap<i64, Bytes>,
+    acked: &[AckedRecord],
+    ordered: &BTreeSet<usize>,
+) -> (Vec<Finding>, Vec<Result<(), Finding>>) {
+    let mut order = Vec::new();
+    let mut last_n: BTreeMap<(usize, u32), (u64, i64)> = BTreeMap::new();
+    let mut copies: BTreeMap<&Bytes, Vec<i64>> = BTreeMap::new();
+    for (offset, value) in final_log {
+        let Some((_, producer, instance, n)) = parse_value(value) else {
+            continue;
+        };
+        let seen = copies.entry(value).or_default();
+        seen.push(*offset);
+        if seen.len() > 1 || !ordered.contains(&producer) {
+            continue;
+        }
+        if let Some(&(before, at)) = last_n.get(&(producer, instance))
+            && before > n
+        {
+            order.push((
+                Invariant::ProducerOrder,
+                format!("{tp} {producer}.{instance} {n}"),
+                format!(
+                    "{tp}: producer {producer} (instance {instance}) sent record {before} after record {n}, but the log holds {before} at {at} before {n} at {offset}"
+                ),
+            ));
+        }
+        last_n.insert((producer, instance), (n, *offset));
+    }
+    let acked_at: BTreeMap<&Bytes, i64> = acked.iter().map(|a| (&a.value, a.offset)).collect();
+    let mut duplicates = Vec::new();
+    for (value, offsets) in copies
+        .iter()
+        .filter(|(v, o)| o.len() > 1 && v.first() == Some(&IDEMPOTENT_TAG))
+    {
+        let last = offsets.last().copied().unwrap_or(-1);
+        match acked_at.get(value) {
+            Some(&at) if at != last => duplicates.push(Err((
+                Invariant::NoIdempotentDuplicates,
+                format!("{tp} {value:?} final"),
+                format!(
+                    "{tp}: idempotent record {:?} was acknowledged at {at}, and written again at {last} after its producer knew it was written (copies at {offsets:?})",
+                    String::from_utf8_lossy(value)
+                ),
+            ))),
+            _ => duplicates.push(Ok(())),
+        }
+    }
+    (order, duplicates)
+}
+
+fn power_loss_reason(broker: BrokerId, isr: &[BrokerId]) -> String {
     format!(
-        "broker {broker} was elected as the last in-sync replica after a power loss cut its log back to what it had fsynced (Kafka does not fsync by default and elects it all the same)"
+        "broker {broker} was elected from the ISR {isr:?}, every member of which had lost unflushed data in a power loss (Kafka does not fsync by default and elects it all the same)"
     )
 }
 

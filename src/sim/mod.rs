@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use checker::{Invariant, Violation};
+pub use checker::{Allowance, Invariant, Violation};
 pub use schedule::{Action, Schedule, Setup, Step};
 
 /// A small, fast, seedable generator (SplitMix64): the schedule's only source of chance.
@@ -77,6 +77,8 @@ pub struct SimOptions {
     /// Prints a line per step (action and outcome) and per cluster event to stderr as the
     /// run goes.
     pub trace: bool,
+    /// The schedule generator ([`schedule::GENERATOR`] unless replaying an old schedule).
+    pub generator: u32,
 }
 
 impl SimOptions {
@@ -88,6 +90,7 @@ impl SimOptions {
             dir: None,
             stall_after: Duration::from_millis(500),
             trace: false,
+            generator: schedule::GENERATOR,
         }
     }
 }
@@ -115,6 +118,10 @@ pub struct SimReport {
     pub allowed_losses: Vec<String>,
     pub acked_records: u64,
     pub consumed_records: u64,
+    /// Commits the coordinator acknowledged to a consumer.
+    pub acknowledged_commits: u64,
+    /// How many records each allowance excused (see [`checker::Allowance`]).
+    pub excused: BTreeMap<checker::Allowance, u64>,
     /// A digest of the final state (leaders, epochs, offsets, event count): two runs of a
     /// seed with equal fingerprints ended in the same state.
     pub fingerprint: u64,
@@ -144,7 +151,7 @@ pub fn reproduce_commands(seed: u64, steps: usize) -> String {
 /// Runs one seed to the end on its own paused-clock runtime (call it from a plain thread, not
 /// from inside another runtime).
 pub fn run_seed(options: &SimOptions) -> anyhow::Result<SimReport> {
-    let schedule = Schedule::generate(options.seed, options.steps);
+    let schedule = Schedule::generate_with(options.seed, options.steps, options.generator);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)

@@ -22,16 +22,17 @@ use tokio::sync::{Notify, broadcast};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::checker::{Checker, CheckerConfig, Invariant, Observation, ReplicaLogs};
-use super::schedule::{Action, Schedule, TopicSpec};
+use super::checker::{Checker, CheckerConfig, FinalState, Invariant, Observation, ReplicaLogs};
+use super::schedule::{Action, LiveChange, Schedule, TopicSpec};
 use super::workload::Workload;
 use super::{SimOptions, SimReport};
+use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::engine::group::OFFSETS_TOPIC;
 use crate::engine::{
     BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, LinkFault, NodeId, OffsetSpec,
     TopicConfig, TopicPartition,
 };
-use crate::storage::{LogConfig, records};
+use crate::storage::LogConfig;
 
 /// How long the healed cluster has to settle.
 const SETTLE_WITHIN: Duration = Duration::from_secs(60);
@@ -228,6 +229,7 @@ struct Sim {
     workload: Workload,
     watchdog: Watchdog,
     links: BTreeSet<(NodeId, NodeId)>,
+    one_way: BTreeSet<(NodeId, NodeId)>,
     max_brokers: i32,
     step: usize,
     steps_run: usize,
@@ -237,6 +239,8 @@ struct Sim {
     start: Instant,
     delivered_at_sample: BTreeMap<(NodeId, BrokerId), u64>,
     pushes_at_sample: u64,
+    /// Leader, epoch and ISR per partition as last traced.
+    traced_metadata: BTreeMap<TopicPartition, (BrokerId, i32, Vec<BrokerId>)>,
 }
 
 pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Result<SimReport> {
@@ -273,15 +277,23 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
     let mut checker = Checker::new(CheckerConfig {
         offsets_topic_partitions: setup.offsets_topic_partitions,
         unclean_leader_election: setup.unclean_leader_election,
+        ordered_producers: setup
+            .producers
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.idempotent || p.max_in_flight == 1)
+            .map(|(i, _)| i)
+            .collect(),
+        power_loss_loses_data: setup.flush != crate::storage::FlushPolicy::Always,
     });
     let started = watchdog
         .guard(tokio::time::timeout(
             Duration::from_secs(60),
-            Cluster::start(config.clone()),
+            Cluster::start_observed(config.clone()),
         ))
         .await;
-    let cluster = match started {
-        Ok(Ok(Ok(cluster))) => cluster,
+    let (cluster, events) = match started {
+        Ok(Ok(Ok(started))) => started,
         failed => {
             let why = match failed {
                 Ok(Ok(Err(e))) => format!("{e:#}"),
@@ -304,13 +316,14 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
                 allowed_losses: Vec::new(),
                 acked_records: 0,
                 consumed_records: 0,
+                acknowledged_commits: 0,
+                excused: BTreeMap::new(),
                 fingerprint: 0,
                 schedule,
             });
         }
     };
     let workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups, start);
-    let events = cluster.events();
     let mut sim = Sim {
         max_brokers: setup.brokers,
         schedule,
@@ -324,6 +337,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         workload,
         watchdog,
         links: BTreeSet::new(),
+        one_way: BTreeSet::new(),
         step: 0,
         steps_run: 0,
         faults: 0,
@@ -332,6 +346,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         start,
         delivered_at_sample: BTreeMap::new(),
         pushes_at_sample: 0,
+        traced_metadata: BTreeMap::new(),
     };
     if let Err(Halt::Stalled) = sim.play().await {
         sim.report_spin(true);
@@ -383,7 +398,7 @@ impl Sim {
         self.sample();
         self.settle("after the clients stopped").await?;
         self.sample();
-        let logs = self.read_back().await?;
+        let final_state = self.read_back().await?;
         if self.options.trace {
             for r in self.cluster.inspect().replica_probes() {
                 self.note(format!(
@@ -392,7 +407,7 @@ impl Sim {
                 ));
             }
         }
-        self.checker.finish(&logs);
+        self.checker.finish(&final_state);
         self.idle().await
     }
 
@@ -435,6 +450,7 @@ impl Sim {
                 }
                 Err(broadcast::error::TryRecvError::Lagged(n)) => {
                     self.note(format!("    {n} events lost (the checker relies on samples for them)"));
+                    self.checker.events_lost();
                 }
                 Err(_) => break,
             }
@@ -454,8 +470,23 @@ impl Sim {
         for read in outbox.reads {
             self.checker.consumed(read);
         }
+        for commit in outbox.commits {
+            self.checker.committed(commit);
+        }
         self.report_spin(false);
         let image = self.cluster.metadata();
+        if self.options.trace {
+            for (tp, p) in image.partitions() {
+                let now = (p.leader, p.leader_epoch, p.isr.clone());
+                if self.traced_metadata.get(&tp) != Some(&now) {
+                    self.note(format!(
+                        "    metadata {tp}: leader {} epoch {} ISR {:?}",
+                        now.0, now.1, now.2
+                    ));
+                    self.traced_metadata.insert(tp, now);
+                }
+            }
+        }
         let snapshot = self.cluster.snapshot();
         let replicas = self.cluster.inspect().replica_probes();
         self.delivered_at_sample = self.cluster.inspect().requests_delivered();
@@ -477,13 +508,15 @@ impl Sim {
                 topic,
                 partition,
                 records,
+                keyed,
             } => {
                 let produced = self
                     .watchdog
-                    .guard(self.workload.produce(*producer, topic, *partition, *records))
+                    .guard(self.workload.produce(*producer, topic, *partition, *records, *keyed))
                     .await?;
                 produced.map_or_else(|e| format!("failed: {e}"), |()| "ok".into())
             }
+            Action::CrashProducer(p) => client(self.workload.crash_producer(*p)),
             Action::Wait => "ok".into(),
             Action::JoinConsumer { group, member } => client(self.workload.join(*group, *member)),
             Action::CloseConsumer { group, member } => client(self.workload.close(*group, *member)),
@@ -506,6 +539,37 @@ impl Sim {
                 self.set_link(*a, *b, *fault);
                 "ok".into()
             }
+            Action::OneWayLink { from, to, fault } => {
+                self.cluster.set_link_one_way(*from, *to, *fault);
+                match fault {
+                    Some(_) => self.one_way.insert((*from, *to)),
+                    None => self.one_way.remove(&(*from, *to)),
+                };
+                "ok".into()
+            }
+            Action::Setting(change) => {
+                let result = match change {
+                    LiveChange::Unclean { topic, enabled } => {
+                        self.watchdog
+                            .guard(self.cluster.set_unclean_election(topic.as_deref(), *enabled))
+                            .await?
+                    }
+                    LiveChange::MinInsync { topic, value } => {
+                        self.watchdog.guard(self.cluster.set_min_insync(topic, *value)).await?
+                    }
+                    LiveChange::AutoRebalance(on) => {
+                        self.cluster.set_auto_rebalance(*on);
+                        Ok(())
+                    }
+                };
+                done(result)
+            }
+            Action::AddPartitions { topic, total } => done(
+                self.watchdog
+                    .guard(self.cluster.create_partitions(topic, *total))
+                    .await?,
+            ),
+            Action::PowerLossCluster { brokers } => self.power_loss_cluster(*brokers).await?,
             Action::ElectPreferred => {
                 let elected = self
                     .watchdog
@@ -538,6 +602,25 @@ impl Sim {
         }
     }
 
+    /// Every running broker loses power at once, then the cluster starts again.
+    async fn power_loss_cluster(&mut self, brokers: i32) -> Result<String, Halt> {
+        let image = self.cluster.metadata();
+        let running: Vec<BrokerId> = self
+            .cluster
+            .broker_states()
+            .into_iter()
+            .filter(|(_, state)| *state != BrokerState::Stopped && *state != BrokerState::Killed)
+            .map(|(id, _)| id)
+            .collect();
+        for id in running {
+            if let Err(e) = self.cluster.kill_power_loss(id) {
+                return Ok(format!("failed: power loss on broker {id}: {e:#}"));
+            }
+            self.checker.power_loss(id, &image);
+        }
+        self.restart(brokers).await
+    }
+
     /// Shuts every broker down and starts the cluster again on the same data directory.
     async fn restart(&mut self, brokers: i32) -> Result<String, Halt> {
         self.sample();
@@ -549,11 +632,11 @@ impl Sim {
             .watchdog
             .guard(tokio::time::timeout(
                 Duration::from_secs(60),
-                Cluster::start(self.config.clone()),
+                Cluster::start_observed(self.config.clone()),
             ))
             .await?;
-        let cluster = match started {
-            Ok(Ok(cluster)) => cluster,
+        let (cluster, events) = match started {
+            Ok(Ok(started)) => started,
             failed => {
                 let why = match failed {
                     Ok(Err(e)) => format!("{e:#}"),
@@ -567,10 +650,13 @@ impl Sim {
                 return Err(Halt::Broken);
             }
         };
-        self.events = cluster.events();
+        // The subscription came before the start: the checker judges the start-up's
+        // elections (unclean ones too) from their events.
+        self.events = events;
         self.delivered_at_sample.clear();
         self.cluster = cluster.clone();
         self.links.clear();
+        self.one_way.clear();
         self.max_brokers = self.max_brokers.max(brokers);
         self.workload.rebind(cluster);
         Ok("ok".into())
@@ -581,6 +667,9 @@ impl Sim {
         let links: Vec<(NodeId, NodeId)> = self.links.iter().copied().collect();
         for (a, b) in links {
             self.set_link(a, b, None);
+        }
+        for (from, to) in std::mem::take(&mut self.one_way) {
+            self.cluster.set_link_one_way(from, to, None);
         }
         for (id, state) in self.cluster.broker_states() {
             let outcome = match state {
@@ -639,8 +728,9 @@ impl Sim {
         }
     }
 
-    /// Every partition of the clients' topics, read through the consumer path.
-    async fn read_back(&mut self) -> Result<BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>, Halt> {
+    /// What fresh clients read back: every partition of the clients' topics by a consumer
+    /// of its own (no group), and each group's committed offsets.
+    async fn read_back(&mut self) -> Result<FinalState, Halt> {
         let tps: Vec<TopicPartition> = self
             .cluster
             .metadata()
@@ -648,28 +738,65 @@ impl Sim {
             .map(|(tp, _)| tp)
             .filter(|tp| tp.topic != OFFSETS_TOPIC)
             .collect();
-        let mut out = BTreeMap::new();
-        for tp in tps {
+        let reader = self.cluster.as_client(READ_BACK_CLIENT);
+        let mut out = FinalState::default();
+        for tp in &tps {
             let read = self
                 .watchdog
                 .guard(tokio::time::timeout(
                     Duration::from_secs(30),
-                    read_partition(&self.cluster, &tp),
+                    read_partition(&reader, tp),
                 ))
                 .await?;
             match read {
                 Ok(Ok(records)) => {
-                    out.insert(tp, records);
+                    out.logs.insert(tp.clone(), records);
                 }
                 Ok(Err(e)) => self.checker.violate(
                     Invariant::Liveness,
                     format!("read back {tp}"),
-                    format!("{tp} cannot be read back after the cluster settled: {e:?}"),
+                    format!("{tp} cannot be read back after the cluster settled: {e}"),
                 ),
                 Err(_) => self.checker.violate(
                     Invariant::Liveness,
                     format!("read back {tp}"),
                     format!("{tp} cannot be read back within 30 s after the cluster settled"),
+                ),
+            }
+        }
+        for group in self.schedule.setup.groups.clone() {
+            let consumer = Consumer::new(
+                reader.clone(),
+                ConsumerConfig {
+                    group_id: Some(group.name.clone()),
+                    enable_auto_commit: false,
+                    ..ConsumerConfig::default()
+                },
+            );
+            let committed = self
+                .watchdog
+                .guard(tokio::time::timeout(
+                    Duration::from_secs(30),
+                    consumer.committed(tps.clone()),
+                ))
+                .await?;
+            match committed {
+                Ok(Ok(offsets)) => {
+                    let stored = offsets.into_iter().filter(|(_, o)| *o >= 0).collect();
+                    out.commits.insert(group.name.clone(), stored);
+                }
+                Ok(Err(e)) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back {}", group.name),
+                    format!("group {}'s committed offsets cannot be read back: {e}", group.name),
+                ),
+                Err(_) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back {}", group.name),
+                    format!(
+                        "group {}'s committed offsets cannot be read back within 30 s",
+                        group.name
+                    ),
                 ),
             }
         }
@@ -782,6 +909,8 @@ impl Sim {
             allowed_losses: self.checker.allowed_losses().to_vec(),
             acked_records: self.checker.acked_records(),
             consumed_records: self.checker.consumed_records(),
+            acknowledged_commits: self.checker.acknowledged_commits(),
+            excused: self.checker.excused().clone(),
             fingerprint: hasher.finish(),
             schedule: self.schedule,
         }
@@ -792,22 +921,39 @@ fn client(result: Result<(), String>) -> String {
     result.map_or_else(|e| format!("failed: {e}"), |()| "ok".into())
 }
 
-/// A partition's committed records, from its log start to its HW, as a consumer reads them.
-async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, ErrorCode> {
+/// The client node of the fresh consumers that read everything back at the end.
+const READ_BACK_CLIENT: u32 = 9_999;
+
+/// A partition's committed records, from its log start to its HW, as a fresh consumer of its
+/// own reads them (manual assignment, from the beginning, until its position reaches the
+/// end offset ListOffsets gives).
+async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, String> {
+    let end = cluster
+        .list_offset(tp, OffsetSpec::Latest)
+        .await
+        .map_err(|e| format!("ListOffsets: {e:?}"))?;
+    let mut consumer = Consumer::new(
+        cluster.clone(),
+        ConsumerConfig {
+            group_id: None,
+            auto_offset_reset: OffsetReset::Earliest,
+            enable_auto_commit: false,
+            fetch_max_wait_ms: 100,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.assign(vec![tp.clone()]);
+    consumer.seek_to_beginning(tp).map_err(|e| e.to_string())?;
     let mut out = BTreeMap::new();
-    let mut offset = cluster.list_offset(tp, OffsetSpec::Earliest).await?;
-    let end = cluster.list_offset(tp, OffsetSpec::Latest).await?;
-    while offset < end {
-        let data = cluster.fetch(tp, offset, 1 << 20).await?;
-        let recs = records::decode(&data.records).map_err(|_| ErrorCode::CorruptMessage)?;
-        let before = offset;
-        for r in recs.into_iter().filter(|r| r.offset >= before && !r.control) {
-            offset = r.offset + 1;
+    while consumer.position(tp).is_none_or(|p| p < end) {
+        for r in consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .map_err(|e| e.to_string())?
+        {
             out.insert(r.offset, r.value.unwrap_or_default());
         }
-        if offset == before {
-            return Err(ErrorCode::OffsetOutOfRange);
-        }
     }
+    consumer.close().await;
     Ok(out)
 }

@@ -17,6 +17,18 @@ use crate::storage::records::Compression;
 const MAX_BROKERS: i32 = 5;
 /// The most members a simulated consumer group has at once.
 const MAX_MEMBERS: usize = 3;
+/// Keys of keyed records: few enough that each repeats, so per-key order means something.
+pub const KEY_SPACE: u64 = 8;
+
+/// The network node of producer `p` (each client has its own links to cut).
+pub fn producer_node(p: usize) -> NodeId {
+    NodeId::Client(1 + p as u32)
+}
+
+/// The network node of member `member` of group `group`.
+pub fn member_node(group: usize, member: usize) -> NodeId {
+    NodeId::Client(100 + 100 * group as u32 + member as u32)
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicSpec {
@@ -66,13 +78,18 @@ pub struct Setup {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Enqueue `records` records with one of the seed's producers.
+    /// Enqueue `records` records with one of the seed's producers: to `partition`, or, when
+    /// `keyed`, each with a key of [`KEY_SPACE`] to the partition the key hashes to.
     Produce {
         producer: usize,
         topic: String,
         partition: i32,
         records: u32,
+        keyed: bool,
     },
+    /// The producer's process dies: nothing it holds is sent or retried, and it never learns
+    /// the fate of what was in flight. The next produce starts a new instance (a new id).
+    CrashProducer(usize),
     /// Nothing but the step's wait.
     Wait,
     JoinConsumer {
@@ -106,7 +123,20 @@ pub enum Action {
         b: NodeId,
         fault: Option<LinkFault>,
     },
+    /// A fault on the way from `from` to `to` only (or its healing).
+    OneWayLink {
+        from: NodeId,
+        to: NodeId,
+        fault: Option<LinkFault>,
+    },
     ElectPreferred,
+    /// A setting changed while the cluster runs.
+    Setting(LiveChange),
+    /// The topic grows to `total` partitions.
+    AddPartitions {
+        topic: String,
+        total: i32,
+    },
     CreateTopic(TopicSpec),
     DeleteTopic(String),
     /// Every broker shut down, then the cluster started again on the same data directory
@@ -114,6 +144,26 @@ pub enum Action {
     RestartCluster {
         brokers: i32,
     },
+    /// Every running broker loses power at once (each drops what it never fsynced), then the
+    /// cluster starts again on the same data directory with this many brokers.
+    PowerLossCluster {
+        brokers: i32,
+    },
+}
+
+/// A setting changed live, as an operator or a trainer changes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveChange {
+    /// `unclean.leader.election.enable` of a topic, or of the cluster (`None`).
+    Unclean {
+        topic: Option<String>,
+        enabled: bool,
+    },
+    MinInsync {
+        topic: String,
+        value: i32,
+    },
+    AutoRebalance(bool),
 }
 
 impl Action {
@@ -133,6 +183,8 @@ impl Action {
             Action::Pause(_) => "pause",
             Action::Resume(_) => "resume",
             Action::Link { fault: None, .. } => "link healed",
+            Action::Link { a, b, .. } if [a, b].contains(&&NodeId::Controller) => "controller link fault",
+            Action::Link { a, b, .. } if [a, b].iter().any(|n| matches!(n, NodeId::Client(_))) => "client link fault",
             Action::Link {
                 fault: Some(LinkFault::Cut),
                 ..
@@ -145,10 +197,16 @@ impl Action {
                 fault: Some(LinkFault::Drop { .. }),
                 ..
             } => "link dropping",
+            Action::OneWayLink { fault: None, .. } => "one-way link healed",
+            Action::OneWayLink { fault: Some(_), .. } => "one-way link fault",
             Action::ElectPreferred => "preferred election",
+            Action::Setting(_) => "setting changed",
+            Action::AddPartitions { .. } => "partitions added",
             Action::CrashConsumer { .. } => "consumer crash",
+            Action::CrashProducer(_) => "producer crash",
             Action::DeleteTopic(_) => "topic deleted",
             Action::RestartCluster { .. } => "cluster restart",
+            Action::PowerLossCluster { .. } => "cluster power loss",
             Action::Produce { .. }
             | Action::Wait
             | Action::JoinConsumer { .. }
@@ -159,7 +217,7 @@ impl Action {
     }
 
     /// Every kind [`Action::fault_kind`] names, for reports that list each.
-    pub const FAULT_KINDS: [&'static str; 14] = [
+    pub const FAULT_KINDS: [&'static str; 22] = [
         "kill",
         "power loss",
         "controlled stop",
@@ -170,10 +228,18 @@ impl Action {
         "link delayed",
         "link dropping",
         "link healed",
+        "controller link fault",
+        "client link fault",
+        "one-way link fault",
+        "one-way link healed",
         "preferred election",
+        "setting changed",
+        "partitions added",
         "consumer crash",
+        "producer crash",
         "topic deleted",
         "cluster restart",
+        "cluster power loss",
     ];
 }
 
@@ -187,9 +253,18 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     pub seed: u64,
+    /// The generator that drew it: [`GENERATOR`] for new runs; the shrunk schedules of
+    /// failures fixed before it grew new kinds of steps replay with the one they were found
+    /// with.
+    pub generator: u32,
     pub setup: Setup,
     pub steps: Vec<Step>,
 }
+
+/// The current schedule generator. Generator 1 drew no setting changes, one-way or
+/// controller or per-client link faults, added partitions, producer crashes, whole-cluster
+/// power losses or keyed records.
+pub const GENERATOR: u32 = 2;
 
 /// What the schedule believes a broker is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +278,8 @@ enum Believed {
 struct Model {
     brokers: BTreeMap<BrokerId, Believed>,
     links: BTreeSet<(NodeId, NodeId)>,
-    topics: Vec<(String, i32)>,
+    one_way: BTreeSet<(NodeId, NodeId)>,
+    topics: Vec<(String, i32, i32)>,
     next_topic: usize,
     members: Vec<BTreeSet<usize>>,
     next_member: Vec<usize>,
@@ -223,19 +299,33 @@ impl Schedule {
     /// The schedule of `seed`, `steps` long. A shorter schedule of the same seed is a prefix
     /// of a longer one.
     pub fn generate(seed: u64, steps: usize) -> Schedule {
+        Schedule::generate_with(seed, steps, GENERATOR)
+    }
+
+    /// The schedule `generator` draws for `seed` (see [`GENERATOR`]).
+    pub fn generate_with(seed: u64, steps: usize, generator: u32) -> Schedule {
         let mut rng = Rng::new(seed);
         let setup = Setup::draw(&mut rng);
         let mut model = Model {
             brokers: (0..setup.brokers).map(|b| (b, Believed::Up)).collect(),
             links: BTreeSet::new(),
-            topics: setup.topics.iter().map(|t| (t.name.clone(), t.partitions)).collect(),
+            one_way: BTreeSet::new(),
+            topics: setup
+                .topics
+                .iter()
+                .map(|t| (t.name.clone(), t.partitions, t.replication_factor))
+                .collect(),
             next_topic: setup.topics.len(),
             members: vec![BTreeSet::new(); setup.groups.len()],
             next_member: vec![0; setup.groups.len()],
         };
         let steps = (0..steps)
             .map(|_| {
-                let action = next_action(&mut rng, &setup, &mut model);
+                let action = if generator >= 2 {
+                    next_action_2(&mut rng, &setup, &mut model)
+                } else {
+                    next_action(&mut rng, &setup, &mut model, 1)
+                };
                 let wait = Duration::from_millis(match rng.below(100) {
                     0..30 => 0,
                     30..70 => rng.between(10, 300),
@@ -245,7 +335,12 @@ impl Schedule {
                 Step { action, wait }
             })
             .collect();
-        Schedule { seed, setup, steps }
+        Schedule {
+            seed,
+            generator,
+            setup,
+            steps,
+        }
     }
 }
 
@@ -334,22 +429,42 @@ impl ProducerSpec {
     }
 }
 
-fn next_action(rng: &mut Rng, setup: &Setup, model: &mut Model) -> Action {
+fn next_action(rng: &mut Rng, setup: &Setup, model: &mut Model, generator: u32) -> Action {
     match rng.below(100) {
-        0..35 => produce(rng, setup, model),
+        0..35 => produce(rng, setup, model, generator),
         35..43 => Action::Wait,
         43..55 => consumer_action(rng, setup, model),
-        55..75 => broker_action(rng, model).unwrap_or_else(|| produce(rng, setup, model)),
-        75..85 => link_action(rng, model),
+        55..75 => broker_action(rng, model).unwrap_or_else(|| produce(rng, setup, model, generator)),
+        75..85 => link_action(rng, setup, model, generator),
         85..88 => Action::ElectPreferred,
         88..93 => topic_action(rng, model),
         93..95 => restart(rng, model),
-        _ => produce(rng, setup, model),
+        _ => produce(rng, setup, model, generator),
     }
 }
 
-fn produce(rng: &mut Rng, setup: &Setup, model: &Model) -> Action {
-    let (topic, partitions) = rng.pick(&model.topics).cloned().unwrap_or_else(|| ("t0".into(), 1));
+/// Generator 2: one step in five is of the kinds generator 1 never drew; the rest are drawn
+/// as before (with keyed records and links to the controller and to each client).
+fn next_action_2(rng: &mut Rng, setup: &Setup, model: &mut Model) -> Action {
+    if !rng.chance(20) {
+        return next_action(rng, setup, model, 2);
+    }
+    match rng.below(100) {
+        0..30 => one_way_link_action(rng, setup, model),
+        30..55 => setting_action(rng, model),
+        55..70 => add_partitions(rng, model).unwrap_or(Action::Wait),
+        70..90 => Action::CrashProducer(rng.below(setup.producers.len() as u64) as usize),
+        _ => {
+            let Action::RestartCluster { brokers } = restart(rng, model) else {
+                return Action::Wait;
+            };
+            Action::PowerLossCluster { brokers }
+        }
+    }
+}
+
+fn produce(rng: &mut Rng, setup: &Setup, model: &Model, generator: u32) -> Action {
+    let (topic, partitions, _) = rng.pick(&model.topics).cloned().unwrap_or_else(|| ("t0".into(), 1, 1));
     Action::Produce {
         producer: rng.below(setup.producers.len() as u64) as usize,
         topic,
@@ -359,6 +474,7 @@ fn produce(rng: &mut Rng, setup: &Setup, model: &Model) -> Action {
         } else {
             rng.between(1, 10) as u32
         },
+        keyed: generator >= 2 && rng.chance(30),
     }
 }
 
@@ -415,7 +531,44 @@ fn broker_action(rng: &mut Rng, model: &mut Model) -> Option<Action> {
     Some(action)
 }
 
-fn link_action(rng: &mut Rng, model: &mut Model) -> Action {
+/// A node some link fault can involve: another broker (most often), the controller, or
+/// one of the clients (generator 2 gives each its own node; generator 1 had one).
+fn peer(rng: &mut Rng, setup: &Setup, model: &Model, x: BrokerId, generator: u32) -> NodeId {
+    let ids: Vec<BrokerId> = model.brokers.keys().copied().filter(|b| *b != x).collect();
+    if generator < 2 {
+        return if rng.chance(70) {
+            NodeId::Broker(*rng.pick(&ids).unwrap_or(&0))
+        } else {
+            NodeId::Client(0)
+        };
+    }
+    match rng.below(100) {
+        0..60 => NodeId::Broker(*rng.pick(&ids).unwrap_or(&0)),
+        60..75 => NodeId::Controller,
+        75..90 => producer_node(rng.below(setup.producers.len() as u64) as usize),
+        _ => {
+            let group = rng.below(setup.groups.len() as u64) as usize;
+            let members: Vec<usize> = model
+                .members
+                .get(group)
+                .map(|m| m.iter().copied().collect())
+                .unwrap_or_default();
+            member_node(group, *rng.pick(&members).unwrap_or(&0))
+        }
+    }
+}
+
+fn draw_fault(rng: &mut Rng) -> LinkFault {
+    match rng.below(100) {
+        0..40 => LinkFault::Cut,
+        40..70 => LinkFault::Delay(Duration::from_millis(rng.between(20, 1_500))),
+        _ => LinkFault::Drop {
+            one_in: rng.between(2, 6) as u32,
+        },
+    }
+}
+
+fn link_action(rng: &mut Rng, setup: &Setup, model: &mut Model, generator: u32) -> Action {
     let faulty: Vec<(NodeId, NodeId)> = model.links.iter().copied().collect();
     if let Some(&(a, b)) = rng.pick(&faulty).filter(|_| rng.chance(50)) {
         model.links.remove(&(a, b));
@@ -423,20 +576,9 @@ fn link_action(rng: &mut Rng, model: &mut Model) -> Action {
     }
     let ids: Vec<BrokerId> = model.brokers.keys().copied().collect();
     let x = *rng.pick(&ids).unwrap_or(&0);
-    let a = if rng.chance(70) {
-        let others: Vec<BrokerId> = ids.iter().copied().filter(|b| *b != x).collect();
-        NodeId::Broker(*rng.pick(&others).unwrap_or(&0))
-    } else {
-        NodeId::Client(0)
-    };
+    let a = peer(rng, setup, model, x, generator);
     let b = NodeId::Broker(x);
-    let fault = match rng.below(100) {
-        0..40 => LinkFault::Cut,
-        40..70 => LinkFault::Delay(Duration::from_millis(rng.between(20, 1_500))),
-        _ => LinkFault::Drop {
-            one_in: rng.between(2, 6) as u32,
-        },
-    };
+    let fault = draw_fault(rng);
     let key = if a < b { (a, b) } else { (b, a) };
     model.links.insert(key);
     Action::Link {
@@ -446,10 +588,66 @@ fn link_action(rng: &mut Rng, model: &mut Model) -> Action {
     }
 }
 
+fn one_way_link_action(rng: &mut Rng, setup: &Setup, model: &mut Model) -> Action {
+    let faulty: Vec<(NodeId, NodeId)> = model.one_way.iter().copied().collect();
+    if let Some(&(from, to)) = rng.pick(&faulty).filter(|_| rng.chance(40)) {
+        model.one_way.remove(&(from, to));
+        return Action::OneWayLink { from, to, fault: None };
+    }
+    let ids: Vec<BrokerId> = model.brokers.keys().copied().collect();
+    let x = *rng.pick(&ids).unwrap_or(&0);
+    let other = peer(rng, setup, model, x, 2);
+    let (from, to) = if rng.chance(50) {
+        (NodeId::Broker(x), other)
+    } else {
+        (other, NodeId::Broker(x))
+    };
+    // Towards a client, the fault loses only the answers to its requests: what it sent
+    // lands, and it never learns so.
+    model.one_way.insert((from, to));
+    Action::OneWayLink {
+        from,
+        to,
+        fault: Some(draw_fault(rng)),
+    }
+}
+
+fn setting_action(rng: &mut Rng, model: &Model) -> Action {
+    let topic = rng.pick(&model.topics).cloned();
+    match (rng.below(100), topic) {
+        (0..35, Some((name, _, rf))) => Action::Setting(LiveChange::MinInsync {
+            topic: name,
+            value: rng.between(1, rf.clamp(1, 3) as u64) as i32,
+        }),
+        (35..55, Some((name, _, _))) => Action::Setting(LiveChange::Unclean {
+            topic: Some(name),
+            enabled: rng.chance(50),
+        }),
+        (55..75, _) => Action::Setting(LiveChange::Unclean {
+            topic: None,
+            enabled: rng.chance(40),
+        }),
+        _ => Action::Setting(LiveChange::AutoRebalance(rng.chance(50))),
+    }
+}
+
+fn add_partitions(rng: &mut Rng, model: &mut Model) -> Option<Action> {
+    let index = rng.below(model.topics.len() as u64) as usize;
+    let entry = model.topics.get_mut(index)?;
+    if entry.1 >= 6 {
+        return None;
+    }
+    entry.1 += rng.between(1, 2) as i32;
+    Some(Action::AddPartitions {
+        topic: entry.0.clone(),
+        total: entry.1,
+    })
+}
+
 fn topic_action(rng: &mut Rng, model: &mut Model) -> Action {
     if model.topics.len() > 1 && rng.chance(40) {
         let index = rng.below(model.topics.len() as u64) as usize;
-        let (name, _) = model.topics.remove(index);
+        let (name, _, _) = model.topics.remove(index);
         return Action::DeleteTopic(name);
     }
     // Names are never reused: an acknowledgement can then only be for one incarnation.
@@ -457,7 +655,9 @@ fn topic_action(rng: &mut Rng, model: &mut Model) -> Action {
     model.next_topic += 1;
     let live = model.brokers.values().filter(|s| **s == Believed::Up).count() as i32;
     let spec = TopicSpec::draw(rng, name, live.max(1));
-    model.topics.push((spec.name.clone(), spec.partitions));
+    model
+        .topics
+        .push((spec.name.clone(), spec.partitions, spec.replication_factor));
     Action::CreateTopic(spec)
 }
 
@@ -470,7 +670,16 @@ fn restart(rng: &mut Rng, model: &mut Model) -> Action {
     };
     model.brokers = (0..brokers).map(|b| (b, Believed::Up)).collect();
     model.links.clear();
+    model.one_way.clear();
     Action::RestartCluster { brokers }
+}
+
+fn describe_fault(fault: &LinkFault) -> String {
+    match fault {
+        LinkFault::Cut => "cut".into(),
+        LinkFault::Delay(d) => format!("delay of {} ms", d.as_millis()),
+        LinkFault::Drop { one_in } => format!("drop 1 in {one_in}"),
+    }
 }
 
 fn node(n: &NodeId) -> String {
@@ -489,7 +698,50 @@ impl fmt::Display for Action {
                 topic,
                 partition,
                 records,
+                keyed: false,
             } => write!(f, "producer {producer} sends {records} records to {topic}-{partition}"),
+            Action::Produce {
+                producer,
+                topic,
+                records,
+                keyed: true,
+                ..
+            } => write!(f, "producer {producer} sends {records} keyed records to {topic}"),
+            Action::CrashProducer(p) => write!(f, "producer {p} crashes"),
+            Action::OneWayLink { from, to, fault: None } => {
+                write!(f, "heal the way from {} to {}", node(from), node(to))
+            }
+            Action::OneWayLink {
+                from,
+                to,
+                fault: Some(fault),
+            } => write!(
+                f,
+                "{} on the way from {} to {} only",
+                describe_fault(fault),
+                node(from),
+                node(to)
+            ),
+            Action::Setting(LiveChange::Unclean {
+                topic: Some(t),
+                enabled,
+            }) => {
+                write!(f, "set unclean.leader.election.enable={enabled} on topic {t}")
+            }
+            Action::Setting(LiveChange::Unclean { topic: None, enabled }) => {
+                write!(f, "set unclean.leader.election.enable={enabled} on the cluster")
+            }
+            Action::Setting(LiveChange::MinInsync { topic, value }) => {
+                write!(f, "set min.insync.replicas={value} on topic {topic}")
+            }
+            Action::Setting(LiveChange::AutoRebalance(on)) => write!(f, "set auto.leader.rebalance.enable={on}"),
+            Action::AddPartitions { topic, total } => write!(f, "grow topic {topic} to {total} partitions"),
+            Action::PowerLossCluster { brokers } => {
+                write!(
+                    f,
+                    "power loss on every broker, then start the cluster with {brokers} brokers"
+                )
+            }
             Action::Wait => write!(f, "wait"),
             Action::JoinConsumer { group, member } => write!(f, "consumer g{group}/{member} joins"),
             Action::CloseConsumer { group, member } => write!(f, "consumer g{group}/{member} leaves"),
@@ -544,8 +796,9 @@ impl fmt::Display for Schedule {
         let s = &self.setup;
         writeln!(
             f,
-            "seed {}: {} brokers, {} offsets partitions, unclean {}, {:?} elections, auto rebalance {}, flush {:?}, segments of {} bytes, replica lag {} ms, fetch wait {} ms",
+            "seed {} (generator {}): {} brokers, {} offsets partitions, unclean {}, {:?} elections, auto rebalance {}, flush {:?}, segments of {} bytes, replica lag {} ms, fetch wait {} ms",
             self.seed,
+            self.generator,
             s.brokers,
             s.offsets_topic_partitions,
             s.unclean_leader_election,
@@ -603,6 +856,12 @@ mod tests {
                 seen.insert(std::mem::discriminant(&step.action));
             }
         }
-        assert_eq!(seen.len(), 17, "every action appears in 50 seeds");
+        assert_eq!(seen.len(), 22, "every action appears in 50 seeds");
+        let kinds: std::collections::BTreeSet<&str> = (0..50)
+            .flat_map(|seed| Schedule::generate(seed, 60).steps)
+            .filter_map(|step| step.action.fault_kind())
+            .collect();
+        let missing: Vec<&&str> = Action::FAULT_KINDS.iter().filter(|k| !kinds.contains(**k)).collect();
+        assert!(missing.is_empty(), "fault kinds never drawn in 50 seeds: {missing:?}");
     }
 }

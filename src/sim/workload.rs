@@ -1,8 +1,10 @@
-//! The simulation's clients: the real producer and consumer over the embedded cluster. Every
-//! record carries a unique value (see [`record_value`]); what producers learn (acks=all
-//! acknowledgements) and what consumers read lands in an outbox the runner hands to the
-//! checker after every step. Records go to explicit partitions, so that the producer's random
-//! sticky partitioner plays no part in a seed's outcome.
+//! The simulation's clients: the real producer and consumer over the embedded cluster, each
+//! on its own network node (see [`super::schedule::producer_node`]). Every record carries a
+//! unique value (see [`record_value`]); what the clients learn (acks=all acknowledgements,
+//! records read, every commit's answer) lands in an outbox the runner hands to the checker
+//! after every step: the checker's history of what clients observed. Records go to explicit
+//! partitions or by key, so that the producer's random sticky partitioner plays no part in a
+//! seed's outcome.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,17 +13,18 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::checker::{Ack, Read, record_value};
-use super::schedule::{GroupSpec, ProducerSpec};
-use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
+use super::checker::{Ack, Commit, CommitFate, Read, record_key, record_value};
+use super::schedule::{GroupSpec, ProducerSpec, member_node, producer_node};
+use crate::client::consumer::{CommitOutcome, Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Acks, Cluster, TopicPartition};
+use crate::engine::{Acks, Cluster, ErrorCode, NodeId, TopicPartition};
 
 /// What the clients saw since the runner last looked.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     pub acks: Vec<Ack>,
     pub reads: Vec<Read>,
+    pub commits: Vec<Commit>,
 }
 
 type SharedOutbox = Arc<Mutex<Outbox>>;
@@ -44,6 +47,8 @@ pub(crate) struct Workload {
     cluster: Cluster,
     specs: Vec<ProducerSpec>,
     producers: Vec<Option<Producer>>,
+    /// Each producer's instance: a crash and the next produce start a new one.
+    instances: Vec<u32>,
     groups: Vec<GroupSpec>,
     members: BTreeMap<(usize, usize), Member>,
     /// Members asked to leave, finishing their goodbyes in the background.
@@ -65,6 +70,7 @@ impl Workload {
             cluster,
             specs: producers.to_vec(),
             producers: vec![None; producers.len()],
+            instances: vec![0; producers.len()],
             groups: groups.to_vec(),
             members: BTreeMap::new(),
             leaving: Vec::new(),
@@ -91,13 +97,22 @@ impl Workload {
         out
     }
 
-    /// Enqueues `records` records; their outcomes arrive in the outbox later.
-    pub async fn produce(&mut self, producer: usize, topic: &str, partition: i32, records: u32) -> Result<(), String> {
+    /// Enqueues `records` records, to `partition` or (`keyed`) by key; their outcomes arrive
+    /// in the outbox later.
+    pub async fn produce(
+        &mut self,
+        producer: usize,
+        topic: &str,
+        partition: i32,
+        records: u32,
+        keyed: bool,
+    ) -> Result<(), String> {
         let spec = self
             .specs
             .get(producer)
             .cloned()
             .ok_or_else(|| format!("no producer {producer}"))?;
+        let instance = self.instances.get(producer).copied().unwrap_or(0);
         let slot = self
             .producers
             .get_mut(producer)
@@ -114,7 +129,10 @@ impl Workload {
                 retry_backoff_ms: 100,
                 ..ProducerConfig::default()
             };
-            let created = Producer::new(self.cluster.clone(), config)
+            let NodeId::Client(node) = producer_node(producer) else {
+                return Err("a producer is a client".into());
+            };
+            let created = Producer::new(self.cluster.as_client(node), config)
                 .await
                 .map_err(|e| format!("{e:#}"))?;
             *slot = Some(created);
@@ -123,12 +141,17 @@ impl Workload {
             return Err("no producer".into());
         };
         for _ in 0..records {
-            let value = record_value(spec.idempotent, producer, self.next_record);
+            let n = self.next_record;
+            let value = record_value(spec.idempotent, producer, instance, n);
             self.next_record += 1;
-            let record = ProducerRecord::new(topic, value.clone()).with_partition(partition);
+            let record = if keyed {
+                ProducerRecord::new(topic, value.clone()).with_key(record_key(n))
+            } else {
+                ProducerRecord::new(topic, value.clone()).with_partition(partition)
+            };
             let delivery = handle.enqueue(record).await.map_err(|e| e.to_string())?;
             let outbox = Arc::clone(&self.outbox);
-            let tp = TopicPartition::new(topic, partition);
+            let topic = topic.to_string();
             let acks = spec.acks;
             let sent_at = self.start.elapsed();
             tokio::spawn(async move {
@@ -136,13 +159,29 @@ impl Workload {
                     && acks == Acks::All
                 {
                     lock(&outbox).acks.push(Ack {
-                        tp,
+                        tp: TopicPartition::new(&topic, metadata.partition),
                         offset: metadata.offset,
                         value,
                         sent_at,
                     });
                 }
             });
+        }
+        Ok(())
+    }
+
+    /// The producer's process dies with what it holds; the next produce starts another.
+    pub fn crash_producer(&mut self, producer: usize) -> Result<(), String> {
+        let slot = self
+            .producers
+            .get_mut(producer)
+            .ok_or_else(|| format!("no producer {producer}"))?;
+        let Some(running) = slot.take() else {
+            return Err("the producer is not running".into());
+        };
+        running.crash();
+        if let Some(instance) = self.instances.get_mut(producer) {
+            *instance += 1;
         }
         Ok(())
     }
@@ -161,7 +200,16 @@ impl Workload {
             return Err("already a member".into());
         }
         let (control, commands) = mpsc::unbounded_channel();
-        let task = tokio::spawn(consume(self.cluster.clone(), spec, commands, Arc::clone(&self.outbox)));
+        let NodeId::Client(node) = member_node(group, member) else {
+            return Err("a member is a client".into());
+        };
+        let task = tokio::spawn(consume(
+            self.cluster.as_client(node),
+            spec,
+            commands,
+            Arc::clone(&self.outbox),
+            self.start,
+        ));
         self.members.insert((group, member), Member { control, task });
         Ok(())
     }
@@ -191,6 +239,9 @@ impl Workload {
     /// against the old cluster, failing it.
     pub fn detach(&mut self) {
         self.producers = vec![None; self.specs.len()];
+        for instance in &mut self.instances {
+            *instance += 1;
+        }
         for m in self.members.values() {
             m.task.abort();
         }
@@ -229,6 +280,7 @@ async fn consume(
     spec: GroupSpec,
     mut commands: mpsc::UnboundedReceiver<Control>,
     outbox: SharedOutbox,
+    start: tokio::time::Instant,
 ) {
     let config = ConsumerConfig {
         group_id: Some(spec.name.clone()),
@@ -243,6 +295,17 @@ async fn consume(
         ..ConsumerConfig::default()
     };
     let mut consumer = Consumer::new(cluster, config);
+    consumer.on_commit({
+        let outbox = Arc::clone(&outbox);
+        Arc::new(move |outcome: &CommitOutcome| {
+            lock(&outbox).commits.push(Commit {
+                group: outcome.group.clone(),
+                offsets: outcome.offsets.clone(),
+                fate: commit_fate(outcome.result),
+                answered_at: start.elapsed(),
+            });
+        })
+    });
     consumer.subscribe(spec.topics.clone());
     loop {
         match commands.try_recv() {
@@ -270,5 +333,24 @@ async fn consume(
         // A poll can return without ever having waited (it spins while a partition has no
         // leader); the application's loop still lets the rest of the process run.
         tokio::task::yield_now().await;
+    }
+}
+
+/// What a commit's answer tells of its fate: the refusals a coordinator gives before it
+/// writes anything mean nothing was stored; any other error leaves the fate unknown. A
+/// coordinator that wrote the commit and lost its leadership or its ISR while waiting answers
+/// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (Kafka's `storeOffsets`), and the record may
+/// survive; an answer that never came may follow a commit that was applied.
+fn commit_fate(result: Result<(), ErrorCode>) -> CommitFate {
+    match result {
+        Ok(()) => CommitFate::Acknowledged,
+        Err(
+            ErrorCode::IllegalGeneration
+            | ErrorCode::UnknownMemberId
+            | ErrorCode::RebalanceInProgress
+            | ErrorCode::CoordinatorLoadInProgress
+            | ErrorCode::InvalidCommitOffsetSize,
+        ) => CommitFate::Refused,
+        Err(_) => CommitFate::Unknown,
     }
 }

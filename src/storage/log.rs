@@ -264,7 +264,19 @@ impl Log {
         epochs.truncate_from_end(leo);
         state.epochs = epochs;
 
-        let durable_end = if clean { leo } else { recovery_point.min(leo) };
+        // After a crash, what recovery kept past the recovery point may still sit in the page
+        // cache only (a process crash leaves it there): fsync it before the log serves it, so
+        // that whatever it holds now survives a later power loss and the flush policy's
+        // promise covers records written before the crash too.
+        if !clean && leo > recovery_point {
+            for seg in state.segments.values_mut() {
+                if seg.next_offset() > recovery_point {
+                    seg.sync_all_files()?;
+                }
+            }
+            checkpoint::sync_dir(&dir)?;
+        }
+        let durable_end = leo;
         let log = Log {
             dir,
             config,
