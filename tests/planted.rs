@@ -74,13 +74,13 @@ fn one_line(text: &str, max: usize) -> String {
 fn print_table(outcomes: &[Outcome]) {
     eprintln!();
     eprintln!(
-        "{:<30} {:>7} {:>6} {:>9} {:>7}  first violation",
-        "planted bug", "caught", "seeds", "hits", "secs"
+        "{:<30} {:>9} {:>9} {:>9} {:>6}  first violation",
+        "planted bug", "caught by", "seeds run", "hits", "secs"
     );
     for o in outcomes {
         let (seed, first) = match &o.caught {
             Some(r) => (
-                format!("#{}", r.seed),
+                format!("seed {}", r.seed),
                 r.violations
                     .first()
                     .map(|v| format!("[{:?}] {}", v.invariant, one_line(&v.to_string(), 160)))
@@ -89,7 +89,7 @@ fn print_table(outcomes: &[Outcome]) {
             None => ("never".to_string(), format!("none in {} seeds", o.seeds_run)),
         };
         eprintln!(
-            "{:<30} {:>7} {:>6} {:>9} {:>7.1}  {first}",
+            "{:<30} {:>9} {:>9} {:>9} {:>6.1}  {first}",
             o.bug.name(),
             seed,
             o.seeds_run,
