@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::config::{ClusterConfig, LeaderElection, TopicConfig};
 use super::events::{ElectionReason, EventBus, EventKind, LiveSetting};
+use super::planted::{self, Bug};
 use super::protocol::ErrorCode;
 use super::{BrokerId, Clock, TopicPartition};
 use crate::kafka::{is_internal_topic, topic_name_error};
@@ -412,7 +413,10 @@ impl Controller {
                 let old = Some(broker);
                 if let Some(new) = self.choose(&snapshot, &candidates) {
                     p.leader = new;
-                    p.leader_epoch += 1;
+                    // Planted (issue 24): the new leader inherits the failed leader's epoch.
+                    if !planted::active(Bug::LeaderEpochReused) {
+                        p.leader_epoch += 1;
+                    }
                     if leave {
                         p.isr.retain(|r| *r != broker);
                     }

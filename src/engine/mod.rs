@@ -24,6 +24,7 @@ pub mod group;
 mod inspect;
 mod network;
 mod partition;
+pub mod planted;
 mod producer_state;
 mod protocol;
 mod signal;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::controller::{NO_LEADER, PartitionRegistration};
+use super::planted::{self, Bug};
 use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
 use super::signal::{Signal, Watcher};
@@ -357,7 +358,14 @@ impl Partition {
         if s.role == Role::Leader {
             self.maybe_increment_hw(&mut s, now_ms);
         }
+        // Planted (issue 24): a new follower cuts its log to below its HW.
+        let becomes_follower = changed && matches!(s.role, Role::Follower { .. });
+        let below_hw = (becomes_follower && planted::active(Bug::TruncationBelowHw))
+            .then(|| (s.high_watermark - 1).max(self.log.log_start_offset()));
         drop(s);
+        if let Some(offset) = below_hw {
+            self.cut_to(offset)?;
+        }
         self.notify();
         Ok(changed)
     }
@@ -437,6 +445,10 @@ impl Partition {
         if s.maximal_isr().len() < s.effective_min_isr() {
             return Err(ErrorCode::NotEnoughReplicasAfterAppend);
         }
+        // Planted (issue 24): answered as soon as the batch is in the leader's log.
+        if s.high_watermark < required_offset && planted::active(Bug::AcksAllOnAppend) {
+            return Ok(true);
+        }
         Ok(s.high_watermark >= required_offset)
     }
 
@@ -448,11 +460,17 @@ impl Partition {
         let leo = self.log.log_end_offset();
         let maximal = s.maximal_isr();
         let mut new_hw = leo;
+        let mut lagging_skipped = false;
         for (id, r) in &s.remotes {
             // A caught-up replica outside the ISR counts (it is about to join), unless its broker
             // is fenced: a dead follower must not hold the HW back after it left the ISR.
             let counts =
                 maximal.contains(id) || (self.is_caught_up(r, leo, now_ms) && r.leo >= 0 && s.eligible.contains(id));
+            // Planted (issue 24): one lagging ISR follower does not hold the HW back.
+            if counts && r.leo < leo && !lagging_skipped && planted::active(Bug::HwPastLaggingIsr) {
+                lagging_skipped = true;
+                continue;
+            }
             if counts && r.leo < new_hw {
                 new_hw = r.leo;
             }
@@ -512,6 +530,9 @@ impl Partition {
             }
         }
         let upper = if req.replica.is_some() {
+            None
+        } else if leo > s.high_watermark && planted::active(Bug::ConsumerReadsAboveHw) {
+            // Planted (issue 24): a consumer is served records not yet committed.
             None
         } else {
             Some(s.high_watermark)
@@ -602,6 +623,15 @@ impl Partition {
             return None;
         }
         let new_isr: Vec<BrokerId> = s.isr.iter().copied().filter(|r| !lagging.contains(r)).collect();
+        if planted::active(Bug::IsrShrunkWithoutController) {
+            // Planted (issue 24): the leader acts on its own ISR; the controller's still holds
+            // the laggards.
+            s.isr = new_isr;
+            self.maybe_increment_hw(&mut s, now_ms);
+            drop(s);
+            self.notify();
+            return None;
+        }
         s.pending_isr = Some(new_isr.clone());
         Some(IsrProposal {
             tp: self.tp.clone(),
@@ -633,6 +663,10 @@ impl Partition {
 
     /// What a follower sends: its LEO and the epoch of its last batch.
     pub fn fetch_position(&self) -> (i64, Option<i32>) {
+        // Planted (issue 24): without its last epoch the leader never says where it diverged.
+        if planted::active(Bug::DivergenceIgnored) {
+            return (self.log.log_end_offset(), None);
+        }
         (self.log.log_end_offset(), self.log.latest_epoch())
     }
 
@@ -729,8 +763,13 @@ impl Partition {
     }
 
     fn cut_to(&self, offset: i64) -> Result<(), LogError> {
+        let stale_epochs = planted::active(Bug::StaleEpochCache).then(|| self.log.epoch_entries());
         self.log.truncate_to(offset)?;
         let after = self.log.log_end_offset();
+        // Planted (issue 24): the epochs that started in the cut suffix stay in the cache.
+        for e in stale_epochs.iter().flatten().filter(|e| e.start_offset >= after) {
+            self.log.assign_epoch(e.epoch, e.start_offset)?;
+        }
         self.producers.lock().unwrap_or_else(|p| p.into_inner()).truncate(after);
         let mut s = self.lock();
         s.high_watermark = s.high_watermark.min(after);
