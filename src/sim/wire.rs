@@ -72,7 +72,8 @@ impl From<ProduceError> for String {
     }
 }
 
-/// Kafka-protocol clients of one simulated cluster, sharing one connection per broker.
+/// Kafka-protocol clients of one simulated cluster, sharing one connection per broker. They
+/// dial that `Cluster` only: after a restart (a new `Cluster`), close them and connect anew.
 pub struct WireClients {
     client: KafkaClient,
     /// Record timestamps come from the cluster's clock, as the in-process producer's do.

@@ -67,6 +67,8 @@ fn base_port(config: &WireConfig) -> u16 {
 /// stopped or killed refuses, a paused broker accepts and answers nothing until resumed, and
 /// the connection is dropped when its broker stops or crashes. The broker's state is followed
 /// through the cluster's events, at once rather than at the listener's polling interval.
+/// [`Cluster::shutdown`] announces nothing: its connections end at their next request (the
+/// broker is down) or when the client hangs up.
 pub fn connect_in_memory(
     cluster: &Cluster,
     config: Arc<WireConfig>,
