@@ -83,10 +83,10 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     (
         "sim",
         &[
-            "wire", "view", "remote", "workload", "config", "cli", "embedded", "tui", "commands", "serve", "scenario",
-            "record", "bench",
+            "view", "workload", "config", "cli", "embedded", "tui", "commands", "serve", "scenario", "record", "bench",
         ],
-        "the simulation judges the engine from what its clients saw, apart from every console",
+        "the simulation judges the engine from what its clients saw (in process, or over the wire protocol through \
+         the remote client), apart from every console",
     ),
     (
         "config",

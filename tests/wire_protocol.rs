@@ -13,7 +13,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
 use kdeck::storage::records::{self, Compression};
 use kdeck::wire::{WireConfig, WireError, WireServer, versions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 struct Setup {
@@ -96,7 +96,7 @@ fn frame<R: Encodable + HeaderVersion>(api: ApiKey, version: i16, correlation_id
     out.freeze()
 }
 
-async fn read_response(stream: &mut TcpStream) -> Option<Bytes> {
+async fn read_response<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Bytes> {
     let length = stream.read_i32().await.ok()?;
     let mut payload = vec![0u8; length as usize];
     stream.read_exact(&mut payload).await.ok()?;
@@ -104,8 +104,9 @@ async fn read_response(stream: &mut TcpStream) -> Option<Bytes> {
 }
 
 /// Sends one request and decodes its response.
-async fn call<Req, Resp>(stream: &mut TcpStream, api: ApiKey, version: i16, request: &Req) -> Resp
+async fn call<S, Req, Resp>(stream: &mut S, api: ApiKey, version: i16, request: &Req) -> Resp
 where
+    S: AsyncRead + AsyncWrite + Unpin,
     Req: Encodable + HeaderVersion,
     Resp: Decodable + HeaderVersion,
 {
@@ -124,7 +125,7 @@ async fn connect(addr: SocketAddr) -> TcpStream {
 }
 
 /// Whether the server closed the connection (read returns end of stream).
-async fn closed(stream: &mut TcpStream) -> bool {
+async fn closed<S: AsyncRead + Unpin>(stream: &mut S) -> bool {
     let mut byte = [0u8; 1];
     matches!(
         tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await,
@@ -561,6 +562,37 @@ async fn a_killed_broker_stops_listening_and_comes_back_on_the_same_port() {
     let mut again = connect(addr).await;
     let response: ApiVersionsResponse = call(&mut again, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
     assert_eq!(response.error_code, 0);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_memory_connection_to_a_listener_pauses_and_closes_with_it() {
+    let s = setup(free_ports()).await;
+    let mut pipe = s.server.connect_in_memory(2).expect("connects");
+    let response: ApiVersionsResponse = call(&mut pipe, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
+    assert_eq!(response.error_code, 0);
+
+    s.cluster.pause(2).expect("pause");
+    s.server.sync().await;
+    pipe.write_all(&frame(ApiKey::ApiVersions, 3, 5, &ApiVersionsRequest::default()))
+        .await
+        .expect("sent");
+    let mut length = [0u8; 4];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), pipe.read_exact(&mut length))
+            .await
+            .is_err(),
+        "a paused broker does not answer"
+    );
+    s.cluster.resume(2).expect("resume");
+    s.server.sync().await;
+    let mut payload = read_response(&mut pipe).await.expect("answered after resume");
+    assert_eq!(payload.get_i32(), 5);
+
+    s.cluster.kill(2).expect("kill");
+    s.server.sync().await;
+    assert!(closed(&mut pipe).await, "open connections are dropped");
+    assert!(matches!(s.server.connect_in_memory(2), Err(WireError::NotRunning(2))));
     s.stop().await;
 }
 

@@ -732,13 +732,17 @@ impl BrokerSlot {
 }
 
 /// reconnect.backoff.ms doubled per failure in a row up to reconnect.backoff.max.ms, then
-/// ±20% jitter so many clients do not reconnect in step (Java's ExponentialBackoff).
+/// ±20% jitter so many clients do not reconnect in step (Java's ExponentialBackoff), unless
+/// `backoff_jitter` is off.
 fn reconnect_backoff(settings: &ClientSettings, failures: u32) -> Duration {
     let doublings = failures.saturating_sub(1).min(30);
     let term = settings
         .reconnect_backoff
         .saturating_mul(1u32 << doublings)
         .min(settings.reconnect_backoff_max);
+    if !settings.backoff_jitter {
+        return term;
+    }
     let mut random = [0u8; 4];
     let unit = match getrandom::fill(&mut random) {
         Ok(()) => f64::from(u32::from_le_bytes(random)) / f64::from(u32::MAX),
@@ -775,5 +779,11 @@ mod tests {
         within(4, 800);
         within(5, 1_000);
         within(u32::MAX, 1_000);
+        let exact = ClientSettings {
+            backoff_jitter: false,
+            ..settings
+        };
+        assert_eq!(reconnect_backoff(&exact, 3), Duration::from_millis(400));
+        assert_eq!(reconnect_backoff(&exact, 9), Duration::from_millis(1_000));
     }
 }

@@ -2,7 +2,7 @@
 //! socket (answers matched by correlation id), a timeout per request, ApiVersions negotiated
 //! on connect, then TLS and SASL when configured.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::{BrokerAddress, ClientSettings, RemoteError, security};
+use super::{AsyncReadWrite, BrokerAddress, ClientSettings, RemoteError, Transport, security};
 
 /// The versions a broker supports for one API, from its ApiVersions answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,20 +111,23 @@ impl Connection {
         settings: &ClientSettings,
     ) -> Result<Connection, RemoteError> {
         tracing::debug!(broker = label, "connecting");
-        let tcp = TcpStream::connect((address.host.as_str(), address.port))
-            .await
-            .map_err(|e| RemoteError::Connect {
-                address: label.to_string(),
-                reason: e.to_string(),
-            })?;
-        // Requests are small and latency matters more than packet count.
-        let _ = tcp.set_nodelay(true);
-        let link = match &settings.tls {
-            Some(tls) => {
-                let stream = security::tls_connect(tcp, address, label, tls).await?;
-                Link::start(stream, label, settings)
+        let refused = |e: std::io::Error| RemoteError::Connect {
+            address: label.to_string(),
+            reason: e.to_string(),
+        };
+        let link = match &settings.transport {
+            Transport::Tcp => {
+                let tcp = TcpStream::connect((address.host.as_str(), address.port))
+                    .await
+                    .map_err(refused)?;
+                // Requests are small and latency matters more than packet count.
+                let _ = tcp.set_nodelay(true);
+                start_link(tcp, address, label, settings).await?
             }
-            None => Link::start(tcp, label, settings),
+            Transport::Dial(dialer) => {
+                let stream: Box<dyn AsyncReadWrite> = dialer.dial(address).await.map_err(refused)?;
+                start_link(stream, address, label, settings).await?
+            }
         };
         let versions = negotiate_versions(&link).await?;
         let connection = Connection {
@@ -202,6 +205,22 @@ impl Connection {
     pub fn same_as(&self, other: &Connection) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
+}
+
+/// TLS over `stream` when configured, then the reader and writer tasks.
+async fn start_link<S: AsyncReadWrite + 'static>(
+    stream: S,
+    address: &BrokerAddress,
+    label: &str,
+    settings: &ClientSettings,
+) -> Result<Link, RemoteError> {
+    Ok(match &settings.tls {
+        Some(tls) => {
+            let stream = security::tls_connect(stream, address, label, tls).await?;
+            Link::start(stream, label, settings)
+        }
+        None => Link::start(stream, label, settings),
+    })
 }
 
 fn api_key<R: Request>(link: &Link) -> Result<ApiKey, RemoteError> {
@@ -300,7 +319,9 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
-    pending: HashMap<i32, Pending>,
+    /// By correlation id: a closing connection fails its calls in the order they were sent
+    /// (a hash map's order would differ per run, and so would the order the callers wake).
+    pending: BTreeMap<i32, Pending>,
     /// Why the connection closed; set once, never cleared.
     closed: Option<String>,
 }

@@ -12,10 +12,14 @@ pub mod ops;
 pub mod security;
 pub mod source;
 
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use client::{BrokerHealth, KafkaClient, Target};
 
@@ -197,6 +201,54 @@ impl std::fmt::Display for BrokerAddress {
     }
 }
 
+/// A byte stream a connection runs over: a TCP socket, or whatever a [`Dialer`] opens.
+pub trait AsyncReadWrite: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> AsyncReadWrite for T {}
+
+/// What a [`Dialer`] returns: the stream to one broker, or why there is none.
+pub type DialFuture = Pin<Box<dyn Future<Output = std::io::Result<Box<dyn AsyncReadWrite>>> + Send>>;
+
+/// Opens the stream to a broker address instead of a TCP connect (the simulation reaches its
+/// brokers through in-memory pipes). TLS, ApiVersions and SASL then run over it as over TCP.
+#[derive(Clone)]
+pub struct Dialer(Arc<dyn Fn(&BrokerAddress) -> DialFuture + Send + Sync>);
+
+impl Dialer {
+    pub fn new(dial: impl Fn(&BrokerAddress) -> DialFuture + Send + Sync + 'static) -> Dialer {
+        Dialer(Arc::new(dial))
+    }
+
+    pub fn dial(&self, address: &BrokerAddress) -> DialFuture {
+        (self.0)(address)
+    }
+}
+
+impl std::fmt::Debug for Dialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Dialer")
+    }
+}
+
+/// Two dialers are equal when they are clones of one.
+impl PartialEq for Dialer {
+    fn eq(&self, other: &Dialer) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Dialer {}
+
+/// How a [`KafkaClient`] reaches a broker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// A TCP connection to the broker's address.
+    #[default]
+    Tcp,
+    /// Whatever stream the dialer opens for the address.
+    Dial(Dialer),
+}
+
 /// Everything a [`KafkaClient`] needs, checked: built from [`RemoteConfig`] by
 /// [`ClientSettings::from_config`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +262,10 @@ pub struct ClientSettings {
     pub metadata_max_age: Duration,
     pub tls: Option<TlsSettings>,
     pub sasl: Option<SaslSettings>,
+    pub transport: Transport,
+    /// Spread reconnect backoffs by ±20% at random so many clients do not reconnect in step;
+    /// off where a run must replay exactly (the simulation).
+    pub backoff_jitter: bool,
 }
 
 /// The bootstrap the CLI commands use when none is given.
@@ -294,6 +350,8 @@ impl ClientSettings {
             metadata_max_age: positive("metadata_max_age_ms", config.metadata_max_age_ms)?,
             tls,
             sasl,
+            transport: Transport::Tcp,
+            backoff_jitter: true,
         })
     }
 }

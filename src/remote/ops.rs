@@ -14,12 +14,13 @@ use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest,
     DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest,
-    OffsetFetchRequest, ProduceRequest, TopicName,
+    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -52,6 +53,9 @@ pub struct FetchedPartition {
     pub records: Vec<TailRecord>,
     /// Where the next fetch starts.
     pub next_offset: i64,
+    /// `(base offset, partition leader epoch)` of each whole batch read, in offset order: a
+    /// record's epoch is that of the last entry at or before its offset.
+    pub leader_epochs: Vec<(i64, i32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,8 +357,9 @@ pub async fn produce(
     }
 }
 
-/// `records` as one uncompressed record batch v2 without a producer id.
-fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
+/// `records` as one uncompressed record batch v2 without a producer id. Records without a
+/// timestamp get the wall clock's.
+pub fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
     let now = chrono::Utc::now().timestamp_millis();
     let records: Vec<Record> = records
         .iter()
@@ -396,7 +401,10 @@ fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
     Ok(buf.freeze())
 }
 
-async fn produce_once(
+/// One attempt at sending `batch` ([`encode_batch`]) to the partition's leader as the cached
+/// metadata names it, without [`produce`]'s retry: a caller that must know whether a batch
+/// may have been appended twice retries itself.
+pub async fn produce_once(
     client: &KafkaClient,
     topic: &str,
     partition: i32,
@@ -550,34 +558,40 @@ async fn fetch_once(
     if answer.error_code != 0 {
         return Err(kafka_error(context, answer.error_code, None));
     }
-    let (records, next_offset) =
-        decode_records(partition, offset, answer.records.unwrap_or_default()).map_err(|reason| {
-            RemoteError::Protocol {
-                broker: leader.to_string(),
-                reason: format!("{topic}/{partition}: {reason}"),
-            }
-        })?;
+    let (records, next_offset, leader_epochs) = decode_records(partition, offset, answer.records.unwrap_or_default())
+        .map_err(|reason| RemoteError::Protocol {
+        broker: leader.to_string(),
+        reason: format!("{topic}/{partition}: {reason}"),
+    })?;
     Ok(FetchedPartition {
         high_watermark: answer.high_watermark,
         log_start_offset: answer.log_start_offset,
         records,
         next_offset,
+        leader_epochs,
     })
 }
 
 /// Byte offsets inside a record batch v2 header.
 const BATCH_LENGTH_AT: usize = 8;
+const LEADER_EPOCH_AT: usize = 12;
 const MAGIC_AT: usize = 16;
 const ATTRIBUTES_AT: usize = 21;
 const LAST_OFFSET_DELTA_AT: usize = 23;
 const BATCH_HEADER_LEN: usize = 61;
 const CONTROL_BATCH: i16 = 1 << 5;
 
-/// The records at or after `offset` in fetched batches, and the offset after the last whole
-/// batch (`offset` when there is none). A batch cut at the end of the answer (the fetch size
-/// ran out) is left for the next fetch, as every Kafka client does.
-fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<(Vec<TailRecord>, i64), String> {
+/// What [`decode_records`] read: the records, where the next fetch starts, and each batch's
+/// `(base offset, leader epoch)`.
+type Decoded = (Vec<TailRecord>, i64, Vec<(i64, i32)>);
+
+/// The records at or after `offset` in fetched batches, the offset after the last whole
+/// batch (`offset` when there is none), and the leader epoch of each whole batch. A batch cut
+/// at the end of the answer (the fetch size ran out) is left for the next fetch, as every
+/// Kafka client does.
+fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<Decoded, String> {
     let mut records = Vec::new();
+    let mut leader_epochs = Vec::new();
     let mut next_offset = offset;
     while data.len() >= BATCH_HEADER_LEN {
         let read = |at: usize, len: usize| data.get(at..at + len).unwrap_or_default();
@@ -598,6 +612,7 @@ fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<(Vec<T
         }
         let attributes = i16::from_be_bytes(read(ATTRIBUTES_AT, 2).try_into().unwrap_or_default());
         let last_delta = i32::from_be_bytes(read(LAST_OFFSET_DELTA_AT, 4).try_into().unwrap_or_default());
+        let leader_epoch = i32::from_be_bytes(read(LEADER_EPOCH_AT, 4).try_into().unwrap_or_default());
         let mut batch = data.split_to(total);
         if attributes & CONTROL_BATCH == 0 {
             let set = RecordBatchDecoder::decode(&mut batch)
@@ -620,9 +635,10 @@ fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<(Vec<T
                     }),
             );
         }
+        leader_epochs.push((base_offset, leader_epoch));
         next_offset = next_offset.max(base_offset.saturating_add(i64::from(last_delta)).saturating_add(1));
     }
-    Ok((records, next_offset))
+    Ok((records, next_offset, leader_epochs))
 }
 
 /// Every group of every broker.
@@ -782,6 +798,73 @@ pub fn decode_assignment(mut bytes: Bytes) -> Vec<(String, i32)> {
             .collect(),
         Err(_) => Vec::new(),
     }
+}
+
+/// Commits `offsets` (topic, partition, offset) for `group` as a consumer outside the group's
+/// membership would (generation -1, no member id: Kafka's `assign()` consumers), at the
+/// group's coordinator; once more at a new coordinator when the first one moved.
+pub async fn commit_offsets(
+    client: &KafkaClient,
+    group: &str,
+    offsets: &[(String, i32, i64)],
+) -> Result<(), RemoteError> {
+    match commit_offsets_once(client, group, offsets).await {
+        Err(error) if is_coordinator_error(&error) => {
+            client.forget_coordinator(group);
+            commit_offsets_once(client, group, offsets).await
+        }
+        other => other,
+    }
+}
+
+async fn commit_offsets_once(
+    client: &KafkaClient,
+    group: &str,
+    offsets: &[(String, i32, i64)],
+) -> Result<(), RemoteError> {
+    let coordinator = client.coordinator(group).await?;
+    let target = Target::Broker(coordinator);
+    version(client, target, ApiKey::OffsetCommit).await?;
+    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
+    for (topic, partition, offset) in offsets {
+        let entry = OffsetCommitRequestPartition::default()
+            .with_partition_index(*partition)
+            .with_committed_offset(*offset);
+        match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.partitions.push(entry),
+            None => topics.push(
+                OffsetCommitRequestTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![entry]),
+            ),
+        }
+    }
+    let request = OffsetCommitRequest::default()
+        .with_group_id(group_id(group))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_topics(topics);
+    let response = client.send(target, request).await?;
+    for (topic, partition, _) in offsets {
+        let answer = response
+            .topics
+            .iter()
+            .filter(|t| t.name.0.as_str() == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == *partition)
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: coordinator.to_string(),
+                reason: format!("OffsetCommit answer without {topic}/{partition}"),
+            })?;
+        if answer.error_code != 0 {
+            return Err(kafka_error(
+                format!("committing group {group}'s offset of {topic}/{partition}"),
+                answer.error_code,
+                None,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every committed offset of `group`.
@@ -1088,7 +1171,7 @@ mod tests {
         assert_eq!(infos.len(), 1, "one batch, not one per record");
         assert_eq!(infos[0].producer_id, -1);
         assert_eq!(infos[0].base_sequence, -1);
-        let (decoded, next) = decode_records(4, 0, bytes).expect("decodes");
+        let (decoded, next, _) = decode_records(4, 0, bytes).expect("decodes");
         assert_eq!(next, 3);
         assert_eq!(decoded.len(), 3);
         assert_eq!(decoded[0].partition, 4);
@@ -1105,15 +1188,22 @@ mod tests {
 
     #[test]
     fn fetched_records_before_the_offset_are_cut_and_a_partial_batch_waits() {
+        // The CRC does not cover the leader epoch either: a broker stamps it on append.
+        let with_epoch = |bytes: Bytes, epoch: i32| {
+            let mut bytes = BytesMut::from(&bytes[..]);
+            bytes[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&epoch.to_be_bytes());
+            bytes.freeze()
+        };
         let mut data = BytesMut::new();
-        data.extend_from_slice(&batch(&[value("a"), value("b"), value("c")], 10));
-        data.extend_from_slice(&batch(&[value("d")], 13));
-        let partial = batch(&[value("e"), value("f")], 14);
+        data.extend_from_slice(&with_epoch(batch(&[value("a"), value("b"), value("c")], 10), 3));
+        data.extend_from_slice(&with_epoch(batch(&[value("d")], 13), 4));
+        let partial = with_epoch(batch(&[value("e"), value("f")], 14), 5);
         data.extend_from_slice(&partial[..partial.len() - 5]);
-        let (records, next) = decode_records(0, 11, data.freeze()).expect("decodes");
+        let (records, next, epochs) = decode_records(0, 11, data.freeze()).expect("decodes");
         assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![11, 12, 13]);
         assert_eq!(next, 14, "the cut batch is fetched again");
-        let (records, next) = decode_records(0, 14, Bytes::new()).expect("nothing to decode");
+        assert_eq!(epochs, vec![(10, 3), (13, 4)], "whole batches only");
+        let (records, next, _) = decode_records(0, 14, Bytes::new()).expect("nothing to decode");
         assert!(records.is_empty());
         assert_eq!(next, 14, "an empty answer leaves the offset where it was");
     }
@@ -1125,7 +1215,7 @@ mod tests {
         control[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
         let crc = crc32c::crc32c(&control[ATTRIBUTES_AT..]);
         control[17..21].copy_from_slice(&crc.to_be_bytes());
-        let (records, next) = decode_records(0, 5, control.freeze()).expect("decodes");
+        let (records, next, _) = decode_records(0, 5, control.freeze()).expect("decodes");
         assert!(records.is_empty());
         assert_eq!(next, 6);
     }

@@ -18,21 +18,22 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use sha2::{Digest, Sha256, Sha512};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use super::connection::Connection;
 use super::{BrokerAddress, RemoteError, SaslMechanism, SaslSettings, TlsSettings, error_name};
 
-/// Wraps `tcp` in TLS as `tls` says: the CA file's roots (else the Mozilla roots), a client
-/// certificate when given, the server name from the settings or else the broker's host.
-pub(crate) async fn tls_connect(
-    tcp: TcpStream,
+/// Wraps `tcp` (a socket, or a dialed stream) in TLS as `tls` says: the CA file's roots (else
+/// the Mozilla roots), a client certificate when given, the server name from the settings or
+/// else the broker's host.
+pub(crate) async fn tls_connect<S: AsyncRead + AsyncWrite + Unpin>(
+    tcp: S,
     address: &BrokerAddress,
     label: &str,
     tls: &TlsSettings,
-) -> Result<TlsStream<TcpStream>, RemoteError> {
+) -> Result<TlsStream<S>, RemoteError> {
     let tls_error = |reason: String| RemoteError::Tls {
         address: label.to_string(),
         reason,

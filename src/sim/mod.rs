@@ -14,6 +14,9 @@
 pub mod checker;
 mod runner;
 pub mod schedule;
+// The Kafka-protocol clients; the workload does not use them yet.
+#[allow(dead_code)]
+mod wire;
 mod workload;
 
 use std::collections::BTreeMap;

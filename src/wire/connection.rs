@@ -4,12 +4,10 @@
 //! batches reach their broker before the next frame is read, so one connection's batches are
 //! appended in the order sent, as by Kafka's one-request-at-a-time broker.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::codec::{self, RequestBody};
@@ -59,16 +57,21 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: u32) -> Resul
 /// connection.
 type Pending = oneshot::Receiver<Answer>;
 
-pub async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Serves one connection over any byte stream: a TCP socket from the listener, or one end of
+/// an in-memory pipe ([`super::connect_in_memory`]). `peer` names the other end in logs.
+pub async fn serve<S>(
+    stream: S,
+    peer: String,
     ctx: Arc<Context>,
     mut paused: watch::Receiver<bool>,
     mut closed: watch::Receiver<bool>,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let broker = ctx.broker;
-    let (mut reader, mut writer) = stream.into_split();
+    let (mut reader, mut writer) = tokio::io::split(stream);
     let (queue, mut answers) = mpsc::channel::<Pending>(ctx.config.max_inflight_per_connection.max(1));
+    let reader_peer = peer.clone();
     let mut write_loop = tokio::spawn(async move {
         while let Some(pending) = answers.recv().await {
             match pending.await {
@@ -92,6 +95,7 @@ pub async fn serve(
     });
     let max = ctx.config.socket_request_max_bytes;
     let read_loop = async move {
+        let peer = reader_peer;
         loop {
             let frame = match read_frame(&mut reader, max).await {
                 Ok(Some(frame)) => frame,
@@ -130,18 +134,21 @@ pub async fn serve(
             }
         }
     };
+    // Biased: tokio's default picks a branch at random, and a simulated seed must replay.
     tokio::select! {
-        _ = read_loop => {}
-        // An answer that closes the connection: reading on would be for nothing.
-        _ = &mut write_loop => return,
+        biased;
         _ = closed.changed() => {
             write_loop.abort();
             return;
         }
+        // An answer that closes the connection: reading on would be for nothing.
+        _ = &mut write_loop => return,
+        _ = read_loop => {}
     }
     // Answers already promised are still written, unless the listener closes meanwhile.
     tokio::select! {
-        _ = write_loop => {}
+        biased;
         _ = closed.changed() => {}
+        _ = write_loop => {}
     }
 }

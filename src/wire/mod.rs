@@ -1,7 +1,8 @@
 //! The Kafka wire protocol in front of the embedded cluster: every broker gets a TCP
 //! listener, frames are decoded with the `kafka-protocol` crate, and each request is answered
 //! by the engine as the broker that owns the listener (so a client talking to a broker that
-//! does not lead a partition is told NOT_LEADER_OR_FOLLOWER, as Kafka would tell it).
+//! does not lead a partition is told NOT_LEADER_OR_FOLLOWER, as Kafka would tell it). The
+//! simulation skips the sockets: [`connect_in_memory`] serves a pipe the same way.
 //!
 //! Only the versions in [`versions::SUPPORTED`] are advertised and decoded. Limits against bad
 //! peers: frames larger than `socket_request_max_bytes` are refused before any allocation, a
@@ -11,12 +12,14 @@
 mod codec;
 mod connection;
 mod handlers;
+mod memory;
 mod server;
 pub mod versions;
 
 use serde::Deserialize;
 
 pub use codec::{CodecError, DecodedRequest, Frame, RequestBody, decode_request, encode_response};
+pub use memory::{advertised_address, broker_at, connect_in_memory};
 pub use server::{Listener, WireServer};
 
 /// The `[wire]` section: where and how the brokers listen for Kafka clients.
@@ -82,4 +85,10 @@ pub enum WireError {
     BadHost(String),
     #[error("[wire] base_port {base} + broker {broker} is past port 65535")]
     PortRange { base: u16, broker: i32 },
+    /// An in-memory connection to a broker that is stopped or killed: refused, as its port
+    /// would refuse.
+    #[error("broker {0} is not running")]
+    NotRunning(i32),
+    #[error("no broker {0}")]
+    NoBroker(i32),
 }

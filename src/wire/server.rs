@@ -24,6 +24,8 @@ pub struct Listener {
 }
 
 struct Open {
+    /// What the listener's connections answer as; an in-memory connection shares it.
+    ctx: Arc<Context>,
     paused: watch::Sender<bool>,
     /// Dropping it tells the accept loop and every connection to close.
     closed: watch::Sender<bool>,
@@ -97,6 +99,23 @@ impl WireServer {
         self.inner.reconcile().await;
     }
 
+    /// A connection to broker `broker` without a socket, served as one its listener accepted:
+    /// it pauses with the listener and is dropped when the listener closes. The broker's
+    /// listener must be open (the broker running or paused, as of the last sync).
+    pub fn connect_in_memory(&self, broker: BrokerId) -> Result<tokio::io::DuplexStream, WireError> {
+        let open = lock(&self.inner.open);
+        let o = open.get(&broker).ok_or(WireError::NotRunning(broker))?;
+        let (client, server) = tokio::io::duplex(super::memory::PIPE_BYTES);
+        tokio::spawn(connection::serve(
+            server,
+            format!("in-memory client of broker {broker}"),
+            Arc::clone(&o.ctx),
+            o.paused.subscribe(),
+            o.closed.subscribe(),
+        ));
+        Ok(client)
+    }
+
     /// Closes every listener and connection; the server serves nothing afterwards.
     pub fn shutdown(&self) {
         self.watcher.abort();
@@ -160,10 +179,11 @@ impl Inner {
             config: Arc::clone(&self.config),
             addresses: Arc::clone(&self.addresses),
         });
-        let accept = tokio::spawn(accept_loop(listener, ctx, paused_rx, closed_rx));
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), paused_rx, closed_rx));
         lock(&self.open).insert(
             broker,
             Open {
+                ctx,
                 paused: paused_tx,
                 closed: closed_tx,
                 accept,
@@ -240,7 +260,7 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(connection::serve(
                     stream,
-                    peer,
+                    peer.to_string(),
                     Arc::clone(&ctx),
                     paused.clone(),
                     closed.clone(),

@@ -71,7 +71,9 @@ async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
         spawn(&mut waiting, index);
     }
     loop {
+        // Biased: records that arrive as the deadline passes are answered, on every run alike.
         let next = tokio::select! {
+            biased;
             next = waiting.join_next() => next,
             _ = tokio::time::sleep_until(deadline) => break,
         };
