@@ -20,9 +20,16 @@ fn main() -> ExitCode {
         let serve = matches!(command, Command::Serve(_));
         // The kcat-like commands say what went wrong in their one error line; a client's
         // reconnect warnings before it would only clutter a script's stderr.
+        // The simulation's wire clients reconnect through every fault it injects; their
+        // warnings are the schedule working, not news (its trace shows what happened).
         let quiet = matches!(
             command,
             Command::Topics(_) | Command::Produce(_) | Command::Consume(_) | Command::Groups(_) | Command::Elect(_)
+        ) || matches!(
+            command,
+            Command::Bench {
+                what: kdeck::cli::BenchCommand::Sim(_)
+            }
         );
         let default = match (serve, quiet) {
             (true, _) => "info",

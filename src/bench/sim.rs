@@ -46,6 +46,11 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
     );
     println!("sim: faults by kind: {}", faults_by_kind(&reports));
     println!("sim: records excused, by allowance: {}", excused_by_allowance(&reports));
+    println!(
+        "sim: {} of {} seeds ran their clients through the Kafka protocol",
+        reports.iter().filter(|r| r.wire).count(),
+        reports.len()
+    );
     println!("sim: elections by reason: {}", elections_by_reason(&reports));
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();

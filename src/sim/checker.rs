@@ -413,6 +413,9 @@ struct GroupSuspect {
 
 type ReplicaKey = (TopicPartition, BrokerId, i64);
 
+/// One commit answer a member saw: (answered at, offset, fate).
+type CommitAnswer = (Duration, i64, CommitFate);
+
 pub struct Checker {
     config: CheckerConfig,
     step: usize,
@@ -428,8 +431,8 @@ pub struct Checker {
     tainted: BTreeMap<TopicPartition, BTreeMap<BrokerId, Taint>>,
     groups: BTreeMap<String, GroupHistory>,
     group_suspects: Vec<GroupSuspect>,
-    /// Every commit answer, per group and partition: (answered at, offset, fate).
-    commits: BTreeMap<(String, TopicPartition), Vec<(Duration, i64, CommitFate)>>,
+    /// Every commit answer, per group and partition.
+    commits: BTreeMap<(String, TopicPartition), Vec<CommitAnswer>>,
     /// The cluster-wide `unclean.leader.election.enable` as last seen.
     unclean_default: bool,
     /// Events were lost since the last sample: elections are judged from the samples.

@@ -15,7 +15,6 @@ pub mod checker;
 mod runner;
 pub mod schedule;
 // The Kafka-protocol clients; the workload does not use them yet.
-#[allow(dead_code)]
 mod wire;
 mod workload;
 
@@ -125,6 +124,8 @@ pub struct SimReport {
     pub acknowledged_commits: u64,
     /// How many records each allowance excused (see [`checker::Allowance`]).
     pub excused: BTreeMap<checker::Allowance, u64>,
+    /// The clients spoke the Kafka protocol to the brokers.
+    pub wire: bool,
     /// A digest of the final state (leaders, epochs, offsets, event count): two runs of a
     /// seed with equal fingerprints ended in the same state.
     pub fingerprint: u64,

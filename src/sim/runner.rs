@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use super::checker::{Checker, CheckerConfig, FinalState, Invariant, Observation, ReplicaLogs};
 use super::schedule::{Action, LiveChange, Schedule, TopicSpec};
+use super::wire::WireClients;
 use super::workload::Workload;
 use super::{SimOptions, SimReport};
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
@@ -277,11 +278,13 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
     let mut checker = Checker::new(CheckerConfig {
         offsets_topic_partitions: setup.offsets_topic_partitions,
         unclean_leader_election: setup.unclean_leader_election,
+        // A wire seed's producers send each batch on its own, with none of a producer's
+        // ordering.
         ordered_producers: setup
             .producers
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.idempotent || p.max_in_flight == 1)
+            .filter(|(_, p)| !schedule.wire && (p.idempotent || p.max_in_flight == 1))
             .map(|(i, _)| i)
             .collect(),
         power_loss_loses_data: setup.flush != crate::storage::FlushPolicy::Always,
@@ -318,12 +321,28 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
                 consumed_records: 0,
                 acknowledged_commits: 0,
                 excused: BTreeMap::new(),
+                wire: false,
                 fingerprint: 0,
                 schedule,
             });
         }
     };
-    let workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups, start);
+    let mut workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups, start);
+    if schedule.wire {
+        match watchdog.guard(workload.speak_wire()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => checker.violate(
+                Invariant::Liveness,
+                "wire clients",
+                format!("the Kafka-protocol clients cannot connect: {e}"),
+            ),
+            Err(_) => checker.violate(
+                Invariant::Progress,
+                "wire clients",
+                "simulated time stopped while the Kafka-protocol clients connected",
+            ),
+        }
+    }
     let mut sim = Sim {
         max_brokers: setup.brokers,
         schedule,
@@ -658,7 +677,7 @@ impl Sim {
         self.links.clear();
         self.one_way.clear();
         self.max_brokers = self.max_brokers.max(brokers);
-        self.workload.rebind(cluster);
+        self.watchdog.guard(self.workload.rebind(cluster)).await?;
         Ok("ok".into())
     }
 
@@ -738,6 +757,9 @@ impl Sim {
             .map(|(tp, _)| tp)
             .filter(|tp| tp.topic != OFFSETS_TOPIC)
             .collect();
+        if let Some(wire) = self.workload.wire() {
+            return self.read_back_over_wire(&wire, &tps).await;
+        }
         let reader = self.cluster.as_client(READ_BACK_CLIENT);
         let mut out = FinalState::default();
         for tp in &tps {
@@ -797,6 +819,37 @@ impl Sim {
                         "group {}'s committed offsets cannot be read back within 30 s",
                         group.name
                     ),
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A wire seed's read-back, over the Kafka protocol as well.
+    async fn read_back_over_wire(&mut self, wire: &WireClients, tps: &[TopicPartition]) -> Result<FinalState, Halt> {
+        let mut out = FinalState::default();
+        for tp in tps {
+            let read = self.watchdog.guard(read_partition_over_wire(wire, tp)).await?;
+            match read {
+                Ok(records) => {
+                    out.logs.insert(tp.clone(), records);
+                }
+                Err(e) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back {tp}"),
+                    format!("{tp} cannot be read back over the Kafka protocol after the cluster settled: {e}"),
+                ),
+            }
+        }
+        for group in self.schedule.setup.groups.clone() {
+            match self.watchdog.guard(wire.committed(&group.name)).await? {
+                Ok(offsets) => {
+                    out.commits.insert(group.name.clone(), offsets);
+                }
+                Err(e) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back {}", group.name),
+                    format!("group {}'s committed offsets cannot be read back: {e}", group.name),
                 ),
             }
         }
@@ -911,6 +964,7 @@ impl Sim {
             consumed_records: self.checker.consumed_records(),
             acknowledged_commits: self.checker.acknowledged_commits(),
             excused: self.checker.excused().clone(),
+            wire: self.workload.speaks_wire(),
             fingerprint: hasher.finish(),
             schedule: self.schedule,
         }
@@ -919,6 +973,25 @@ impl Sim {
 
 fn client(result: Result<(), String>) -> String {
     result.map_or_else(|e| format!("failed: {e}"), |()| "ok".into())
+}
+
+/// A partition from its log start to its HW, fetched over the Kafka protocol.
+async fn read_partition_over_wire(wire: &WireClients, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, String> {
+    let mut offset = wire.list_offsets(tp, OffsetSpec::Earliest).await?;
+    let end = wire.list_offsets(tp, OffsetSpec::Latest).await?;
+    let mut out = BTreeMap::new();
+    while offset < end {
+        let records = wire.fetch(tp, offset).await?;
+        let before = offset;
+        for (at, value, _) in records.into_iter().filter(|r| r.0 >= before) {
+            offset = at + 1;
+            out.insert(at, value);
+        }
+        if offset == before {
+            return Err(format!("no records at {offset}, below the HW {end}"));
+        }
+    }
+    Ok(out)
 }
 
 /// The client node of the fresh consumers that read everything back at the end.

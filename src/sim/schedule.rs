@@ -257,6 +257,10 @@ pub struct Schedule {
     /// failures fixed before it grew new kinds of steps replay with the one they were found
     /// with.
     pub generator: u32,
+    /// The clients speak the Kafka protocol to the brokers (over in-memory connections
+    /// served by the wire layer) instead of calling the engine: a quarter of generator 2's
+    /// seeds, drawn apart from the rest so the other draws stay as they were.
+    pub wire: bool,
     pub setup: Setup,
     pub steps: Vec<Step>,
 }
@@ -338,6 +342,7 @@ impl Schedule {
         Schedule {
             seed,
             generator,
+            wire: generator >= 2 && Rng::new(seed ^ 0x5749_5245_5345_4544).chance(25),
             setup,
             steps,
         }
@@ -796,9 +801,14 @@ impl fmt::Display for Schedule {
         let s = &self.setup;
         writeln!(
             f,
-            "seed {} (generator {}): {} brokers, {} offsets partitions, unclean {}, {:?} elections, auto rebalance {}, flush {:?}, segments of {} bytes, replica lag {} ms, fetch wait {} ms",
+            "seed {} (generator {}{}): {} brokers, {} offsets partitions, unclean {}, {:?} elections, auto rebalance {}, flush {:?}, segments of {} bytes, replica lag {} ms, fetch wait {} ms",
             self.seed,
             self.generator,
+            if self.wire {
+                ", clients over the Kafka protocol"
+            } else {
+                ""
+            },
             s.brokers,
             s.offsets_topic_partitions,
             s.unclean_leader_election,

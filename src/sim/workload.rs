@@ -15,8 +15,11 @@ use tokio::task::JoinHandle;
 
 use super::checker::{Ack, Commit, CommitFate, Read, record_key, record_value};
 use super::schedule::{GroupSpec, ProducerSpec, member_node, producer_node};
+use super::wire::WireClients;
 use crate::client::consumer::{CommitOutcome, Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
+use bytes::Bytes;
+
 use crate::engine::{Acks, Cluster, ErrorCode, NodeId, TopicPartition};
 
 /// What the clients saw since the runner last looked.
@@ -53,10 +56,17 @@ pub(crate) struct Workload {
     members: BTreeMap<(usize, usize), Member>,
     /// Members asked to leave, finishing their goodbyes in the background.
     leaving: Vec<JoinHandle<()>>,
+    /// Batches on their way over the Kafka protocol.
+    wire_producers: Vec<JoinHandle<()>>,
     outbox: SharedOutbox,
     next_record: u64,
     /// When the simulation began: acknowledgements say when their record was sent.
     start: tokio::time::Instant,
+    /// In a wire seed, every client speaks the Kafka protocol to the brokers through these
+    /// (in-memory connections served by the wire layer) instead of calling the engine.
+    wire: Option<Arc<WireClients>>,
+    /// The wire clients were closed with the old cluster: connect again on the new one.
+    wire_reconnect: bool,
 }
 
 impl Workload {
@@ -74,19 +84,41 @@ impl Workload {
             groups: groups.to_vec(),
             members: BTreeMap::new(),
             leaving: Vec::new(),
+            wire_producers: Vec::new(),
             outbox: SharedOutbox::default(),
             next_record: 0,
             start,
+            wire: None,
+            wire_reconnect: false,
         }
+    }
+
+    /// Makes this a wire seed: from now on the clients speak the Kafka protocol.
+    pub async fn speak_wire(&mut self) -> Result<(), String> {
+        self.wire = Some(Arc::new(WireClients::connect(&self.cluster).await?));
+        Ok(())
+    }
+
+    pub fn speaks_wire(&self) -> bool {
+        self.wire.is_some() || self.wire_reconnect
+    }
+
+    /// The Kafka-protocol clients of a wire seed.
+    pub fn wire(&self) -> Option<Arc<WireClients>> {
+        self.wire.clone()
     }
 
     pub fn take(&self) -> Outbox {
         std::mem::take(&mut *lock(&self.outbox))
     }
 
-    /// Live consumers per group name.
+    /// Live group members per group name (a wire seed's consumers are simple consumers,
+    /// members of no group).
     pub fn live_members(&self) -> BTreeMap<String, usize> {
         let mut out: BTreeMap<String, usize> = self.groups.iter().map(|g| (g.name.clone(), 0)).collect();
+        if self.speaks_wire() {
+            return out;
+        }
         for ((group, _), m) in &self.members {
             if !m.task.is_finished()
                 && let Some(g) = self.groups.get(*group)
@@ -113,6 +145,9 @@ impl Workload {
             .cloned()
             .ok_or_else(|| format!("no producer {producer}"))?;
         let instance = self.instances.get(producer).copied().unwrap_or(0);
+        if let Some(wire) = &self.wire {
+            return self.produce_over_wire(Arc::clone(wire), &spec, producer, instance, topic, partition, records);
+        }
         let slot = self
             .producers
             .get_mut(producer)
@@ -170,8 +205,62 @@ impl Workload {
         Ok(())
     }
 
+    /// One batch of `records` records to `partition` over the Kafka protocol (a plain
+    /// producer: no idempotence, keys or retries of a batch that may be in the log); its
+    /// outcome arrives in the outbox later.
+    #[allow(clippy::too_many_arguments)]
+    fn produce_over_wire(
+        &mut self,
+        wire: Arc<WireClients>,
+        spec: &ProducerSpec,
+        producer: usize,
+        instance: u32,
+        topic: &str,
+        partition: i32,
+        records: u32,
+    ) -> Result<(), String> {
+        let values: Vec<Bytes> = (0..records)
+            .map(|i| record_value(false, producer, instance, self.next_record + u64::from(i)))
+            .collect();
+        self.next_record += u64::from(records);
+        let acks = spec.acks;
+        let wire_acks = match acks {
+            Acks::All => -1,
+            Acks::Leader => 1,
+            Acks::None => 0,
+        };
+        let tp = TopicPartition::new(topic, partition);
+        let outbox = Arc::clone(&self.outbox);
+        let sent_at = self.start.elapsed();
+        let task = tokio::spawn(async move {
+            if let Ok(base) = wire.produce(&tp, values.clone(), wire_acks).await
+                && acks == Acks::All
+            {
+                let mut outbox = lock(&outbox);
+                for (i, value) in values.into_iter().enumerate() {
+                    outbox.acks.push(Ack {
+                        tp: tp.clone(),
+                        offset: base + i as i64,
+                        value,
+                        sent_at,
+                    });
+                }
+            }
+        });
+        self.wire_producers.push(task);
+        Ok(())
+    }
+
     /// The producer's process dies with what it holds; the next produce starts another.
     pub fn crash_producer(&mut self, producer: usize) -> Result<(), String> {
+        if self.wire.is_some() {
+            // A wire seed's batches are each sent once and answered or not: a crash only
+            // starts a new instance; what is on its way may still land.
+            if let Some(instance) = self.instances.get_mut(producer) {
+                *instance += 1;
+            }
+            return Ok(());
+        }
         let slot = self
             .producers
             .get_mut(producer)
@@ -200,6 +289,27 @@ impl Workload {
             return Err("already a member".into());
         }
         let (control, commands) = mpsc::unbounded_channel();
+        if let Some(wire) = &self.wire {
+            // Without group membership over the wire, one consumer per group reads every
+            // partition and commits as a simple consumer: two would commit over each other.
+            if self
+                .members
+                .iter()
+                .any(|((g, _), m)| *g == group && !m.task.is_finished())
+            {
+                return Err("a wire seed runs one consumer per group".into());
+            }
+            let task = tokio::spawn(consume_over_wire(
+                Arc::clone(wire),
+                self.cluster.clone(),
+                spec,
+                commands,
+                Arc::clone(&self.outbox),
+                self.start,
+            ));
+            self.members.insert((group, member), Member { control, task });
+            return Ok(());
+        }
         let NodeId::Client(node) = member_node(group, member) else {
             return Err("a member is a client".into());
         };
@@ -239,6 +349,10 @@ impl Workload {
     /// against the old cluster, failing it.
     pub fn detach(&mut self) {
         self.producers = vec![None; self.specs.len()];
+        if let Some(wire) = self.wire.take() {
+            wire.close();
+            self.wire_reconnect = true;
+        }
         for instance in &mut self.instances {
             *instance += 1;
         }
@@ -248,8 +362,13 @@ impl Workload {
     }
 
     /// Moves every client to the restarted cluster.
-    pub fn rebind(&mut self, cluster: Cluster) {
+    pub async fn rebind(&mut self, cluster: Cluster) {
         self.cluster = cluster;
+        if std::mem::take(&mut self.wire_reconnect) {
+            // Until it connects, produces and joins fail; a cluster that just started
+            // answers at once.
+            let _ = self.speak_wire().await;
+        }
         let members: Vec<(usize, usize)> = self.members.keys().copied().collect();
         self.members.clear();
         for (group, member) in members {
@@ -262,6 +381,9 @@ impl Workload {
     pub async fn shutdown(&mut self) {
         for producer in self.producers.iter_mut().filter_map(Option::take) {
             producer.close().await;
+        }
+        for task in self.wire_producers.drain(..) {
+            let _ = task.await;
         }
         for (_, m) in std::mem::take(&mut self.members) {
             if m.control.send(Control::Close).is_ok() {
@@ -352,5 +474,117 @@ fn commit_fate(result: Result<(), ErrorCode>) -> CommitFate {
             | ErrorCode::InvalidCommitOffsetSize,
         ) => CommitFate::Refused,
         Err(_) => CommitFate::Unknown,
+    }
+}
+
+/// A wire seed's consumer: reads every partition of its group's topics over the Kafka
+/// protocol from the group's committed offsets (or the log start), hands what it read to the
+/// outbox, and commits its positions as a simple consumer (generation -1), on command, every
+/// second with auto-commit, and when it leaves.
+async fn consume_over_wire(
+    wire: Arc<WireClients>,
+    cluster: Cluster,
+    spec: GroupSpec,
+    mut commands: mpsc::UnboundedReceiver<Control>,
+    outbox: SharedOutbox,
+    start: tokio::time::Instant,
+) {
+    let mut positions: BTreeMap<TopicPartition, i64> = BTreeMap::new();
+    let mut last_commit = tokio::time::Instant::now();
+    let committed = wire.committed(&spec.name).await.unwrap_or_default();
+    loop {
+        let close = match commands.try_recv() {
+            Ok(Control::Commit) => {
+                commit_over_wire(&wire, &spec.name, &positions, &outbox, start).await;
+                false
+            }
+            Ok(Control::Close) | Err(mpsc::error::TryRecvError::Disconnected) => true,
+            Err(mpsc::error::TryRecvError::Empty) => false,
+        };
+        if close {
+            if spec.auto_commit {
+                commit_over_wire(&wire, &spec.name, &positions, &outbox, start).await;
+            }
+            return;
+        }
+        if spec.auto_commit && last_commit.elapsed() >= Duration::from_secs(1) {
+            commit_over_wire(&wire, &spec.name, &positions, &outbox, start).await;
+            last_commit = tokio::time::Instant::now();
+        }
+        let image = cluster.metadata();
+        let tps: Vec<TopicPartition> = image
+            .partitions()
+            .map(|(tp, _)| tp)
+            .filter(|tp| spec.topics.contains(&tp.topic))
+            .collect();
+        positions.retain(|tp, _| tps.contains(tp));
+        let mut read_any = false;
+        for tp in tps {
+            let from = match positions.get(&tp) {
+                Some(p) => *p,
+                None => match committed.get(&tp) {
+                    Some(c) => *c,
+                    None => match wire.list_offsets(&tp, crate::engine::OffsetSpec::Earliest).await {
+                        Ok(o) => o,
+                        Err(_) => continue,
+                    },
+                },
+            };
+            positions.insert(tp.clone(), from);
+            match wire.fetch(&tp, from).await {
+                Ok(records) => {
+                    let mut next = from;
+                    let mut out = lock(&outbox);
+                    for (offset, value, leader_epoch) in records.into_iter().filter(|r| r.0 >= from) {
+                        next = offset + 1;
+                        read_any = true;
+                        out.reads.push(Read {
+                            tp: tp.clone(),
+                            offset,
+                            value,
+                            leader_epoch,
+                        });
+                    }
+                    positions.insert(tp, next);
+                }
+                Err(_) => {
+                    // auto.offset.reset = earliest, for a position the log no longer has.
+                    if let Ok(end) = wire.list_offsets(&tp, crate::engine::OffsetSpec::Latest).await
+                        && from > end
+                        && let Ok(earliest) = wire.list_offsets(&tp, crate::engine::OffsetSpec::Earliest).await
+                    {
+                        positions.insert(tp, earliest);
+                    }
+                }
+            }
+        }
+        if !read_any {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Commits every position, one partition at a time, and hands each answer to the outbox.
+async fn commit_over_wire(
+    wire: &WireClients,
+    group: &str,
+    positions: &BTreeMap<TopicPartition, i64>,
+    outbox: &SharedOutbox,
+    start: tokio::time::Instant,
+) {
+    for (tp, offset) in positions {
+        let result = wire.commit(group, tp, *offset).await;
+        lock(outbox).commits.push(Commit {
+            group: group.to_string(),
+            offsets: vec![(tp.clone(), *offset)],
+            // The protocol client's errors do not say whether the coordinator wrote it.
+            fate: if result.is_ok() {
+                CommitFate::Acknowledged
+            } else {
+                CommitFate::Unknown
+            },
+            answered_at: start.elapsed(),
+        });
     }
 }
