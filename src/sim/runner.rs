@@ -771,9 +771,7 @@ impl Sim {
                 ))
                 .await?;
             match read {
-                Ok(Ok(records)) => {
-                    out.logs.insert(tp.clone(), records);
-                }
+                Ok(Ok(records)) => out.insert_log(tp, records),
                 Ok(Err(e)) => self.checker.violate(
                     Invariant::Liveness,
                     format!("read back {tp}"),
@@ -831,9 +829,7 @@ impl Sim {
         for tp in tps {
             let read = self.watchdog.guard(read_partition_over_wire(wire, tp)).await?;
             match read {
-                Ok(records) => {
-                    out.logs.insert(tp.clone(), records);
-                }
+                Ok(records) => out.insert_log(tp, records),
                 Err(e) => self.checker.violate(
                     Invariant::Liveness,
                     format!("read back {tp}"),
@@ -976,16 +972,16 @@ fn client(result: Result<(), String>) -> String {
 }
 
 /// A partition from its log start to its HW, fetched over the Kafka protocol.
-async fn read_partition_over_wire(wire: &WireClients, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, String> {
+async fn read_partition_over_wire(wire: &WireClients, tp: &TopicPartition) -> Result<Vec<(i64, Bytes, i32)>, String> {
     let mut offset = wire.list_offsets(tp, OffsetSpec::Earliest).await?;
     let end = wire.list_offsets(tp, OffsetSpec::Latest).await?;
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     while offset < end {
         let records = wire.fetch(tp, offset).await?;
         let before = offset;
-        for (at, value, _) in records.into_iter().filter(|r| r.0 >= before) {
+        for (at, value, epoch) in records.into_iter().filter(|r| r.0 >= before) {
             offset = at + 1;
-            out.insert(at, value);
+            out.push((at, value, epoch));
         }
         if offset == before {
             return Err(format!("no records at {offset}, below the HW {end}"));
@@ -1000,7 +996,7 @@ const READ_BACK_CLIENT: u32 = 9_999;
 /// A partition's committed records, from its log start to its HW, as a fresh consumer of its
 /// own reads them (manual assignment, from the beginning, until its position reaches the
 /// end offset ListOffsets gives).
-async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<BTreeMap<i64, Bytes>, String> {
+async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<Vec<(i64, Bytes, i32)>, String> {
     let end = cluster
         .list_offset(tp, OffsetSpec::Latest)
         .await
@@ -1017,14 +1013,14 @@ async fn read_partition(cluster: &Cluster, tp: &TopicPartition) -> Result<BTreeM
     );
     consumer.assign(vec![tp.clone()]);
     consumer.seek_to_beginning(tp).map_err(|e| e.to_string())?;
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     while consumer.position(tp).is_none_or(|p| p < end) {
         for r in consumer
             .poll(Duration::from_millis(500))
             .await
             .map_err(|e| e.to_string())?
         {
-            out.insert(r.offset, r.value.unwrap_or_default());
+            out.push((r.offset, r.value.unwrap_or_default(), r.leader_epoch.unwrap_or(-1)));
         }
     }
     consumer.close().await;

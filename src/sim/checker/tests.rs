@@ -247,13 +247,17 @@ impl World {
     }
 }
 
-fn checker(unclean: bool) -> Checker {
-    Checker::new(CheckerConfig {
+fn checker_config(unclean: bool) -> CheckerConfig {
+    CheckerConfig {
         offsets_topic_partitions: 1,
         unclean_leader_election: unclean,
         ordered_producers: BTreeSet::from([0]),
         power_loss_loses_data: true,
-    })
+    }
+}
+
+fn checker(unclean: bool) -> Checker {
+    Checker::new(checker_config(unclean))
 }
 
 /// Broker `new` elected leader of `t-0` for `epoch` (the reason is the engine's label, which
@@ -274,17 +278,20 @@ fn elected(new: BrokerId, epoch: i32) -> ClusterEvent {
 
 /// What a fresh consumer reads back of `t-0`: these values from offset 0.
 fn final_log(values: &[&str]) -> FinalState {
-    FinalState {
-        logs: BTreeMap::from([(
-            tp(),
-            values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i as i64, Bytes::from(v.to_string())))
-                .collect(),
-        )]),
-        commits: BTreeMap::new(),
-    }
+    final_log_epochs(&values.iter().map(|v| (*v, 1)).collect::<Vec<_>>())
+}
+
+/// What a fresh consumer reads back of `t-0`: these (value, batch leader epoch) from 0.
+fn final_log_epochs(records: &[(&str, i32)]) -> FinalState {
+    let mut state = FinalState::default();
+    state.insert_log(
+        &tp(),
+        records
+            .iter()
+            .enumerate()
+            .map(|(i, (v, epoch))| (i as i64, Bytes::from(v.to_string()), *epoch)),
+    );
+    state
 }
 
 fn broken(checker: &Checker) -> Vec<Invariant> {
@@ -819,4 +826,245 @@ fn an_idle_cluster_spinning_is_reported_with_its_busiest_link() {
     c.idle_work(Duration::from_secs(10), &busy, 50.0);
     assert_eq!(broken(&c), vec![Invariant::IdleWork]);
     assert!(c.violations()[0].facts.contains("Broker(1) -> broker 0: 40000"));
+}
+
+/// Broker 2, out of the ISR, is elected uncleanly for epoch 2 while broker 0 (paused) still
+/// leads epoch 1; then broker 0 acknowledges `value` at offset 2, sent after the election.
+fn deposed_leader_acknowledges(min_insync: i32, value: &str) -> Checker {
+    let mut world = World::new();
+    world
+        .image
+        .topics
+        .get_mut("t")
+        .expect("topic")
+        .config
+        .min_insync_replicas = min_insync;
+    let mut c = checker(true);
+    world.partition().isr = vec![0];
+    world.observe(&mut c);
+    world.set_log(2, vec![batch(0, 1, &["a", "b"]), batch(2, 2, &["new"])]);
+    world.partition().leader = 2;
+    world.partition().leader_epoch = 2;
+    world.partition().isr = vec![2];
+    for r in world.replicas.iter_mut().filter(|r| r.broker != 0) {
+        r.leader = Some(2);
+        r.leader_epoch = 2;
+        r.is_leader = r.broker == 2;
+    }
+    world.probe(2).high_watermark = 3;
+    c.event(&elected(2, 2));
+    world.observe(&mut c);
+    c.acked(Ack {
+        tp: tp(),
+        offset: 2,
+        value: Bytes::from(value.to_string()),
+        sent_at: Duration::from_secs(50),
+    });
+    world.observe(&mut c);
+    c.finish(&final_log(&["a", "b", "new"]));
+    c
+}
+
+#[test]
+fn a_deposed_leader_may_lose_acknowledgements_only_when_one_in_sync_copy_is_enough() {
+    // min.insync.replicas 1: the deposed leader, alone in its ISR, acknowledged what the new
+    // leader never had. Kafka allows that window (KIP-320 closes it only for readers).
+    let c = deposed_leader_acknowledges(1, "zombie");
+    assert_eq!(c.violations(), &[]);
+    assert_eq!(c.excused().get(&Allowance::DeposedLeader), Some(&1));
+    // min.insync.replicas 2: a leader alone in its ISR refuses acks=all writes
+    // (NOT_ENOUGH_REPLICAS), so an acknowledgement it gave must survive: no window.
+    let c = deposed_leader_acknowledges(2, "zombie");
+    let found = broken(&c);
+    assert!(
+        !found.is_empty() && found.iter().all(|i| *i == Invariant::AckedRecordsDurable),
+        "{:?}",
+        c.violations()
+    );
+    assert_eq!(c.excused().get(&Allowance::DeposedLeader), None);
+}
+
+#[test]
+fn with_flush_always_a_power_loss_excuses_nothing() {
+    let mut world = World::new();
+    let mut c = Checker::new(CheckerConfig {
+        power_loss_loses_data: false,
+        ..checker_config(false)
+    });
+    world.partition().isr = vec![1];
+    world.partition().leader = 1;
+    for r in &mut world.replicas {
+        r.leader = Some(1);
+        r.is_leader = r.broker == 1;
+    }
+    world.observe(&mut c);
+    c.power_loss(1, &world.image);
+    // The broker comes back short of what it had acknowledged and is elected: every
+    // record was fsynced before its ack, so this is a lost commit, not bad luck.
+    world.set_log(1, vec![batch(0, 1, &["a", "b"])]);
+    world.partition().leader_epoch = 2;
+    for r in &mut world.replicas {
+        r.leader_epoch = 2;
+    }
+    world.probe(1).broker_epoch = 20;
+    world.set_hw(2);
+    c.event(&ClusterEvent {
+        at: chrono::Utc::now(),
+        kind: EventKind::LeaderElected {
+            tp: tp(),
+            old: None,
+            new: 1,
+            leader_epoch: 2,
+            reason: ElectionReason::ReplicaReturned,
+            isr: vec![1],
+        },
+    });
+    world.observe(&mut c);
+    assert!(
+        broken(&c).contains(&Invariant::CommittedLogsAgree),
+        "{:?}",
+        c.violations()
+    );
+    assert!(c.excused().is_empty(), "{:?}", c.excused());
+}
+
+fn commit(offset: i64, fate: CommitFate, answered_at: u64) -> Commit {
+    Commit {
+        group: "g".into(),
+        offsets: vec![(tp(), offset)],
+        fate,
+        answered_at: Duration::from_secs(answered_at),
+    }
+}
+
+fn final_commit(offset: Option<i64>) -> FinalState {
+    let mut state = final_log(&["a", "b", "c"]);
+    state
+        .commits
+        .insert("g".into(), offset.into_iter().map(|o| (tp(), o)).collect());
+    state
+}
+
+#[test]
+fn the_final_committed_offset_is_the_last_acknowledged_commit_or_one_whose_fate_was_unknown() {
+    let judge = |commits: &[Commit], stored: Option<i64>| {
+        let mut c = checker(false);
+        for x in commits {
+            c.committed(x.clone());
+        }
+        c.finish(&final_commit(stored));
+        broken(&c)
+    };
+    let acked = [
+        commit(5, CommitFate::Acknowledged, 1),
+        commit(8, CommitFate::Acknowledged, 30),
+    ];
+    assert_eq!(judge(&acked, Some(8)), vec![]);
+    // A commit answered 29 s before the last cannot have overtaken it.
+    assert_eq!(judge(&acked, Some(5)), vec![Invariant::CommitsDurable]);
+    assert_eq!(judge(&acked, None), vec![Invariant::CommitsDurable]);
+    // Two answered within the request timeout may have reached the coordinator either way.
+    let close = [
+        commit(5, CommitFate::Acknowledged, 25),
+        commit(8, CommitFate::Acknowledged, 30),
+    ];
+    assert_eq!(judge(&close, Some(5)), vec![]);
+    // A commit with no answer may have been written; a refused one was not.
+    let unknown = [acked[0].clone(), acked[1].clone(), commit(9, CommitFate::Unknown, 31)];
+    assert_eq!(judge(&unknown, Some(9)), vec![]);
+    let refused = [acked[0].clone(), acked[1].clone(), commit(9, CommitFate::Refused, 31)];
+    assert_eq!(judge(&refused, Some(9)), vec![Invariant::CommitsDurable]);
+}
+
+#[test]
+fn an_idempotent_duplicate_is_excused_only_when_the_acknowledged_copy_is_the_last() {
+    let value = record_value(true, 0, 0, 5);
+    let text = std::str::from_utf8(&value).expect("utf-8").to_string();
+    let judge = |acked_at: i64| {
+        let mut c = checker(false);
+        c.acked(Ack {
+            tp: tp(),
+            offset: acked_at,
+            value: value.clone(),
+            sent_at: Duration::ZERO,
+        });
+        c.finish(&final_log(&["a", &text, &text]));
+        c
+    };
+    // The first copy's answer was lost; the bumped epoch wrote it again and that one was
+    // acknowledged: the producer never knew the first was written.
+    let c = judge(2);
+    assert_eq!(c.violations(), &[]);
+    assert_eq!(c.excused().get(&Allowance::RetryAfterUnknownFate), Some(&1));
+    // Acknowledged at 1 and written again at 2: the producer knew, and wrote it twice.
+    let c = judge(1);
+    assert_eq!(broken(&c), vec![Invariant::NoIdempotentDuplicates]);
+}
+
+#[test]
+fn an_ordered_producers_records_out_of_order_in_the_final_log_are_reported() {
+    let v = |n| String::from_utf8(record_value(true, 0, 0, n).to_vec()).expect("utf-8");
+    let mut c = checker(false);
+    let first = |c: &mut Checker, value: String| {
+        c.acked(Ack {
+            tp: tp(),
+            offset: 0,
+            value: Bytes::from(value),
+            sent_at: Duration::ZERO,
+        })
+    };
+    first(&mut c, v(1));
+    c.finish(&final_log(&[&v(1), &v(3), &v(2)]));
+    assert_eq!(broken(&c), vec![Invariant::ProducerOrder]);
+    // A producer not promised order (more than one request in flight without idempotence)
+    // is not held to it.
+    let w = |n| String::from_utf8(record_value(false, 1, 0, n).to_vec()).expect("utf-8");
+    let mut c = checker(false);
+    first(&mut c, w(1));
+    c.finish(&final_log(&[&w(1), &w(3), &w(2)]));
+    assert_eq!(c.violations(), &[]);
+}
+
+#[test]
+fn a_read_of_an_old_epoch_is_excused_only_when_a_later_loss_removed_it() {
+    let run = |offset: i64, read_value: &str, epoch: i32| {
+        let mut world = World::new();
+        let mut c = checker(true);
+        world.partition().isr = vec![0];
+        world.observe(&mut c);
+        c.consumed(Read {
+            tp: tp(),
+            offset,
+            value: Bytes::from(read_value.to_string()),
+            leader_epoch: epoch,
+        });
+        world.set_log(2, vec![batch(0, 1, &["a", "b"]), batch(2, 2, &["other"])]);
+        world.partition().leader = 2;
+        world.partition().leader_epoch = 2;
+        world.partition().isr = vec![2];
+        for r in &mut world.replicas {
+            r.leader = Some(2);
+            r.leader_epoch = 2;
+            r.is_leader = r.broker == 2;
+        }
+        world.probe(2).high_watermark = 3;
+        c.event(&elected(2, 2));
+        world.observe(&mut c);
+        c.finish(&final_log_epochs(&[("a", 1), ("b", 1), ("other", 2)]));
+        c
+    };
+    // Read "c" at epoch 1, lost by the unclean election of epoch 2: excused.
+    let c = run(2, "c", 1);
+    assert_eq!(c.violations(), &[]);
+    assert_eq!(c.excused().get(&Allowance::UncleanElection), Some(&1));
+    // A read of the same epoch whose record survived is held to the log and needs no excuse.
+    let c = run(1, "b", 1);
+    assert_eq!(c.violations(), &[]);
+    assert_eq!(c.excused().get(&Allowance::UncleanElection), None);
+    // ... and one it does not match is a violation, epoch before the loss or not.
+    let c = run(1, "ghost", 1);
+    assert!(broken(&c).contains(&Invariant::ConsistentReads), "{:?}", c.violations());
+    // A read of epoch 2 (after the loss) that the final log does not hold is a violation.
+    let c = run(2, "ghost", 2);
+    assert!(broken(&c).contains(&Invariant::ConsistentReads), "{:?}", c.violations());
 }
