@@ -51,6 +51,15 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
         reports.iter().filter(|r| r.wire).count(),
         reports.len()
     );
+    println!(
+        "sim: {} of {} seeds had a compacted topic; {} committed records were cleaned away (a later record of their key read back)",
+        reports
+            .iter()
+            .filter(|r| r.schedule.setup.topics.iter().any(|t| t.compacted))
+            .count(),
+        reports.len(),
+        reports.iter().map(|r| r.cleaned_records).sum::<u64>()
+    );
     println!("sim: elections by reason: {}", elections_by_reason(&reports));
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();

@@ -373,6 +373,31 @@ struct PartitionHistory {
     zombie_window: Option<(i32, Option<Duration>)>,
     /// When the last allowed loss was seen.
     last_loss_at: Option<Duration>,
+    /// A compacted topic of the simulation's (keyed records): each replica's cleaner may
+    /// remove a record once a later record of its key is in the log, so replicas agree
+    /// record by record, not batch by batch.
+    compacted: bool,
+}
+
+impl PartitionHistory {
+    /// Whether a record of leader epoch `epoch` was written before the last allowed loss. In
+    /// a compacted log such a record may be on one replica and not another for good: the
+    /// cleaner of one removed it for a later record of its key that the loss then took, the
+    /// other had not cleaned yet.
+    fn before_loss(&self, epoch: i32) -> bool {
+        self.compacted && self.losses.keys().next_back().is_some_and(|loss| epoch < *loss)
+    }
+}
+
+impl Committed {
+    /// The leader epoch of the committed batch holding `offset` (-1 when none does).
+    fn epoch_at(&self, offset: i64) -> i32 {
+        self.batches
+            .range(..=offset)
+            .next_back()
+            .filter(|(_, b)| b.last_offset >= offset)
+            .map_or(-1, |(_, b)| b.leader_epoch)
+    }
 }
 
 /// How long a loss's zombie window stays open after its last old-epoch leader was seen:
@@ -456,6 +481,9 @@ pub struct Checker {
     acked: u64,
     consumed: u64,
     commits_acknowledged: u64,
+    /// Committed records of compacted topics the read-back no longer holds, with a later
+    /// record of their key there: the cleaner's work, seen from outside.
+    cleaned_records: u64,
 }
 
 /// At most this many violations are kept per run; the first ones matter.
@@ -482,6 +510,7 @@ impl Checker {
             acked: 0,
             consumed: 0,
             commits_acknowledged: 0,
+            cleaned_records: 0,
             config,
         }
     }
@@ -504,6 +533,10 @@ impl Checker {
 
     pub fn acknowledged_commits(&self) -> u64 {
         self.commits_acknowledged
+    }
+
+    pub fn cleaned_records(&self) -> u64 {
+        self.cleaned_records
     }
 
     /// How many records (acknowledged, read, committed or duplicated) each allowance
@@ -856,6 +889,7 @@ impl Checker {
             history.topic_id = topic_id;
             if let Some(config) = config {
                 history.min_insync = config.min_insync_replicas;
+                history.compacted = tp.topic != OFFSETS_TOPIC && config.cleanup_policy.is_some_and(|p| p.compacts());
                 history.unclean = config.unclean_leader_election;
             }
             let (previous_epoch, previous_isr) = (history.leader_epoch, history.isr.clone());
@@ -1099,7 +1133,10 @@ impl Checker {
         let mut duplicates = Vec::new();
         let mut gap = None;
         for (summary, values) in batches {
-            if summary.base_offset != committed.end {
+            // The cleaner drops a batch whose records were all superseded: a compacted log
+            // may skip offsets, never go back.
+            let skipped = history.compacted && summary.base_offset > committed.end;
+            if summary.base_offset != committed.end && !skipped {
                 gap = Some((committed.end, summary));
                 break;
             }
@@ -1178,6 +1215,10 @@ impl Checker {
         if from >= upper {
             return;
         }
+        if self.partitions.get(tp).is_some_and(|h| h.compacted) {
+            self.compare_records(o, tp, broker, from, upper, who);
+            return;
+        }
         let batches = match read_batches(o.logs, broker, tp, from, upper, false) {
             Ok(b) => b,
             Err(e) => {
@@ -1221,6 +1262,70 @@ impl Checker {
         }
     }
 
+    /// A compacted log's replica in `from..upper` against the committed log, record by
+    /// record: each record it holds is the committed one at its offset, and each committed
+    /// record it lacks has a later record of its key (its cleaner removed it).
+    fn compare_records(
+        &mut self,
+        o: &Observation,
+        tp: &TopicPartition,
+        broker: BrokerId,
+        from: i64,
+        upper: i64,
+        who: &str,
+    ) {
+        let batches = match read_batches(o.logs, broker, tp, from, upper, true) {
+            Ok(b) => b,
+            Err(e) => {
+                self.violate(
+                    Invariant::CommittedLogsAgree,
+                    format!("{tp} read {broker} {from}"),
+                    format!("{who} cannot read its log from {from} to {upper}: {e}"),
+                );
+                return;
+            }
+        };
+        let Some(history) = self.partitions.get(tp) else { return };
+        let committed = &history.committed.values;
+        let mine: BTreeMap<i64, (Bytes, i32)> = batches
+            .into_iter()
+            .flat_map(|(summary, values)| values.into_iter().map(move |(o, v)| (o, (v, summary.leader_epoch))))
+            .filter(|(offset, _)| (from..upper).contains(offset))
+            .collect();
+        let mut found = Vec::new();
+        for (offset, (value, epoch)) in &mine {
+            match committed.get(offset) {
+                Some(theirs) if theirs == value => {}
+                None if superseded(committed, *offset, value) || history.before_loss(*epoch) => {}
+                theirs => found.push((
+                    format!("{tp} {broker} {offset}"),
+                    format!(
+                        "{who} holds {:?} at {offset} where the committed log has {} (compacted topic)",
+                        String::from_utf8_lossy(value),
+                        describe(theirs)
+                    ),
+                )),
+            }
+        }
+        for (offset, value) in committed.range(from..upper) {
+            if !mine.contains_key(offset)
+                && !superseded(committed, *offset, value)
+                && !history.before_loss(history.committed.epoch_at(*offset))
+            {
+                found.push((
+                    format!("{tp} {broker} {offset} missing"),
+                    format!(
+                        "{who} lacks {:?} at {offset}, and no later record of its key is committed (compacted topic)",
+                        String::from_utf8_lossy(value)
+                    ),
+                ));
+            }
+        }
+        for (key, facts) in found {
+            self.violate(Invariant::CommittedLogsAgree, key, facts);
+        }
+    }
+
     fn check_acks_and_reads(&mut self) {
         let mut found = Vec::new();
         for (tp, history) in &mut self.partitions {
@@ -1244,7 +1349,8 @@ impl Checker {
             {
                 a.state = AckState::Verified;
                 let held = committed.values.get(&a.offset);
-                if a.offset >= start && held != Some(&a.value) {
+                let cleaned = history.compacted && held.is_none() && superseded(&committed.values, a.offset, &a.value);
+                if a.offset >= start && held != Some(&a.value) && !cleaned {
                     found.push((
                         Invariant::AckedRecordsDurable,
                         format!("{tp} {}", a.offset),
@@ -1262,7 +1368,8 @@ impl Checker {
                     return true;
                 }
                 let held = committed.values.get(&r.offset);
-                if r.offset >= start && held != Some(&r.value) {
+                let cleaned = history.compacted && held.is_none() && superseded(&committed.values, r.offset, &r.value);
+                if r.offset >= start && held != Some(&r.value) && !cleaned {
                     found.push((
                         Invariant::ConsistentReads,
                         format!("{tp} {}", r.offset),
@@ -1536,13 +1643,24 @@ impl Checker {
         let final_logs = &final_state.logs;
         let mut found = Vec::new();
         let mut excused = Vec::new();
+        let mut cleaned_records = 0;
         for (tp, history) in &self.partitions {
             let Some(final_log) = final_logs.get(tp) else { continue };
             let log_start = final_log.keys().next().copied();
             let served = |offset: i64| final_log.get(&offset);
             let below_start = |offset: i64| log_start.is_some_and(|start| offset < start);
+            // A compacted log's record gone from the read-back with a later record of its
+            // key there was cleaned, not lost.
+            let cleaned = |offset: i64, value: &Bytes| {
+                history.compacted
+                    && served(offset).is_none()
+                    && (superseded(final_log, offset, value) || history.before_loss(history.committed.epoch_at(offset)))
+            };
             for (offset, value) in &history.committed.values {
-                if served(*offset) != Some(value) && !below_start(*offset) {
+                if history.compacted && served(*offset).is_none() && superseded(final_log, *offset, value) {
+                    cleaned_records += 1;
+                }
+                if served(*offset) != Some(value) && !below_start(*offset) && !cleaned(*offset, value) {
                     found.push((
                         Invariant::CommittedLogsAgree,
                         format!("{tp} final {offset}"),
@@ -1555,7 +1673,7 @@ impl Checker {
                 }
             }
             for a in &history.acked {
-                if served(a.offset) == Some(&a.value) || below_start(a.offset) {
+                if served(a.offset) == Some(&a.value) || below_start(a.offset) || cleaned(a.offset, &a.value) {
                     continue;
                 }
                 match a.state {
@@ -1580,7 +1698,7 @@ impl Checker {
             // replica that never had the newer line).
             let final_epoch = |offset: i64| final_state.epochs.get(tp).and_then(|e| e.get(&offset)).copied();
             for r in &history.all_reads {
-                if served(r.offset) == Some(&r.value) || below_start(r.offset) {
+                if served(r.offset) == Some(&r.value) || below_start(r.offset) || cleaned(r.offset, &r.value) {
                     continue;
                 }
                 let rewritten = match served(r.offset) {
@@ -1618,6 +1736,7 @@ impl Checker {
                 None => found.push((Invariant::CommitsDurable, format!("{group} {tp}"), facts)),
             }
         }
+        self.cleaned_records += cleaned_records;
         for (invariant, key, facts) in found {
             self.violate(invariant, key, facts);
         }
@@ -1744,6 +1863,18 @@ fn judge_producers(
         }
     }
     (order, duplicates)
+}
+
+/// The key of a simulated record in a compacted topic (each is keyed by its number).
+fn key_of(value: &[u8]) -> Option<u64> {
+    parse_value(value).map(|(_, _, _, n)| n % super::schedule::KEY_SPACE)
+}
+
+/// Whether `log` holds a record of `value`'s key after `offset`: a compacted log's cleaner
+/// may then have removed the one at `offset`.
+fn superseded(log: &BTreeMap<i64, Bytes>, offset: i64, value: &Bytes) -> bool {
+    let Some(key) = key_of(value) else { return false };
+    log.range(offset + 1..).any(|(_, v)| key_of(v) == Some(key))
 }
 
 fn power_loss_reason(broker: BrokerId, isr: &[BrokerId]) -> String {

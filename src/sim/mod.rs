@@ -124,6 +124,9 @@ pub struct SimReport {
     pub acknowledged_commits: u64,
     /// How many records each allowance excused (see [`checker::Allowance`]).
     pub excused: BTreeMap<checker::Allowance, u64>,
+    /// Committed records of compacted topics a cleaner removed (a later record of their key
+    /// read back in their place).
+    pub cleaned_records: u64,
     /// The clients spoke the Kafka protocol to the brokers.
     pub wire: bool,
     /// A digest of the final state (leaders, epochs, offsets, event count): two runs of a

@@ -33,7 +33,7 @@ use crate::engine::{
     BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, LinkFault, NodeId, OffsetSpec,
     TopicConfig, TopicPartition,
 };
-use crate::storage::LogConfig;
+use crate::storage::{CleanupPolicy, LogConfig};
 
 /// How long the healed cluster has to settle.
 const SETTLE_WITHIN: Duration = Duration::from_secs(60);
@@ -261,7 +261,12 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         leader_imbalance_check_interval_ms: setup.auto_rebalance_ms.unwrap_or(300_000),
         controller_failover_ms: 1_500,
         min_insync_replicas: 1,
-        retention_check_interval_ms: 60_000,
+        // The cleaner runs with the retention check: often where a topic is compacted.
+        retention_check_interval_ms: if setup.topics.iter().any(|t| t.compacted) {
+            1_000
+        } else {
+            60_000
+        },
         offsets_topic_partitions: setup.offsets_topic_partitions,
         offsets_topic_replication_factor: 3,
         group_initial_rebalance_delay_ms: setup.group_initial_rebalance_delay_ms,
@@ -320,6 +325,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
                 acked_records: 0,
                 consumed_records: 0,
                 acknowledged_commits: 0,
+                cleaned_records: 0,
                 excused: BTreeMap::new(),
                 wire: false,
                 fingerprint: 0,
@@ -328,6 +334,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         }
     };
     let mut workload = Workload::new(cluster.clone(), &setup.producers, &setup.groups, start);
+    workload.set_compacted(setup.topics.iter().filter(|t| t.compacted).map(|t| t.name.clone()));
     if schedule.wire {
         match watchdog.guard(workload.speak_wire()).await {
             Ok(Ok(())) => {}
@@ -612,9 +619,17 @@ impl Sim {
     }
 
     async fn create_topic(&mut self, spec: &TopicSpec) -> String {
-        let config = TopicConfig::new(spec.partitions, spec.replication_factor)
+        let mut config = TopicConfig::new(spec.partitions, spec.replication_factor)
             .with_min_insync_replicas(spec.min_insync_replicas)
             .with_unclean_leader_election(spec.unclean_leader_election);
+        if spec.compacted {
+            // Segments of a few batches, cleaned as soon as one is sealed.
+            config = config
+                .with_cleanup_policy(CleanupPolicy::Compact)
+                .with_segment_bytes(COMPACTED_SEGMENT_BYTES);
+            config.min_cleanable_dirty_ratio = Some(0.0);
+            config.min_compaction_lag_ms = Some(0);
+        }
         match self.cluster.create_topic(&spec.name, config).await {
             Ok(()) => "ok".into(),
             Err(e) => format!("failed: {e:#}"),
@@ -959,6 +974,7 @@ impl Sim {
             acked_records: self.checker.acked_records(),
             consumed_records: self.checker.consumed_records(),
             acknowledged_commits: self.checker.acknowledged_commits(),
+            cleaned_records: self.checker.cleaned_records(),
             excused: self.checker.excused().clone(),
             wire: self.workload.speaks_wire(),
             fingerprint: hasher.finish(),
@@ -989,6 +1005,10 @@ async fn read_partition_over_wire(wire: &WireClients, tp: &TopicPartition) -> Re
     }
     Ok(out)
 }
+
+/// `segment.bytes` of a compacted topic: a few batches each, so segments seal and the
+/// cleaner has work within a seed's minute.
+const COMPACTED_SEGMENT_BYTES: u64 = 2_048;
 
 /// The client node of the fresh consumers that read everything back at the end.
 const READ_BACK_CLIENT: u32 = 9_999;

@@ -19,6 +19,8 @@ const MAX_BROKERS: i32 = 5;
 const MAX_MEMBERS: usize = 3;
 /// Keys of keyed records: few enough that each repeats, so per-key order means something.
 pub const KEY_SPACE: u64 = 8;
+/// The share of generator 2's seeds (in percent) whose first topic is compacted.
+const COMPACTED_SHARE: u64 = 30;
 
 /// The network node of producer `p` (each client has its own links to cut).
 pub fn producer_node(p: usize) -> NodeId {
@@ -37,6 +39,10 @@ pub struct TopicSpec {
     pub replication_factor: i32,
     pub min_insync_replicas: i32,
     pub unclean_leader_election: bool,
+    /// `cleanup.policy=compact` with small segments and an eager cleaner: its producers
+    /// always key their records (Kafka refuses keyless records on a compacted topic), and a
+    /// record may vanish once a later record of its key is in the log.
+    pub compacted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -309,7 +315,15 @@ impl Schedule {
     /// The schedule `generator` draws for `seed` (see [`GENERATOR`]).
     pub fn generate_with(seed: u64, steps: usize, generator: u32) -> Schedule {
         let mut rng = Rng::new(seed);
-        let setup = Setup::draw(&mut rng);
+        let mut setup = Setup::draw(&mut rng);
+        // A third of generator 2's seeds make their first topic compacted, drawn apart from
+        // the rest so the other draws stay as they were.
+        if generator >= 2
+            && Rng::new(seed ^ 0x434F_4D50_4143_5421).chance(COMPACTED_SHARE)
+            && let Some(first) = setup.topics.first_mut()
+        {
+            first.compacted = true;
+        }
         let mut model = Model {
             brokers: (0..setup.brokers).map(|b| (b, Believed::Up)).collect(),
             links: BTreeSet::new(),
@@ -406,6 +420,7 @@ impl TopicSpec {
             replication_factor,
             min_insync_replicas: rng.between(1, replication_factor.min(2) as u64) as i32,
             unclean_leader_election: rng.chance(10),
+            compacted: false,
         }
     }
 }
@@ -777,12 +792,13 @@ impl fmt::Display for Action {
             Action::ElectPreferred => write!(f, "preferred-leader election"),
             Action::CreateTopic(t) => write!(
                 f,
-                "create topic {} ({} partitions, RF {}, min.insync {}{})",
+                "create topic {} ({} partitions, RF {}, min.insync {}{}{})",
                 t.name,
                 t.partitions,
                 t.replication_factor,
                 t.min_insync_replicas,
-                if t.unclean_leader_election { ", unclean" } else { "" }
+                if t.unclean_leader_election { ", unclean" } else { "" },
+                if t.compacted { ", compacted" } else { "" }
             ),
             Action::DeleteTopic(t) => write!(f, "delete topic {t}"),
             Action::RestartCluster { brokers } => write!(f, "restart the whole cluster with {brokers} brokers"),

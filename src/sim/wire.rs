@@ -142,15 +142,22 @@ impl WireClients {
     /// batch's base offset (-1 with acks=0). Sent again only after an answer that proves it
     /// was not appended (NOT_LEADER_OR_FOLLOWER, a refused connection...); a lost connection
     /// or a timeout ends the call with [`ProduceError::maybe_appended`] set.
-    pub async fn produce(&self, tp: &TopicPartition, values: Vec<Bytes>, acks: i16) -> Result<i64, ProduceError> {
+    /// Sends `records` (key, value) as one plain batch to `tp`; the base offset it got.
+    pub async fn produce(
+        &self,
+        tp: &TopicPartition,
+        records: Vec<(Option<Bytes>, Bytes)>,
+        acks: i16,
+    ) -> Result<i64, ProduceError> {
         let refused = |message: String| ProduceError {
             message,
             maybe_appended: false,
         };
         let now = self.clock.now_ms();
-        let records: Vec<OutRecord> = values
+        let records: Vec<OutRecord> = records
             .into_iter()
-            .map(|value| OutRecord {
+            .map(|(key, value)| OutRecord {
+                key,
                 value: Some(value),
                 timestamp: Some(now),
                 ..OutRecord::default()
@@ -388,8 +395,9 @@ mod tests {
             .expect("partitions ready");
     }
 
-    fn values(texts: &[&str]) -> Vec<Bytes> {
-        texts.iter().map(|t| Bytes::from(t.to_string())).collect()
+    /// Keyless records of these values.
+    fn values(texts: &[&str]) -> Vec<(Option<Bytes>, Bytes)> {
+        texts.iter().map(|t| (None, Bytes::from(t.to_string()))).collect()
     }
 
     fn leader(cluster: &Cluster, tp: &TopicPartition) -> (BrokerId, i32) {

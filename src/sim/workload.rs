@@ -6,7 +6,7 @@
 //! partitions or by key, so that the producer's random sticky partitioner plays no part in a
 //! seed's outcome.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -67,6 +67,8 @@ pub(crate) struct Workload {
     wire: Option<Arc<WireClients>>,
     /// The wire clients were closed with the old cluster: connect again on the new one.
     wire_reconnect: bool,
+    /// Topics whose records are always keyed (compacted).
+    compacted: BTreeSet<String>,
 }
 
 impl Workload {
@@ -90,7 +92,13 @@ impl Workload {
             start,
             wire: None,
             wire_reconnect: false,
+            compacted: BTreeSet::new(),
         }
+    }
+
+    /// Topics whose records are always keyed (compacted ones).
+    pub fn set_compacted(&mut self, topics: impl IntoIterator<Item = String>) {
+        self.compacted = topics.into_iter().collect();
     }
 
     /// Makes this a wire seed: from now on the clients speak the Kafka protocol.
@@ -145,8 +153,11 @@ impl Workload {
             .cloned()
             .ok_or_else(|| format!("no producer {producer}"))?;
         let instance = self.instances.get(producer).copied().unwrap_or(0);
+        // Kafka refuses a keyless record on a compacted topic (INVALID_RECORD).
+        let keyed = keyed || self.compacted.contains(topic);
         if let Some(wire) = &self.wire {
-            return self.produce_over_wire(Arc::clone(wire), &spec, producer, instance, topic, partition, records);
+            let wire = Arc::clone(wire);
+            return self.produce_over_wire(wire, &spec, producer, instance, topic, partition, records, keyed);
         }
         let slot = self
             .producers
@@ -218,11 +229,16 @@ impl Workload {
         topic: &str,
         partition: i32,
         records: u32,
+        keyed: bool,
     ) -> Result<(), String> {
-        let values: Vec<Bytes> = (0..records)
-            .map(|i| record_value(false, producer, instance, self.next_record + u64::from(i)))
+        let records: Vec<(Option<Bytes>, Bytes)> = (0..records)
+            .map(|i| {
+                let n = self.next_record + u64::from(i);
+                (keyed.then(|| record_key(n)), record_value(false, producer, instance, n))
+            })
             .collect();
-        self.next_record += u64::from(records);
+        let values: Vec<Bytes> = records.iter().map(|(_, v)| v.clone()).collect();
+        self.next_record += records.len() as u64;
         let acks = spec.acks;
         let wire_acks = match acks {
             Acks::All => -1,
@@ -233,7 +249,7 @@ impl Workload {
         let outbox = Arc::clone(&self.outbox);
         let sent_at = self.start.elapsed();
         let task = tokio::spawn(async move {
-            if let Ok(base) = wire.produce(&tp, values.clone(), wire_acks).await
+            if let Ok(base) = wire.produce(&tp, records, wire_acks).await
                 && acks == Acks::All
             {
                 let mut outbox = lock(&outbox);

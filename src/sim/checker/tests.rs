@@ -8,6 +8,7 @@ use crate::engine::{
     BrokerRegistration, BrokerView, ElectionReason, GroupOffsetView, GroupView, PartitionRegistration, TopicConfig,
     TopicMetadata,
 };
+use crate::storage::CleanupPolicy;
 use crate::storage::batch::{self, BatchHeader};
 use crate::storage::records::Compression;
 
@@ -1067,4 +1068,56 @@ fn a_read_of_an_old_epoch_is_excused_only_when_a_later_loss_removed_it() {
     // A read of epoch 2 (after the loss) that the final log does not hold is a violation.
     let c = run(2, "ghost", 2);
     assert!(broken(&c).contains(&Invariant::ConsistentReads), "{:?}", c.violations());
+}
+
+#[test]
+fn a_compacted_log_may_lose_a_record_only_to_a_later_record_of_its_key() {
+    let v = |n| record_value(false, 0, 0, n);
+    let text = |n| String::from_utf8(v(n).to_vec()).expect("utf-8");
+    let (v0, v1, v8) = (text(0), text(1), text(8)); // 0 and 8 share a key (KEY_SPACE 8)
+    let mut world = World::new();
+    world.image.topics.get_mut("t").expect("topic").config.cleanup_policy = Some(CleanupPolicy::Compact);
+    world.set_log(0, vec![batch(0, 1, &[&v0, &v1]), batch(2, 1, &[&v8])]);
+    // Broker 1's cleaner removed v0 (v8 has its key); broker 2 lost v1, which nothing
+    // replaces.
+    world.set_log(1, vec![batch(1, 1, &[&v1]), batch(2, 1, &[&v8])]);
+    world.set_log(2, vec![batch(0, 1, &[&v0]), batch(2, 1, &[&v8])]);
+    world.set_hw(3);
+    let mut c = checker(false);
+    world.observe(&mut c);
+    let found: Vec<_> = c.violations().iter().map(|v| (v.invariant, v.facts.clone())).collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, Invariant::CommittedLogsAgree);
+    assert!(
+        found[0].1.contains("ISR member 2") && found[0].1.contains(&v1),
+        "{found:?}"
+    );
+
+    let read_back = |records: &[(i64, &str)]| {
+        let mut state = FinalState::default();
+        state.insert_log(&tp(), records.iter().map(|(o, v)| (*o, Bytes::from(v.to_string()), 1)));
+        state
+    };
+    let mut world = World::new();
+    world.image.topics.get_mut("t").expect("topic").config.cleanup_policy = Some(CleanupPolicy::Compact);
+    for b in 0..3 {
+        world.set_log(b, vec![batch(0, 1, &[&v0, &v1]), batch(2, 1, &[&v8])]);
+    }
+    world.set_hw(3);
+    let mut c = checker(false);
+    c.acked(Ack {
+        tp: tp(),
+        offset: 0,
+        value: v(0),
+        sent_at: Duration::ZERO,
+    });
+    world.observe(&mut c);
+    c.finish(&read_back(&[(1, &v1), (2, &v8)]));
+    assert_eq!(c.violations(), &[]);
+    assert_eq!(c.cleaned_records(), 1);
+    // The same read-back without v1: nothing of its key came after it.
+    let mut c = checker(false);
+    world.observe(&mut c);
+    c.finish(&read_back(&[(0, &v0), (2, &v8)]));
+    assert_eq!(broken(&c), vec![Invariant::CommittedLogsAgree], "{:?}", c.violations());
 }
