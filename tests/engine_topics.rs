@@ -598,3 +598,63 @@ async fn a_compacted_topic_keeps_the_latest_value_of_every_key_on_every_replica(
     }
     cluster.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_compacted_topic_refuses_a_record_without_a_key_and_writes_nothing() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic(
+            "profiles",
+            TopicConfig::new(1, 3).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
+        )
+        .await
+        .expect("create");
+    ready(&cluster, "profiles", 1).await;
+    let t = TopicPartition::new("profiles", 0);
+    // Kafka's LogValidator: "Compacted topic cannot accept message without key" (INVALID_RECORD),
+    // for the whole batch even when only one of its records lacks a key.
+    let keyed = kdeck::storage::records::record(0, 1_000, Some(bytes::Bytes::from("k")), Some(bytes::Bytes::from("a")));
+    let keyless = kdeck::storage::records::record(1, 1_000, None, Some(bytes::Bytes::from("b")));
+    let mixed = kdeck::storage::records::encode_batch(&[keyed, keyless], kdeck::storage::records::Compression::Lz4)
+        .expect("encodable")
+        .to_vec();
+    let refused = cluster.produce(&t, mixed, Acks::All, Duration::from_secs(10)).await;
+    assert_eq!(refused.err(), Some(ErrorCode::InvalidRecord));
+    assert_eq!(
+        cluster.list_offset(&t, -1).await.expect("end"),
+        0,
+        "nothing was written"
+    );
+    let offset = cluster
+        .produce(&t, keyed_batch("k", Some("a")), Acks::All, Duration::from_secs(10))
+        .await
+        .expect("a keyed record is written");
+    assert_eq!(offset, 0);
+    // A topic that deletes takes records without keys as before.
+    cluster
+        .create_topic("events", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "events", 1).await;
+    let plain = kdeck::storage::records::encode_batch(
+        &[kdeck::storage::records::record(
+            0,
+            1_000,
+            None,
+            Some(bytes::Bytes::from("x")),
+        )],
+        kdeck::storage::records::Compression::None,
+    )
+    .expect("encodable")
+    .to_vec();
+    cluster
+        .produce(
+            &TopicPartition::new("events", 0),
+            plain,
+            Acks::All,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("a keyless record on a delete topic is written");
+}

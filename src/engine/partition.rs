@@ -387,6 +387,12 @@ impl Partition {
             }
             s.leader_epoch
         };
+        // Kafka's LogValidator.validateKey: the cleaner keeps the last record of each key, so
+        // a compacted topic refuses a record without one (a log can still hold such records
+        // from before its policy changed; the cleaner keeps them).
+        if self.log.config().cleanup_policy.compacts() && has_keyless_record(records) {
+            return Err(ErrorCode::InvalidRecord);
+        }
         let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
         // The log checks every CRC as it appends; here the framing is enough to read the
         // producers' sequences. An answer other than "append" is only given for bytes that pass
@@ -790,4 +796,13 @@ impl Partition {
             Ok(())
         })
     }
+}
+
+/// Whether a data batch in `records` holds a record without a key (undecodable bytes are
+/// left to the log's own checks).
+fn has_keyless_record(records: &[u8]) -> bool {
+    Batches::checked_before(records)
+        .flatten()
+        .filter(|(_, header, _)| !header.is_control())
+        .any(|(_, _, bytes)| crate::storage::records::decode(bytes).is_ok_and(|rs| rs.iter().any(|r| r.key.is_none())))
 }
