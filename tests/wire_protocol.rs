@@ -818,3 +818,70 @@ fn creatable_topic(
                 .collect(),
         )
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_topic_refuses_keyless_records_with_kafkas_message() {
+    let s = setup(free_ports()).await;
+    s.cluster
+        .create_topic(
+            "profiles",
+            TopicConfig::new(1, 3).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
+        )
+        .await
+        .expect("topic created");
+    let tp = TopicPartition::new("profiles", 0);
+    let snapshot = s
+        .cluster
+        .wait_for(Duration::from_secs(10), |v| {
+            v.partition(&tp)
+                .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
+        })
+        .await
+        .expect("a leader");
+    let leader = snapshot.partition(&tp).and_then(|p| p.leader).expect("leader");
+    let mut stream = connect(s.addr(leader)).await;
+    // `batch` makes keyless records.
+    let refused: ProduceResponse = call(
+        &mut stream,
+        ApiKey::Produce,
+        9,
+        &produce_request("profiles", 0, -1, batch(&["no key"])),
+    )
+    .await;
+    let answer = &refused.responses[0].partition_responses[0];
+    assert_eq!(answer.error_code, 87, "INVALID_RECORD");
+    assert_eq!(
+        answer.error_message.as_ref().map(|m| m.as_str()),
+        Some("Compacted topic cannot accept message without key in topic partition profiles-0.")
+    );
+    // Produce v7 has no error_message: the code alone, and the response still encodes.
+    let refused: ProduceResponse = call(
+        &mut stream,
+        ApiKey::Produce,
+        7,
+        &produce_request("profiles", 0, -1, batch(&["no key"])),
+    )
+    .await;
+    assert_eq!(refused.responses[0].partition_responses[0].error_code, 87);
+    let keyed = records::encode_batch(
+        &[records::record(
+            0,
+            1_000,
+            Some(Bytes::from("k")),
+            Some(Bytes::from("v")),
+        )],
+        Compression::None,
+    )
+    .expect("batch encodes")
+    .freeze();
+    let accepted: ProduceResponse = call(
+        &mut stream,
+        ApiKey::Produce,
+        9,
+        &produce_request("profiles", 0, -1, keyed),
+    )
+    .await;
+    let answer = &accepted.responses[0].partition_responses[0];
+    assert_eq!((answer.error_code, answer.base_offset), (0, 0));
+    s.stop().await;
+}

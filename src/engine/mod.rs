@@ -43,6 +43,7 @@ pub use controller::{
 pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting};
 pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
+pub use partition::has_keyless_record;
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
 
 /// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and

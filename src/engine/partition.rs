@@ -800,7 +800,7 @@ impl Partition {
 
 /// Whether a data batch in `records` holds a record without a key (undecodable bytes are
 /// left to the log's own checks).
-fn has_keyless_record(records: &[u8]) -> bool {
+pub fn has_keyless_record(records: &[u8]) -> bool {
     Batches::checked_before(records)
         .flatten()
         .filter(|(_, header, _)| !header.is_control())

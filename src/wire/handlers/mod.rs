@@ -138,7 +138,7 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::Metadata(r) => frame(&request, &metadata::metadata(ctx, r, v).await),
         RequestBody::DescribeCluster(_) => frame(&request, &metadata::describe_cluster(ctx)),
         RequestBody::FindCoordinator(r) => frame(&request, &metadata::find_coordinator(ctx, r, v)),
-        RequestBody::Produce(r) => match produce::produce(ctx, r, queued).await? {
+        RequestBody::Produce(r) => match produce::produce(ctx, r, v, queued).await? {
             Some(response) => frame(&request, &response),
             None => Ok(None),
         },

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProduceRequest};
+use kafka_protocol::protocol::StrBytes;
 use tokio::sync::oneshot;
 
 use super::{BrokerDown, Context, codes, reached};
-use crate::engine::{Acks, ErrorCode, TopicPartition};
+use crate::engine::{Acks, ErrorCode, TopicPartition, has_keyless_record};
 
 /// One partition's append: its base offset or the error code for the client.
 type Outcome = Result<Result<i64, i16>, BrokerDown>;
@@ -34,6 +35,7 @@ enum Started<F> {
 pub async fn produce(
     ctx: &Context,
     request: &ProduceRequest,
+    version: i16,
     queued: oneshot::Sender<()>,
 ) -> Result<Option<ProduceResponse>, BrokerDown> {
     let acks = match request.acks {
@@ -71,12 +73,12 @@ pub async fn produce(
                 Poll::Ready(done) => Started::Done(done),
                 Poll::Pending => Started::Waiting(call),
             };
-            pending.push((name.clone(), p.index, started));
+            pending.push((name.clone(), p.index, p.records.clone(), started));
         }
     }
     drop(queued);
     let mut responses: Vec<TopicProduceResponse> = Vec::new();
-    for (topic, index, started) in pending {
+    for (topic, index, records, started) in pending {
         let outcome = match started {
             Started::Done(done) => done?,
             Started::Waiting(call) => call.await?,
@@ -88,7 +90,14 @@ pub async fn produce(
             Err(code) => PartitionProduceResponse::default()
                 .with_index(index)
                 .with_error_code(code)
-                .with_base_offset(-1),
+                .with_base_offset(-1)
+                // error_message exists from Produce v8.
+                .with_error_message(
+                    (version >= 8)
+                        .then(|| refusal_reason(ctx, &topic, index, code, records.as_deref()))
+                        .flatten()
+                        .map(StrBytes::from_string),
+                ),
         };
         match responses.iter_mut().find(|t| t.name.0.as_str() == topic) {
             Some(t) => t.partition_responses.push(partition),
@@ -100,6 +109,19 @@ pub async fn produce(
         }
     }
     Ok((request.acks != 0).then(|| ProduceResponse::default().with_responses(responses)))
+}
+
+/// Kafka's words for a refusal whose code alone would leave the client guessing: a keyless
+/// record on a compacted topic (`LogValidator.validateKey`).
+fn refusal_reason(ctx: &Context, topic: &str, index: i32, code: i16, records: Option<&[u8]>) -> Option<String> {
+    let compacted = ctx
+        .cluster
+        .metadata()
+        .topics
+        .get(topic)
+        .is_some_and(|t| t.config.cleanup_policy.is_some_and(|p| p.compacts()));
+    (code == ErrorCode::InvalidRecord.code() && compacted && records.is_some_and(has_keyless_record))
+        .then(|| format!("Compacted topic cannot accept message without key in topic partition {topic}-{index}."))
 }
 
 pub async fn init_producer_id(ctx: &Context, request: &InitProducerIdRequest) -> InitProducerIdResponse {
