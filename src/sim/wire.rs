@@ -203,7 +203,19 @@ impl WireClients {
     /// The records of `tp` from `offset` up to the high watermark, read from its leader
     /// (read_uncommitted: what a consumer may see), as `(offset, value, leader epoch of the
     /// batch)`. One fetch: at most [`FETCH_MAX_BYTES`], empty at the end of the log.
+    #[cfg(test)]
     pub async fn fetch(&self, tp: &TopicPartition, offset: i64) -> Result<Vec<(i64, Bytes, i32)>, String> {
+        self.fetch_with_next(tp, offset).await.map(|(records, _)| records)
+    }
+
+    /// As [`WireClients::fetch`], with where the next fetch starts: past the last whole batch
+    /// read, which in a compacted log may hold no record at all (a consumer moves past it,
+    /// as Kafka's does with `batch.nextOffset`).
+    pub async fn fetch_with_next(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+    ) -> Result<(Vec<(i64, Bytes, i32)>, i64), String> {
         let what = format!("fetching {} at offset {offset}", describe(tp));
         let fetched = self
             .retrying(&what, None, || {
@@ -217,7 +229,7 @@ impl WireClients {
                 )
             })
             .await?;
-        Ok(fetched
+        let records = fetched
             .records
             .into_iter()
             .map(|r| {
@@ -229,7 +241,8 @@ impl WireClients {
                     .map_or(-1, |(_, epoch)| *epoch);
                 (r.offset, r.value.unwrap_or_default(), epoch)
             })
-            .collect())
+            .collect();
+        Ok((records, fetched.next_offset))
     }
 
     /// `tp`'s log start ([`OffsetSpec::Earliest`]) or high watermark ([`OffsetSpec::Latest`]),

@@ -547,9 +547,10 @@ async fn consume_over_wire(
                 },
             };
             positions.insert(tp.clone(), from);
-            match wire.fetch(&tp, from).await {
-                Ok(records) => {
-                    let mut next = from;
+            match wire.fetch_with_next(&tp, from).await {
+                Ok((records, after)) => {
+                    // Past the last whole batch, even one compaction emptied.
+                    let mut next = from.max(after);
                     let mut out = lock(&outbox);
                     for (offset, value, leader_epoch) in records.into_iter().filter(|r| r.0 >= from) {
                         next = offset + 1;
