@@ -1215,11 +1215,8 @@ impl Checker {
         if from >= upper {
             return;
         }
-        if self.partitions.get(tp).is_some_and(|h| h.compacted) {
-            self.compare_records(o, tp, broker, from, upper, who);
-            return;
-        }
-        let batches = match read_batches(o.logs, broker, tp, from, upper, false) {
+        let compacted = self.partitions.get(tp).is_some_and(|h| h.compacted);
+        let batches = match read_batches(o.logs, broker, tp, from, upper, compacted) {
             Ok(b) => b,
             Err(e) => {
                 self.violate(
@@ -1230,6 +1227,10 @@ impl Checker {
                 return;
             }
         };
+        if compacted {
+            self.compare_records(tp, broker, from, upper, who, batches);
+            return;
+        }
         let Some(history) = self.partitions.get(tp) else { return };
         let mismatch = batches.iter().find_map(|(mine, _)| {
             let theirs = history.committed.batches.get(&mine.base_offset);
@@ -1267,24 +1268,13 @@ impl Checker {
     /// record it lacks has a later record of its key (its cleaner removed it).
     fn compare_records(
         &mut self,
-        o: &Observation,
         tp: &TopicPartition,
         broker: BrokerId,
         from: i64,
         upper: i64,
         who: &str,
+        batches: Vec<ReadBatch>,
     ) {
-        let batches = match read_batches(o.logs, broker, tp, from, upper, true) {
-            Ok(b) => b,
-            Err(e) => {
-                self.violate(
-                    Invariant::CommittedLogsAgree,
-                    format!("{tp} read {broker} {from}"),
-                    format!("{who} cannot read its log from {from} to {upper}: {e}"),
-                );
-                return;
-            }
-        };
         let Some(history) = self.partitions.get(tp) else { return };
         let committed = &history.committed.values;
         let mine: BTreeMap<i64, (Bytes, i32)> = batches

@@ -754,20 +754,17 @@ fn an_unclean_election_is_an_allowed_loss_not_a_violation() {
     assert_eq!(broken(&c), vec![Invariant::ElectedFromIsr]);
 }
 
-#[test]
-fn a_power_lost_replica_is_excused_only_when_the_controller_elects_it() {
-    let mut world = World::new();
-    let mut c = checker(false);
+/// Broker 1, alone in the ISR and leading, loses power and comes back with only the first
+/// batch; the controller elects it again (epoch 2), and the checker samples the result.
+fn last_in_sync_replica_returns_short(world: &mut World, c: &mut Checker) {
     world.partition().isr = vec![1];
     world.partition().leader = 1;
     for r in &mut world.replicas {
         r.leader = Some(1);
         r.is_leader = r.broker == 1;
     }
-    world.observe(&mut c);
+    world.observe(c);
     c.power_loss(1, &world.image);
-    // Broker 1 comes back with its log cut to what it had fsynced; the controller elects
-    // it again as the last in-sync replica.
     world.set_log(1, vec![batch(0, 1, &["a", "b"])]);
     world.partition().leader_epoch = 2;
     for r in &mut world.replicas {
@@ -786,7 +783,16 @@ fn a_power_lost_replica_is_excused_only_when_the_controller_elects_it() {
             isr: vec![1],
         },
     });
-    world.observe(&mut c);
+    world.observe(c);
+}
+
+#[test]
+fn a_power_lost_replica_is_excused_only_when_the_controller_elects_it() {
+    let mut world = World::new();
+    let mut c = checker(false);
+    // Broker 1 comes back with its log cut to what it had fsynced; the controller elects
+    // it again as the last in-sync replica.
+    last_in_sync_replica_returns_short(&mut world, &mut c);
     assert_eq!(c.violations(), &[]);
     assert_eq!(c.allowed_losses().len(), 1);
 
@@ -892,35 +898,9 @@ fn with_flush_always_a_power_loss_excuses_nothing() {
         power_loss_loses_data: false,
         ..checker_config(false)
     });
-    world.partition().isr = vec![1];
-    world.partition().leader = 1;
-    for r in &mut world.replicas {
-        r.leader = Some(1);
-        r.is_leader = r.broker == 1;
-    }
-    world.observe(&mut c);
-    c.power_loss(1, &world.image);
     // The broker comes back short of what it had acknowledged and is elected: every
     // record was fsynced before its ack, so this is a lost commit, not bad luck.
-    world.set_log(1, vec![batch(0, 1, &["a", "b"])]);
-    world.partition().leader_epoch = 2;
-    for r in &mut world.replicas {
-        r.leader_epoch = 2;
-    }
-    world.probe(1).broker_epoch = 20;
-    world.set_hw(2);
-    c.event(&ClusterEvent {
-        at: chrono::Utc::now(),
-        kind: EventKind::LeaderElected {
-            tp: tp(),
-            old: None,
-            new: 1,
-            leader_epoch: 2,
-            reason: ElectionReason::ReplicaReturned,
-            isr: vec![1],
-        },
-    });
-    world.observe(&mut c);
+    last_in_sync_replica_returns_short(&mut world, &mut c);
     assert!(
         broken(&c).contains(&Invariant::CommittedLogsAgree),
         "{:?}",
