@@ -743,3 +743,51 @@ async fn balanced_election_picks_the_replica_leading_the_fewest_partitions() {
         cluster.shutdown().await;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_link_to_the_controllers_broker_delays_heartbeats_but_does_not_fence() {
+    use kdeck::engine::{LinkFault, NodeId};
+    let dir = scratch_dir();
+    let cluster = Cluster::start(kdeck::engine::ClusterConfig {
+        broker_session_timeout_ms: 6000,
+        ..config(dir.path())
+    })
+    .await
+    .expect("start");
+    let s = cluster.snapshot();
+    let controller = s.controller.expect("controller");
+    let slow = s
+        .brokers
+        .iter()
+        .map(|b| b.id)
+        .find(|b| *b != controller)
+        .expect("a broker away from the controller");
+    // Every request from `slow` to the controller's broker takes 2.5 s: longer than the
+    // heartbeat's own timeout, shorter than the session. A slow network still delivers, so
+    // the controller keeps hearing from it, late.
+    cluster.set_link(
+        NodeId::Broker(controller),
+        NodeId::Broker(slow),
+        Some(LinkFault::Delay(Duration::from_millis(2500))),
+    );
+    let mut events = cluster.events();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let s = cluster.snapshot();
+    let b = s.brokers.iter().find(|b| b.id == slow).expect("the slow broker");
+    assert!(!b.fenced, "a slow but delivering link must not fence broker {slow}");
+    while let Ok(e) = events.try_recv() {
+        assert!(
+            !matches!(e.kind, EventKind::BrokerFenced { broker, .. } if broker == slow),
+            "broker {slow} was fenced: {e:?}"
+        );
+    }
+    // A cut link does fence it: the heartbeats no longer arrive.
+    cluster.set_link(NodeId::Broker(controller), NodeId::Broker(slow), Some(LinkFault::Cut));
+    cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.brokers.iter().any(|b| b.id == slow && b.fenced)
+        })
+        .await
+        .expect("a cut link fences the broker after the session timeout");
+    cluster.shutdown().await;
+}

@@ -184,6 +184,27 @@ impl Network {
         one_in > 0 && (*count).is_multiple_of(u64::from(one_in))
     }
 
+    /// Puts a request in `broker`'s inbox; whether the inbox was there to take it.
+    fn deliver(
+        &self,
+        from: NodeId,
+        broker: BrokerId,
+        inbox: &mpsc::UnboundedSender<Envelope>,
+        envelope: Envelope,
+    ) -> bool {
+        if inbox.send(envelope).is_err() {
+            return false;
+        }
+        *self.routes().delivered.entry((from, broker)).or_default() += 1;
+        true
+    }
+
+    /// A request the link lost (cut, or dropped): the caller hears nothing until its timeout.
+    async fn lost(&self, timeout: Duration) -> Result<Response, NetError> {
+        self.clock.sleep(timeout).await;
+        Err(NetError::Timeout)
+    }
+
     /// Sends `request` from `from` to `to` and waits for the answer, at most `timeout`.
     pub(crate) async fn call(
         &self,
@@ -196,26 +217,34 @@ impl Network {
             return Err(NetError::Refused);
         };
         let fault = self.fault(from, to, broker);
-        let exchange = async {
-            match fault {
-                Some(LinkFault::Cut) => std::future::pending::<()>().await,
-                Some(LinkFault::Delay(d)) => self.clock.sleep(d).await,
-                Some(LinkFault::Drop { one_in }) if self.dropped(from, broker, one_in) => {
-                    std::future::pending::<()>().await
-                }
-                Some(LinkFault::Drop { .. }) | None => {}
+        let (tx, rx) = oneshot::channel();
+        let envelope = Envelope {
+            from,
+            request,
+            reply: tx,
+        };
+        match fault {
+            Some(LinkFault::Cut) => return self.lost(timeout).await,
+            Some(LinkFault::Drop { one_in }) if self.dropped(from, broker, one_in) => return self.lost(timeout).await,
+            Some(LinkFault::Delay(d)) => {
+                // A slow link still delivers: the request arrives after the delay even when
+                // the caller has given up waiting by then (a late heartbeat still counts),
+                // as bytes in flight on a slow network do.
+                let network = self.clone();
+                tokio::spawn(async move {
+                    network.clock.sleep(d).await;
+                    network.deliver(from, broker, &inbox, envelope);
+                });
             }
-            let (tx, rx) = oneshot::channel();
-            inbox
-                .send(Envelope {
-                    from,
-                    request,
-                    reply: tx,
-                })
-                .map_err(|_| NetError::Refused)?;
-            *self.routes().delivered.entry((from, broker)).or_default() += 1;
-            // A dropped reply (the broker died with the request in hand) looks like a broken
-            // connection to the caller.
+            Some(LinkFault::Drop { .. }) | None => {
+                if !self.deliver(from, broker, &inbox, envelope) {
+                    return Err(NetError::Refused);
+                }
+            }
+        }
+        let exchange = async {
+            // A dropped reply (the broker died with the request in hand, or its inbox was
+            // gone when a delayed request arrived) looks like a broken connection.
             let response = rx.await.map_err(|_| NetError::Refused)?;
             // The answer crosses the link too: one cut meanwhile loses it.
             if self.answer_fault(from, to, broker) == Some(LinkFault::Cut) {
