@@ -134,18 +134,18 @@ fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> R
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async {
-        let first = scenario::driver::start_cluster(&scenario, config)
-            .await
-            .with_context(|| format!("setting up scenario {}", scenario.name))?;
-        let log_path = first.data_dir().join("kdeck.log");
-        let _flush_guard = log_to_file(first.data_dir());
-        let source = Arc::clone(&first) as Arc<dyn view::ClusterSource>;
-        let (driver, link) = scenario::driver::spawn(scenario, config.clone(), first);
-        let result = tui::run_with(source, config, Some(log_path), Some(link)).await;
-        driver.shutdown().await;
-        result
-    })
+    // The scenario's cluster runs on the driver's own thread and runtime (a replay pauses
+    // its clock); the console on this one.
+    // The log outlives the clusters going back a step replaces (each has a directory of
+    // its own, removed with it).
+    let log_dir = scenario::headless::scratch_dir("kdeck-trainer-")?;
+    let log_path = log_dir.path().join("kdeck.log");
+    let _flush_guard = log_to_file(log_dir.path());
+    let (driver, link, first) = scenario::driver::spawn(scenario, config.clone())?;
+    let source = first as Arc<dyn view::ClusterSource>;
+    let result = runtime.block_on(tui::run_with(source, config, Some(log_path), Some(link)));
+    driver.shutdown();
+    result
 }
 
 /// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never

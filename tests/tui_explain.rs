@@ -16,6 +16,7 @@ use tui_fixture::{default_keys, harness, harness_with, view};
 fn controls() -> Controls {
     Controls {
         frozen: false,
+        held: false,
         slow_motion: 1,
         auto_rebalance: true,
         unclean_election: false,

@@ -90,6 +90,10 @@ pub struct Embedded {
     data_dir: Mutex<Option<DataDir>>,
     data_path: PathBuf,
     wire: Option<WireServer>,
+    /// The runtime the cluster was started on: commands and tails run there too, so every
+    /// engine task reads one tokio clock (a scenario's cluster runs on a runtime of its own,
+    /// whose clock a replay pauses).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Embedded {
@@ -210,6 +214,7 @@ impl Embedded {
             data_path: data_dir.path().to_path_buf(),
             data_dir: Mutex::new(Some(data_dir)),
             wire,
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -264,7 +269,7 @@ impl ClusterSource for Embedded {
 
     fn submit(&self, command: Command, outcomes: OutcomeSender) {
         let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let result = shared.execute(&command).await.map_err(|e| format!("{e:#}"));
             if let Err(e) = &result {
                 tracing::warn!(%command, error = %e, "console command failed");
@@ -274,7 +279,7 @@ impl ClusterSource for Embedded {
     }
 
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
-        tail_cluster(&self.shared.cluster, spec, capacity)
+        tail::tail_on(&self.runtime, &self.shared.cluster, spec, capacity)
     }
 }
 

@@ -137,6 +137,10 @@ impl Shared {
                 }
                 Ok(outcome::CLOCK_THAWED.into())
             }
+            Command::Hold(on) => {
+                let changed = if *on { cluster.hold() } else { cluster.release() };
+                Ok(outcome::held(*on, changed))
+            }
             Command::SlowMotion { factor } => {
                 let changed = cluster.set_slow_motion(*factor)?;
                 Ok(outcome::slow_motion(*factor, changed))

@@ -13,8 +13,18 @@ use crate::view::{SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, Tail
 /// Starts a tail on `cluster`: what [`super::Embedded`]'s `tail` does, for a cluster started
 /// without the rest of the console (tests, benchmarks).
 pub fn tail_cluster(cluster: &Cluster, spec: TailSpec, capacity: usize) -> TailHandle {
+    tail_on(&tokio::runtime::Handle::current(), cluster, spec, capacity)
+}
+
+/// A tail whose consumer runs on `runtime` (the cluster's).
+pub(super) fn tail_on(
+    runtime: &tokio::runtime::Handle,
+    cluster: &Cluster,
+    spec: TailSpec,
+    capacity: usize,
+) -> TailHandle {
     let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
-    tokio::spawn(tail_loop(cluster.clone(), spec.clone(), Arc::clone(&buffer)));
+    runtime.spawn(tail_loop(cluster.clone(), spec.clone(), Arc::clone(&buffer)));
     TailHandle { spec, buffer }
 }
 

@@ -29,6 +29,7 @@ impl Shared {
         let (frozen, slow_motion) = self.cluster.clock().state();
         Controls {
             frozen,
+            held: self.cluster.clock().held(),
             slow_motion,
             auto_rebalance: self.cluster.auto_rebalance(),
             unclean_election: self.cluster.unclean_election_default(),

@@ -32,6 +32,8 @@ struct Anchor {
     /// Real time runs this many times faster than virtual time.
     factor: u32,
     frozen: bool,
+    /// Frozen by [`Clock::hold`]: a trainer's step holds the cluster still until the next.
+    held: bool,
 }
 
 impl Anchor {
@@ -117,6 +119,7 @@ impl Clock {
                     virtual_at: now,
                     factor: 1,
                     frozen: false,
+                    held: false,
                 })
                 .0,
                 origin: now,
@@ -152,6 +155,37 @@ impl Clock {
         (a.frozen, a.factor)
     }
 
+    /// Whether the clock stands still because of [`Clock::hold`].
+    pub fn held(&self) -> bool {
+        self.anchor().borrow().held
+    }
+
+    /// Stops virtual time as [`Clock::freeze`] does, marked as a hold (a trainer's step
+    /// keeps the cluster still until the next one); `None` when it was already frozen.
+    pub fn hold(&self) -> Option<ClockChange> {
+        self.change(|a| {
+            if a.frozen {
+                return None;
+            }
+            a.frozen = true;
+            a.held = true;
+            Some(ClockChange::Frozen)
+        })
+    }
+
+    /// Ends a hold; `None` when the clock was not held (a freeze of the trainer's own stays).
+    pub fn release(&self) -> Option<ClockChange> {
+        self.change(|a| {
+            if !a.held {
+                return None;
+            }
+            let frozen_for = Instant::now().saturating_duration_since(a.real);
+            a.frozen = false;
+            a.held = false;
+            Some(ClockChange::Thawed { frozen_for })
+        })
+    }
+
     /// Stops virtual time; `None` when it was already frozen.
     pub fn freeze(&self) -> Option<ClockChange> {
         self.change(|a| {
@@ -171,6 +205,7 @@ impl Clock {
             }
             let frozen_for = Instant::now().saturating_duration_since(a.real);
             a.frozen = false;
+            a.held = false;
             Some(ClockChange::Thawed { frozen_for })
         })
     }

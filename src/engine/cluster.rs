@@ -368,6 +368,18 @@ impl Cluster {
         self.clock_changed(self.inner.ctx.clock.freeze())
     }
 
+    /// Holds the cluster still between a trainer's steps: the clock stops as with
+    /// [`Cluster::freeze`], without a timeline event (the console's header says HELD);
+    /// whether it was running.
+    pub fn hold(&self) -> bool {
+        self.inner.ctx.clock.hold().is_some()
+    }
+
+    /// Ends a hold, quietly; whether the clock was held (a trainer's own freeze stays).
+    pub fn release(&self) -> bool {
+        self.inner.ctx.clock.release().is_some()
+    }
+
     /// Lets the cluster's clock run again; whether it was frozen.
     pub fn thaw(&self) -> bool {
         self.clock_changed(self.inner.ctx.clock.thaw())

@@ -1,15 +1,19 @@
 //! A scenario presented in the console (trainer mode): the trainer's keys arrive as
 //! [`ScenarioControl`]s, the [`Player`] runs steps against the embedded cluster, and what it
-//! does goes back to the console as [`TrainerUpdate`]s. Going back a step starts the
-//! scenario again on a fresh cluster and replays it to that step, so what the room sees
-//! after `N` is what it saw the first time, not an undo.
+//! does goes back to the console as [`TrainerUpdate`]s. Each step ends holding the cluster
+//! still (its clock stops, the header says HELD) until the trainer goes on.
+//!
+//! The scenario's cluster and the player run on a runtime of their own, on a thread of
+//! their own: a current-thread runtime, whose clock a replay can pause. Going back a step
+//! starts the scenario again on a fresh cluster and replays it to the step before on the
+//! paused clock (the same story the headless run tells, in a second or two, not in real
+//! time), so what the room sees after `N` is what it saw the first time, not an undo.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
-use tokio::sync::{Mutex, mpsc};
-use tokio::task::JoinHandle;
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
 
 use super::Scenario;
 use super::player::{Player, PlayerEvent};
@@ -23,18 +27,32 @@ use crate::view::ClusterSource;
 /// How long playing lingers on a finished step before the next one starts.
 pub const PLAY_PAUSE: Duration = Duration::from_secs(4);
 
-/// The running driver: the cluster it presents now (going back replaces it).
+/// The running driver: its thread, which owns the scenario's cluster.
 pub struct Driver {
-    pub current: Arc<Mutex<Arc<Embedded>>>,
-    pub task: JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Driver {
-    /// Stops the driver and shuts its cluster down.
-    pub async fn shutdown(self) {
-        self.task.abort();
-        let current = self.current.lock().await.clone();
-        current.shutdown().await;
+    /// Stops the driver and shuts its cluster down (logs closed, the data removed); blocks
+    /// until that is done, so call it outside any runtime.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.stop_and_join();
     }
 }
 
@@ -51,27 +69,70 @@ pub async fn start_cluster(scenario: &Scenario, config: &KdeckConfig) -> Result<
     Ok(Arc::new(start_embedded(config, &scenario.setup, dir).await?))
 }
 
-/// Starts presenting `scenario` on `first` (its cluster, already started).
-pub fn spawn(scenario: Scenario, config: KdeckConfig, first: Arc<Embedded>) -> (Driver, TrainerLink) {
+/// Starts `scenario` on a fresh cluster on the driver's own thread and runtime; returns
+/// the driver, the console's link to it, and the first cluster (to show at once).
+pub fn spawn(scenario: Scenario, config: KdeckConfig) -> Result<(Driver, TrainerLink, Arc<Embedded>)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the scenario's runtime")?;
     let (controls_tx, controls) = mpsc::unbounded_channel();
     let (updates_tx, updates) = mpsc::unbounded_channel();
-    let current = Arc::new(Mutex::new(first));
-    let task = tokio::spawn(drive(scenario, config, Arc::clone(&current), controls, updates_tx));
-    (
-        Driver { current, task },
+    let (first_tx, first_rx) = std::sync::mpsc::channel::<Result<Arc<Embedded>>>();
+    let (stop_tx, stop) = tokio::sync::oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name("kdeck-scenario".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let first = match start_cluster(&scenario, &config)
+                    .await
+                    .with_context(|| format!("setting up scenario {}", scenario.name))
+                {
+                    Ok(first) => first,
+                    Err(e) => {
+                        let _ = first_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let current = Arc::clone(&first);
+                let _ = first_tx.send(Ok(first));
+                let mut current = current;
+                tokio::select! {
+                    () = drive(&scenario, &config, &mut current, controls, &updates_tx) => {}
+                    _ = stop => {}
+                }
+                current.shutdown().await;
+            });
+        })
+        .context("starting the scenario's thread")?;
+    let first = first_rx
+        .recv()
+        .context("the scenario's thread ended before its cluster started")??;
+    Ok((
+        Driver {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        },
         TrainerLink {
             controls: controls_tx,
             updates,
         },
-    )
+        first,
+    ))
+}
+
+/// Which step `N` goes back to when `shown` (0-based) is on screen: the one before it, or
+/// the start (no step run) from the first step.
+pub fn back_from(shown: Option<usize>) -> Option<usize> {
+    shown.and_then(|s| s.checked_sub(1))
 }
 
 async fn drive(
-    scenario: Scenario,
-    config: KdeckConfig,
-    current: Arc<Mutex<Arc<Embedded>>>,
+    scenario: &Scenario,
+    config: &KdeckConfig,
+    current: &mut Arc<Embedded>,
     mut controls: mpsc::UnboundedReceiver<ScenarioControl>,
-    tx: mpsc::UnboundedSender<TrainerUpdate>,
+    tx: &mpsc::UnboundedSender<TrainerUpdate>,
 ) {
     let mut player = Player::new(scenario.clone());
     let loaded = || TrainerUpdate::Loaded {
@@ -97,33 +158,32 @@ async fn drive(
                 playing = !playing;
                 let _ = tx.send(TrainerUpdate::Playing(playing));
                 if playing && !player.finished() {
-                    let source = current.lock().await.clone();
-                    step(&mut player, source.as_ref(), &tx).await;
+                    step(&mut player, current.as_ref(), tx).await;
                 }
             }
             ScenarioControl::Next => {
                 if !player.finished() {
-                    let source = current.lock().await.clone();
-                    step(&mut player, source.as_ref(), &tx).await;
+                    step(&mut player, current.as_ref(), tx).await;
+                }
+                if player.finished() && playing {
+                    playing = false;
+                    let _ = tx.send(TrainerUpdate::Playing(false));
                 }
             }
             ScenarioControl::Previous => {
-                // The step before the one shown: replay every step before it, then the
-                // trainer runs it again with `n`.
-                let to = player.next_step().saturating_sub(2);
+                let shown = player.next_step().checked_sub(1);
+                let to = back_from(shown);
                 let _ = tx.send(TrainerUpdate::Replaying { to });
-                let mut slot = current.lock().await;
                 // The old cluster goes first: the new one takes the same Kafka ports.
-                slot.shutdown().await;
-                match start_cluster(&scenario, &config).await {
+                current.shutdown().await;
+                match start_cluster(scenario, config).await {
                     Ok(fresh) => {
-                        *slot = Arc::clone(&fresh);
-                        drop(slot);
+                        *current = Arc::clone(&fresh);
                         let _ = tx.send(TrainerUpdate::Source(Arc::clone(&fresh) as Arc<dyn ClusterSource>));
                         player = Player::new(scenario.clone());
                         let _ = tx.send(loaded());
-                        for _ in 0..to {
-                            step(&mut player, fresh.as_ref(), &tx).await;
+                        if let Some(to) = to {
+                            replay(&mut player, fresh.as_ref(), to, tx).await;
                         }
                         let _ = tx.send(TrainerUpdate::Ready);
                     }
@@ -138,6 +198,18 @@ async fn drive(
             }
         }
     }
+}
+
+/// Runs the steps up to `to` (0-based, included) on tokio's paused clock: the cluster's
+/// simulated seconds pass as fast as it can work, as in a headless run. The last step ends
+/// held, as every step does, so resuming real time changes nothing on screen.
+async fn replay(player: &mut Player, source: &dyn ClusterSource, to: usize, tx: &mpsc::UnboundedSender<TrainerUpdate>) {
+    // The driver's runtime is current-thread (see `spawn`), where the clock can be paused.
+    tokio::time::pause();
+    while player.next_step() <= to && !player.finished() {
+        step(player, source, tx).await;
+    }
+    tokio::time::resume();
 }
 
 /// Runs the player's next step, passing what it says on to the console as it happens.
@@ -158,6 +230,16 @@ async fn step(player: &mut Player, source: &dyn ClusterSource, tx: &mpsc::Unboun
     let _ = forward.await;
 }
 
+/// A check as the console lists it: what it checks, then what it saw, as the headless run
+/// prints it ("acknowledged records lost >= 1 (lost 64)").
+fn said(what: &str, v: &super::check::Verdict) -> String {
+    if v.saw.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what} ({})", v.saw)
+    }
+}
+
 /// What the console is told of a player event.
 pub fn updates_of(event: PlayerEvent) -> Vec<TrainerUpdate> {
     match event {
@@ -170,8 +252,8 @@ pub fn updates_of(event: PlayerEvent) -> Vec<TrainerUpdate> {
         PlayerEvent::Explained { .. } => Vec::new(),
         PlayerEvent::Waiting(verdicts) => vec![TrainerUpdate::Checks(
             verdicts
-                .into_iter()
-                .map(|(what, v)| (what, v.holds.then_some(true)))
+                .iter()
+                .map(|(what, v)| (said(what, v), v.holds.then_some(true)))
                 .collect(),
         )],
         PlayerEvent::StepEnded(report) => {
@@ -179,14 +261,7 @@ pub fn updates_of(event: PlayerEvent) -> Vec<TrainerUpdate> {
                 .waited
                 .iter()
                 .chain(&report.expects)
-                .map(|(what, v)| {
-                    let said = if v.holds {
-                        what.clone()
-                    } else {
-                        format!("{what}: {}", v.saw)
-                    };
-                    (said, Some(v.holds))
-                })
+                .map(|(what, v)| (said(what, v), Some(v.holds)))
                 .collect();
             checks.extend(report.errors.iter().map(|e| (e.clone(), Some(false))));
             vec![
@@ -196,5 +271,20 @@ pub fn updates_of(event: PlayerEvent) -> Vec<TrainerUpdate> {
                 },
             ]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_goes_exactly_one_step() {
+        // Step 4 on screen (index 3): back shows step 3 (index 2).
+        assert_eq!(back_from(Some(3)), Some(2));
+        assert_eq!(back_from(Some(1)), Some(0));
+        // From the first step, back is the start, before any step.
+        assert_eq!(back_from(Some(0)), None);
+        assert_eq!(back_from(None), None);
     }
 }

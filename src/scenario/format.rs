@@ -216,6 +216,12 @@ pub struct Step {
     /// Checked when the step ends, shown passed or failed.
     #[serde(default)]
     pub expect: Vec<Check>,
+    /// Once the step's checks are done the cluster is held still (its clock stops, the
+    /// header says HELD) until the trainer goes on, so the story on screen stays true
+    /// however long the trainer talks. `true` lets the cluster's clock run on after this
+    /// step: only for a step whose next one needs time to have passed (lag building).
+    #[serde(default)]
+    pub keep_running: bool,
 }
 
 fn default_timeout() -> f64 {

@@ -59,6 +59,18 @@ impl RunSummary {
 /// printing as it goes through `print` (nothing printed when it ignores its lines).
 /// Call it inside a runtime whose clock is paused.
 pub async fn run(scenario: &Scenario, config: &KdeckConfig, print: &mut dyn FnMut(&str)) -> Result<RunSummary> {
+    run_paced(scenario, config, &mut |_| Duration::ZERO, print).await
+}
+
+/// [`run`] as a trainer presents it: before each step after the first, `pause(step)`
+/// passes (tokio time, 0-based step) while the trainer talks and the previous step holds
+/// the cluster, or lets it run when that step says `keep_running`.
+pub async fn run_paced(
+    scenario: &Scenario,
+    config: &KdeckConfig,
+    pause: &mut dyn FnMut(usize) -> Duration,
+    print: &mut dyn FnMut(&str),
+) -> Result<RunSummary> {
     let mut config = config.clone();
     config.wire.enabled = false;
     let dir = scratch_dir("kdeck-scenario-")?;
@@ -67,17 +79,32 @@ pub async fn run(scenario: &Scenario, config: &KdeckConfig, print: &mut dyn FnMu
         .with_context(|| format!("setting up scenario {}", scenario.name))?;
     print(&format!("{}: {}", scenario.name, scenario.title));
     print(&format!("  {}", scenario.concept));
-    let result = play(scenario, &embedded, print).await;
+    let result = play(scenario, &embedded, pause, print).await;
     embedded.shutdown().await;
     result
 }
 
-async fn play(scenario: &Scenario, source: &dyn ClusterSource, print: &mut dyn FnMut(&str)) -> Result<RunSummary> {
+async fn play(
+    scenario: &Scenario,
+    source: &dyn ClusterSource,
+    pause: &mut dyn FnMut(usize) -> Duration,
+    print: &mut dyn FnMut(&str),
+) -> Result<RunSummary> {
     let mut player = Player::new(scenario.clone());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut steps = Vec::new();
     let mut trace = Vec::new();
-    while let Some(report) = player.step(source, &tx).await {
+    loop {
+        let next = player.next_step();
+        if next > 0 && !player.finished() {
+            let wait = pause(next);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        let Some(report) = player.step(source, &tx).await else {
+            break;
+        };
         let mut commands = Vec::new();
         while let Ok(event) = rx.try_recv() {
             for line in lines(&event) {

@@ -117,6 +117,8 @@ pub struct Player {
     pub tick: Duration,
     /// Holds are multiplied by this (0 skips them: a replay to a step).
     pub hold_scale: f64,
+    /// The player holds the cluster still since its last step ended.
+    held: bool,
 }
 
 impl Player {
@@ -129,6 +131,7 @@ impl Player {
             next: 0,
             tick: Duration::from_millis(100),
             hold_scale: 1.0,
+            held: false,
         }
     }
 
@@ -159,9 +162,14 @@ impl Player {
         let step = self.scenario.steps.get(self.next)?.clone();
         let index = self.next;
         self.next += 1;
+        let mut errors = Vec::new();
+        if std::mem::take(&mut self.held)
+            && let Err(e) = perform(source, crate::view::Command::Hold(false)).await
+        {
+            errors.push(format!("ending the hold: {e}"));
+        }
         let mut views = source.views();
         let view: Arc<ClusterView> = views.borrow_and_update().clone();
-        let mut errors = Vec::new();
         for (name, role) in &step.bind {
             match target::resolve_text(role, &view, &self.bound) {
                 Ok(id) => {
@@ -227,6 +235,14 @@ impl Player {
                 )
             })
             .collect();
+        // The story on screen stays true while the trainer talks: nothing moves until the
+        // next step (or the trainer's own thaw).
+        if !step.keep_running {
+            match perform(source, crate::view::Command::Hold(true)).await {
+                Ok(_) => self.held = true,
+                Err(e) => errors.push(format!("holding the cluster: {e}")),
+            }
+        }
         let report = StepReport {
             index,
             waited,

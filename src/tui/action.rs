@@ -265,9 +265,10 @@ pub enum TrainerUpdate {
         passed: bool,
     },
     Playing(bool),
-    /// Going back: the scenario replays from its start to this step (0-based).
+    /// Going back: the scenario replays from its start to this step (0-based; `None`: to
+    /// the start, before any step).
     Replaying {
-        to: usize,
+        to: Option<usize>,
     },
     /// Going back is done: the next step is the one to present again.
     Ready,
@@ -287,7 +288,7 @@ impl std::fmt::Debug for TrainerUpdate {
             TrainerUpdate::Checks(c) => write!(f, "Checks({})", c.len()),
             TrainerUpdate::Ended { passed } => write!(f, "Ended({passed})"),
             TrainerUpdate::Playing(p) => write!(f, "Playing({p})"),
-            TrainerUpdate::Replaying { to } => write!(f, "Replaying({to})"),
+            TrainerUpdate::Replaying { to } => write!(f, "Replaying({to:?})"),
             TrainerUpdate::Ready => write!(f, "Ready"),
             TrainerUpdate::Console(a) => write!(f, "Console({a:?})"),
         }

@@ -198,7 +198,8 @@ pub struct Trainer {
     /// A step is running (its actions, its wait).
     pub running: bool,
     pub playing: bool,
-    /// Going back: replaying from the start to this step.
+    /// Going back: replaying from the start to this step (1-based; 0: the start, before
+    /// any step).
     pub replaying: Option<usize>,
     pub passed: Option<bool>,
 }
@@ -206,11 +207,16 @@ pub struct Trainer {
 impl Trainer {
     /// The caption overlay's title and text.
     pub fn caption_text(&self, keymap: &Keymap) -> (String, String) {
+        let finished = self.step.is_some_and(|i| i + 1 >= self.steps) && !self.running;
         let state = if let Some(to) = self.replaying {
-            format!("going back: replaying to step {}…", to + 1)
+            if to == 0 {
+                "going back to the start…".to_string()
+            } else {
+                format!("going back: replaying to step {to}…")
+            }
         } else if self.running {
             "running…".to_string()
-        } else if self.playing {
+        } else if self.playing && !finished {
             "▶ playing".to_string()
         } else {
             match self.passed {
@@ -714,7 +720,7 @@ impl App {
             }
             TrainerUpdate::Playing(p) => t.playing = p,
             TrainerUpdate::Replaying { to } => {
-                t.replaying = Some(to);
+                t.replaying = Some(to.map_or(0, |i| i + 1));
                 t.running = true;
             }
             TrainerUpdate::Ready => {

@@ -27,7 +27,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     // everything else on screen.
     let mut clock_state = Vec::new();
     if let Some(c) = &v.controls {
-        if c.frozen {
+        if c.frozen && c.held {
+            // A scenario's step holds the cluster still until the trainer goes on.
+            let held = t.ok.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+            clock_state.push(Span::styled(" HELD ", held));
+            clock_state.push(Span::styled(" ", t.header));
+        } else if c.frozen {
             let unmissable = t.error.add_modifier(Modifier::REVERSED | Modifier::BOLD);
             clock_state.push(Span::styled(" FROZEN ", unmissable));
             clock_state.push(Span::styled(" ", t.header));

@@ -795,6 +795,7 @@ mod tests {
         ];
         v.controls = Some(Controls {
             frozen: false,
+            held: false,
             slow_motion: 1,
             auto_rebalance: false,
             unclean_election: false,

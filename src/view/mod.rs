@@ -395,6 +395,8 @@ impl WorkloadStats {
 pub struct Controls {
     /// The cluster's clock is stopped.
     pub frozen: bool,
+    /// Frozen by a scenario between its steps (the header says HELD, not FROZEN).
+    pub held: bool,
     /// Every engine timeout and interval runs this many times slower (1: real time).
     pub slow_motion: u32,
     /// `auto.leader.rebalance.enable`.

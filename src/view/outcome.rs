@@ -78,6 +78,15 @@ pub const ALREADY_FROZEN: &str = "the clock is already frozen";
 pub const CLOCK_THAWED: &str = "clock running again: timers go on from where they stopped";
 pub const NOT_FROZEN: &str = "the clock is not frozen";
 
+pub fn held(on: bool, changed: bool) -> String {
+    match (on, changed) {
+        (true, true) => "held: the cluster's clock stands still until the next step".into(),
+        (true, false) => "the clock was already frozen".into(),
+        (false, true) => "the hold ends: the cluster's clock runs again".into(),
+        (false, false) => "the cluster was not held".into(),
+    }
+}
+
 pub fn slow_motion(factor: u32, changed: bool) -> String {
     match (factor, changed) {
         (1, true) => "clock back to real time".into(),

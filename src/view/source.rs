@@ -62,6 +62,9 @@ pub enum Command {
     Freeze,
     /// Let the clock run again.
     Thaw,
+    /// Hold the cluster still between a scenario's steps (`true`: the clock stops, as with
+    /// `Freeze` but without a timeline event) or end the hold (`false`).
+    Hold(bool),
     /// Run every engine timeout and interval `factor` times slower (1: real time).
     SlowMotion {
         factor: u32,
@@ -158,6 +161,8 @@ impl std::fmt::Display for Command {
             Command::ResumeDemo => write!(f, "resume the demo workload"),
             Command::Freeze => write!(f, "freeze the cluster's clock"),
             Command::Thaw => write!(f, "let the cluster's clock run"),
+            Command::Hold(true) => write!(f, "hold the cluster until the next step"),
+            Command::Hold(false) => write!(f, "end the hold"),
             Command::SlowMotion { factor } => write!(f, "slow motion x{factor}"),
             Command::SetLink { a, b, state } => write!(f, "link {a}-{b} {state}"),
             Command::Isolate(id) => write!(f, "cut broker {id} off from the cluster"),
@@ -604,6 +609,7 @@ impl Command {
                 | Command::ResumeDemo
                 | Command::Freeze
                 | Command::Thaw
+                | Command::Hold(_)
                 | Command::SlowMotion { .. }
                 | Command::AddMember { .. }
                 | Command::RemoveMember { .. }
@@ -627,6 +633,7 @@ impl Command {
                 | Command::ResumeDemo
                 | Command::Freeze
                 | Command::Thaw
+                | Command::Hold(_)
                 | Command::SlowMotion { .. }
                 | Command::SetLink { .. }
                 | Command::Isolate(_)

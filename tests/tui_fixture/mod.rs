@@ -304,6 +304,7 @@ pub fn view() -> ClusterView {
 pub fn controls() -> Controls {
     Controls {
         frozen: false,
+        held: false,
         slow_motion: 1,
         auto_rebalance: true,
         unclean_election: false,
