@@ -95,8 +95,11 @@ fn a_chinese_caption_keeps_its_columns() {
     updates.extend(updates_of(PlayerEvent::StepStarted {
         index: 1,
         total: scenario.steps.len(),
-        caption: step.caption.replace("{leader}", "0"),
-        why: step.why.clone(),
+        caption: step.caption.replace("{leader}", "0").replace("{controller}", "0"),
+        why: step
+            .why
+            .as_ref()
+            .map(|w| w.replace("{session_timeout}", "3000\u{a0}ms")),
     }));
     present(&mut h, updates);
     assert_draw!("trainer_step_zh", h, 100, 30);

@@ -55,8 +55,18 @@ impl Shared {
                 Ok(outcome::produced(&meta.topic, meta.partition, meta.offset))
             }
             Command::KillBroker(id) => {
+                let hosted_controller = cluster.controller() == Some(*id);
                 cluster.kill(*id)?;
-                Ok(outcome::broker_killed(*id, cluster.config().broker_session_timeout_ms))
+                let config = cluster.config();
+                Ok(if hosted_controller {
+                    outcome::controller_broker_killed(
+                        *id,
+                        config.controller_failover_ms,
+                        config.broker_session_timeout_ms,
+                    )
+                } else {
+                    outcome::broker_killed(*id, config.broker_session_timeout_ms)
+                })
             }
             Command::StopBroker(id) => {
                 cluster.stop(*id).await?;

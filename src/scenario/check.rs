@@ -99,7 +99,7 @@ pub fn describe(check: &Check, bound: &BTreeMap<String, BrokerId>) -> String {
             topic.as_ref().map(|t| format!(" of {t}")).unwrap_or_default(),
             bounds
         ),
-        Check::Event { text } => format!("the timeline says \"{text}\""),
+        Check::Event { text } => format!("the timeline says \"{}\"", super::target::fill(text, bound)),
         Check::Acked { .. } => {
             format!("records acknowledged {}", bounds)
         }
@@ -174,7 +174,7 @@ pub fn evaluate(
         Check::LostAcked { .. } => Ok(workload::lost_acked(view, bounds)),
         Check::KeyOrderHeld { group: g } => Ok(workload::key_order_held(view, g)),
         Check::KeysInManyPartitions { .. } => Ok(workload::keys_in_many_partitions(view, bounds)),
-        Check::Event { text } => Ok(timeline::event(events, text)),
+        Check::Event { text } => Ok(timeline::event(events, &super::target::fill(text, bound))),
     };
     verdict.unwrap_or_else(Verdict::failed)
 }

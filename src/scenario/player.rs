@@ -181,8 +181,8 @@ impl Player {
         let _ = out.send(PlayerEvent::StepStarted {
             index,
             total: self.scenario.steps.len(),
-            caption: target::fill(&step.caption, &self.bound),
-            why: step.why.as_ref().map(|w| target::fill(w, &self.bound)),
+            caption: target::fill_all(&step.caption, &self.bound, &view),
+            why: step.why.as_ref().map(|w| target::fill_all(w, &self.bound, &view)),
         });
         self.learn_hw(&view);
         let base = Baseline {

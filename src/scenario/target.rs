@@ -124,6 +124,28 @@ pub fn fill(text: &str, bound: &BTreeMap<String, BrokerId>) -> String {
     out
 }
 
+/// The placeholders a caption may use besides bound names, filled from the cluster as the
+/// step starts, so a caption's timings are the setup's, not a number written by hand.
+pub const SETUP_PLACEHOLDERS: &[(&str, &str)] = &[
+    ("session_timeout", "broker.session.timeout.ms, as \"6000 ms\""),
+    ("replica_lag_max", "replica.lag.time.max.ms, as \"2000 ms\""),
+    ("controller", "the broker hosting the controller"),
+];
+
+/// [`fill`], then the setup's placeholders from `view` (a number and its unit are joined by
+/// a non-breaking space: a wrapped caption never parts them).
+pub fn fill_all(text: &str, bound: &BTreeMap<String, BrokerId>, view: &ClusterView) -> String {
+    let mut out = fill(text, bound);
+    if let Some(c) = &view.controls {
+        out = out.replace("{session_timeout}", &format!("{}\u{a0}ms", c.broker_session_timeout_ms));
+        out = out.replace("{replica_lag_max}", &format!("{}\u{a0}ms", c.replica_lag_time_max_ms));
+    }
+    if let Some(id) = view.controller {
+        out = out.replace("{controller}", &id.to_string());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -752,6 +752,9 @@ impl App {
                 _ => Vec::new(),
             };
         }
+        if let Some(effects) = self.scenario_key(&key, now) {
+            return effects;
+        }
         if let Some(Overlay::Filter) = self.overlay() {
             return self.filter_key(key, now);
         }
@@ -774,6 +777,28 @@ impl App {
             Some(a) => self.update(a, now),
             None => Vec::new(),
         }
+    }
+
+    /// A scenario's keys (next, back, play) work on every screen and over every popup that
+    /// only shows something (help, an explanation, a record's detail); not in a dialog, a
+    /// confirmation or the filter line, where keys are typed. Going on or back closes those
+    /// popups: they belong to the step that was shown.
+    fn scenario_key(&mut self, key: &KeyEvent, now: DateTime<Utc>) -> Option<Vec<Effect>> {
+        self.trainer.as_ref()?;
+        let control = match self.keymap.binding(key)? {
+            Binding::NextStep => ScenarioControl::Next,
+            Binding::PrevStep => ScenarioControl::Previous,
+            Binding::PlayScenario => ScenarioControl::TogglePlay,
+            _ => return None,
+        };
+        let shows_only = |o: &Overlay| matches!(o, Overlay::Help { .. } | Overlay::Explain { .. } | Overlay::Detail(_));
+        if self.overlay().is_some_and(|o| !shows_only(o)) {
+            return None;
+        }
+        if control != ScenarioControl::TogglePlay {
+            self.overlays.retain(|o| !shows_only(o));
+        }
+        Some(self.update(Action::Scenario { control }, now))
     }
 
     /// The filter line: typing filters the focused pane as it goes; Enter keeps the filter,
@@ -849,6 +874,8 @@ impl App {
                 Binding::Quit => Ok(Action::Quit),
                 Binding::Help => Ok(Action::Help),
                 Binding::Back => Ok(Action::Back),
+                // The trainer's clock keys work while the picture shows.
+                Binding::Freeze | Binding::Slower | Binding::Faster => self.trainer_action(binding),
                 Binding::Explain => Ok(Action::Explain {
                     target: ExplainTarget::Partition {
                         topic: topic.clone(),

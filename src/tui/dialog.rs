@@ -88,27 +88,68 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     draw_popup(frame, area, app, lines, " Confirm ".to_string());
 }
 
-/// A caption at the bottom of the dashboard: a trainer's words stay on screen while the
-/// cluster moves (and under a confirmation).
-pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text: &str) {
-    let width = area.width.saturating_sub(4).min(100);
+/// The rows a caption's text takes at `width` columns (its frame included), wrapped as
+/// [`draw_caption`] wraps it.
+pub fn caption_height(width: u16, text: &str) -> u16 {
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let rows: u16 = text
-        .lines()
-        .map(|l| (unicode_width::UnicodeWidthStr::width(l).max(1)).div_ceil(inner) as u16)
-        .sum();
-    let height = (rows + 2).min(area.height / 2).max(3);
-    let caption = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: (area.y + area.height).saturating_sub(height + 1),
-        width,
-        height,
-    };
-    let lines: Vec<Line> = text
-        .lines()
-        .map(|l| Line::styled(l.to_string(), app.theme.text))
-        .collect();
-    draw_popup(frame, caption, app, lines, format!(" {title} "));
+    let rows: usize = text.lines().map(|l| wrapped_rows(l, inner)).sum();
+    u16::try_from(rows + 2).unwrap_or(u16::MAX)
+}
+
+fn wrapped_rows(line: &str, inner: usize) -> usize {
+    super::text::wrap(line, inner).len().max(1)
+}
+
+/// A trainer's caption in the band below the dashboard (see `layout`): the step's words,
+/// why, commands, checks and keys. When they do not fit, the keys (the last line) and the
+/// checks stay and the longest words give way, with a line saying how many were left out,
+/// so nothing vanishes without a sign.
+pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text: &str) {
+    let inner = usize::from(area.width.saturating_sub(2)).max(1);
+    let room = usize::from(area.height.saturating_sub(2));
+    let lines: Vec<&str> = text.lines().collect();
+    let rows = |l: &&str| wrapped_rows(l, inner);
+    let total: usize = lines.iter().map(rows).sum();
+    let mut kept: Vec<String> = Vec::new();
+    if total <= room {
+        kept = lines.iter().flat_map(|l| super::text::wrap(l, inner)).collect();
+    } else if let Some((keys, body)) = lines.split_last() {
+        // The checks and the keys first; then the words from the top, as many as fit.
+        let is_check = |l: &&str| l.starts_with(['✓', '✗', '…']);
+        let checks: Vec<&str> = body.iter().copied().filter(is_check).collect();
+        let words: Vec<&str> = body.iter().copied().filter(|l| !is_check(l)).collect();
+        let fixed = checks.iter().map(rows).sum::<usize>() + rows(keys) + 1;
+        let mut budget = room.saturating_sub(fixed);
+        let mut left_out = 0;
+        for w in &words {
+            let wrapped = super::text::wrap(w, inner);
+            if wrapped.len() <= budget && left_out == 0 {
+                budget -= wrapped.len();
+                kept.extend(wrapped);
+            } else {
+                left_out += 1;
+            }
+        }
+        if left_out > 0 {
+            let lines = if left_out == 1 { "line" } else { "lines" };
+            kept.push(format!(
+                "… {left_out} {lines} not shown: a taller terminal shows the whole caption"
+            ));
+        }
+        kept.extend(checks.iter().flat_map(|l| super::text::wrap(l, inner)));
+        kept.extend(super::text::wrap(keys, inner));
+    }
+    let lines: Vec<Line> = kept.into_iter().map(|l| Line::styled(l, app.theme.text)).collect();
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(app.theme.focused_border)
+                .title(format!(" {title} ")),
+        ),
+        area,
+    );
 }
 
 /// A framed, wrapped popup drawn over whatever is below it.

@@ -20,6 +20,13 @@ const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+/// A scenario's keys.
+const TRAINER_HINTS: &[(Binding, &str)] = &[
+    (Binding::NextStep, "next"),
+    (Binding::PrevStep, "back"),
+    (Binding::PlayScenario, "play"),
+];
+
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
@@ -52,8 +59,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::Dashboard => view_of(app.focus).hints(),
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
         };
+        // In a scenario its keys come first: they work on every screen and over popups.
+        let trainer: &[(Binding, &str)] = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };
         // Keys the source does not offer get no hint; pressing them explains why.
-        for (binding, label) in hints.iter().filter(|(b, _)| app.unavailable(*b).is_none()) {
+        for (binding, label) in trainer
+            .iter()
+            .chain(hints)
+            .filter(|(b, _)| app.unavailable(*b).is_none())
+        {
             let item = format!(" {} {label} ", app.keymap.hint(*binding));
             let w = item.chars().count();
             if used + w > width {

@@ -56,6 +56,28 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
     }
     let rows = Layout::vertical([Constraint::Length(2), Constraint::Min(0), Constraint::Length(1)]).split(area);
     header::draw(frame, rows[0], app, now);
+    // A trainer's caption gets a band of its own below the dashboard: it covers no pane
+    // (the newest events stay in sight) and popups open above it, so a step's words,
+    // checks and keys are always on screen.
+    let caption = app.overlays.iter().find_map(|o| match o {
+        Overlay::Caption { title, text } => Some((title, text)),
+        _ => None,
+    });
+    let (body, band) = match caption {
+        Some((_, text)) => {
+            let want = dialog::caption_height(rows[1].width, text);
+            let height = want.min(rows[1].height / 2).max(3.min(rows[1].height));
+            let split = Layout::vertical([Constraint::Min(0), Constraint::Length(height)]).split(rows[1]);
+            (split[0], Some(split[1]))
+        }
+        None => (rows[1], None),
+    };
+    // Popups open over the header and the dashboard, not over the caption.
+    let above = Rect {
+        height: body.y + body.height - area.y,
+        ..area
+    };
+    let rows = [rows[0], body, rows[2]];
     match app.screen() {
         Screen::Dashboard => {
             if app.maximized {
@@ -71,15 +93,17 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         Screen::ReplicaLog { topic, partition } => replica_log::draw(frame, rows[1], app, topic, *partition),
     }
     footer::draw(frame, rows[2], app, now);
+    if let (Some((title, text)), Some(band)) = (caption, band) {
+        dialog::draw_caption(frame, band, app, title, text);
+    }
     for overlay in &app.overlays {
         match overlay {
-            Overlay::Help { scroll } => help::draw(frame, area, app, *scroll),
-            Overlay::Dialog(d) => dialog::draw_dialog(frame, area, app, d),
-            Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, area, app, question),
-            Overlay::Detail(record) => messages::draw_detail(frame, area, app, record),
-            Overlay::Explain { target, scroll } => explain::draw(frame, area, app, target, *scroll),
-            Overlay::Caption { title, text } => dialog::draw_caption(frame, rows[1], app, title, text),
-            Overlay::Filter => {}
+            Overlay::Help { scroll } => help::draw(frame, above, app, *scroll),
+            Overlay::Dialog(d) => dialog::draw_dialog(frame, above, app, d),
+            Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, above, app, question),
+            Overlay::Detail(record) => messages::draw_detail(frame, above, app, record),
+            Overlay::Explain { target, scroll } => explain::draw(frame, above, app, target, *scroll),
+            Overlay::Caption { .. } | Overlay::Filter => {}
         }
     }
     layout

@@ -155,10 +155,115 @@ pub fn sparkline(samples: &[u64], width: usize) -> String {
         .collect()
 }
 
+/// Characters that must not begin a line: closing punctuation stays with what it closes.
+const NO_LINE_START: &[char] = &[
+    '，', '。', '、', '；', '：', '！', '？', '）', '」', '』', '》', '】', ',', '.', ';', ':', '!', '?', ')',
+];
+
+/// The units a line breaks between: a word (letters, digits, a non-breaking space keeps a
+/// number with its unit), one wide character (CJK text breaks between any two), each with
+/// the closing punctuation that follows it; and runs of spaces.
+fn break_units(line: &str) -> Vec<(String, bool)> {
+    let mut units: Vec<(String, bool)> = Vec::new();
+    for c in line.chars() {
+        let wide = c.width().unwrap_or(0) > 1;
+        let space = c == ' ';
+        match units.last_mut() {
+            Some((u, true)) if space => u.push(c),
+            Some((u, false)) if !space && NO_LINE_START.contains(&c) => u.push(c),
+            Some((u, false)) if !space && !wide && u.chars().last().is_some_and(|l| l.width().unwrap_or(0) <= 1) => {
+                u.push(c)
+            }
+            _ => units.push((c.to_string(), space)),
+        }
+    }
+    units
+}
+
+/// `line` wrapped to `width` display columns (unicode-width: a CJK character takes two):
+/// breaks at spaces and between wide characters, never before closing punctuation nor
+/// inside a word unless the word alone is wider than the line. Continuation lines keep the
+/// line's indentation. Control characters become `·`.
+pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let line: String = line.chars().map(clean).collect();
+    let indent = line.chars().take_while(|c| *c == ' ').count().min(width / 2);
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    let mut current = pad.clone();
+    let mut used = indent;
+    let mut gap = String::new();
+    let mut fresh = true;
+    for (unit, space) in break_units(line.trim_start_matches(' ')) {
+        if space {
+            if !fresh {
+                gap = unit;
+            }
+            continue;
+        }
+        let w = cleaned_width(&unit);
+        let gap_w = gap.chars().count();
+        if !fresh && used + gap_w + w > width {
+            out.push(std::mem::replace(&mut current, pad.clone()));
+            used = indent;
+            gap.clear();
+        }
+        current.push_str(&gap);
+        used += gap.chars().count();
+        gap.clear();
+        if used + w <= width {
+            current.push_str(&unit);
+            used += w;
+        } else {
+            // A word wider than the line: cut it where the line ends.
+            for c in unit.chars() {
+                let cw = c.width().unwrap_or(0);
+                if used + cw > width && used > indent {
+                    out.push(std::mem::replace(&mut current, pad.clone()));
+                    used = indent;
+                }
+                current.push(c);
+                used += cw;
+            }
+        }
+        fresh = false;
+    }
+    out.push(current);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_keeps_words_whole() {
+        assert_eq!(wrap("the leader moves on", 10), vec!["the leader", "moves on"]);
+        assert_eq!(wrap("short", 10), vec!["short"]);
+        // Indentation stays on every line.
+        assert_eq!(wrap("  a b c d e", 5), vec!["  a b", "  c d", "  e"]);
+        // A word wider than the line is cut where the line ends.
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        // A non-breaking space keeps a number with its unit.
+        assert_eq!(wrap("after 4.7\u{a0}s", 8), vec!["after", "4.7\u{a0}s"]);
+    }
+
+    #[test]
+    fn wrap_fills_lines_of_cjk_text_by_display_width() {
+        let text = "生产者以 acks=all 每秒写入 20 条消息，领导者要等所有同步副本都拿到消息。";
+        let lines = wrap(text, 20);
+        for l in &lines {
+            assert!(l.width() <= 20, "{l:?} is {} wide", l.width());
+        }
+        // No half-empty lines: each line but the last is within 2 columns of full.
+        for l in &lines[..lines.len() - 1] {
+            assert!(l.width() >= 17, "{l:?} is only {} wide in {lines:?}", l.width());
+        }
+        // Closing punctuation never starts a line.
+        assert!(lines.iter().all(|l| !l.starts_with(['，', '。'])), "{lines:?}");
+        assert_eq!(lines.concat().replace(' ', ""), text.replace(' ', ""));
+    }
 
     /// The number a formatted value stands for, from its digits and unit, and half its last
     /// digit (how far off a correct rounding may be).

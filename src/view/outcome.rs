@@ -12,6 +12,15 @@ pub fn broker_killed(broker: BrokerId, session_timeout_ms: u64) -> String {
     format!("broker {broker} killed; the controller fences it after {session_timeout_ms} ms without heartbeats")
 }
 
+/// A kill of the broker that hosted the active controller: the role moves first, then the
+/// new controller fences the dead broker, so the fence comes later than the session alone.
+pub fn controller_broker_killed(broker: BrokerId, failover_ms: u64, session_timeout_ms: u64) -> String {
+    format!(
+        "broker {broker} killed; it hosted the controller: another broker takes the role after \
+         {failover_ms} ms, then fences broker {broker} once {session_timeout_ms} ms pass without heartbeats"
+    )
+}
+
 pub fn broker_stopped(broker: BrokerId) -> String {
     format!("broker {broker} stopped after moving its leaderships away")
 }
