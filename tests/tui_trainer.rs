@@ -104,3 +104,106 @@ fn a_chinese_caption_keeps_its_columns() {
     present(&mut h, updates);
     assert_draw!("trainer_step_zh", h, 100, 30);
 }
+
+/// A step that has run: caption, rule, a command and checks with their values.
+fn a_step() -> Vec<TrainerUpdate> {
+    vec![
+        loaded("A leader crashes"),
+        TrainerUpdate::Step {
+            index: 1,
+            caption: "We crash broker 0, the leader.".into(),
+            why: Some("A broker silent for broker.session.timeout.ms is fenced.".into()),
+        },
+        TrainerUpdate::Command {
+            text: "kill broker 0".into(),
+            outcome: Ok("broker 0 killed".into()),
+        },
+        TrainerUpdate::Checks(vec![
+            ("orders-0 has a new leader (leader 1 (was 0))".into(), Some(true)),
+            ("acknowledged records lost = 0 (lost 0)".into(), Some(true)),
+        ]),
+        TrainerUpdate::Ended { passed: true },
+    ]
+}
+
+#[test]
+fn the_scenario_keys_work_over_an_explanation_and_close_it() {
+    let mut h = harness();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    h.console.scenario = Some(tx);
+    present(&mut h, a_step());
+    h.press(KeyCode::Char('e'));
+    assert!(
+        matches!(h.app.overlay(), Some(kdeck::tui::overlay::Overlay::Explain { .. })),
+        "e opens the explanation"
+    );
+    // The caption stays on screen under the explanation.
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    assert!(screen.contains("We crash broker 0, the leader."), "{screen}");
+    assert!(screen.contains("✓ acknowledged records lost = 0 (lost 0)"), "{screen}");
+    h.press(KeyCode::Char('.'));
+    assert!(h.app.overlay().is_some(), "play keeps the explanation open");
+    h.press(KeyCode::Char('n'));
+    assert!(h.app.overlay().is_none(), "going on closes the step's explanation");
+    let mut got = Vec::new();
+    while let Ok(c) = rx.try_recv() {
+        got.push(c);
+    }
+    assert_eq!(got, vec![ScenarioControl::TogglePlay, ScenarioControl::Next]);
+}
+
+#[test]
+fn in_a_confirmation_n_still_means_no() {
+    let mut h = harness();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    h.console.scenario = Some(tx);
+    present(&mut h, a_step());
+    h.press(KeyCode::Char('x'));
+    assert!(
+        matches!(h.app.overlay(), Some(kdeck::tui::overlay::Overlay::Confirm { .. })),
+        "x asks before killing"
+    );
+    h.press(KeyCode::Char('n'));
+    assert!(h.app.overlay().is_none(), "n answered the question");
+    assert!(rx.try_recv().is_err(), "and went to no scenario");
+}
+
+#[test]
+fn a_caption_too_tall_for_the_terminal_keeps_its_checks_and_keys() {
+    let mut h = harness();
+    let long = "A sentence that goes on and on about replication, leaders and followers. ".repeat(8);
+    present(
+        &mut h,
+        vec![
+            loaded("A leader crashes"),
+            TrainerUpdate::Step {
+                index: 1,
+                caption: format!("{long}\n{long}"),
+                why: Some(long.clone()),
+            },
+            TrainerUpdate::Checks(vec![
+                ("orders-0 has a new leader (leader 1 (was 0))".into(), Some(true)),
+                ("acknowledged records lost = 0 (lost 0)".into(), Some(true)),
+            ]),
+            TrainerUpdate::Ended { passed: true },
+        ],
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 80, 24));
+    assert!(screen.contains("✓ acknowledged records lost = 0 (lost 0)"), "{screen}");
+    assert!(screen.contains("n next"), "{screen}");
+    assert!(screen.contains("not shown: a taller terminal"), "{screen}");
+}
+
+#[test]
+fn a_held_step_says_held_in_the_header() {
+    let mut h = harness();
+    present(&mut h, a_step());
+    let mut view = tui_fixture::view();
+    view.controls = Some(kdeck::view::Controls {
+        frozen: true,
+        held: true,
+        ..tui_fixture::controls()
+    });
+    h.console.set_view(std::sync::Arc::new(view));
+    assert_draw!("trainer_held", h, 100, 30);
+}
