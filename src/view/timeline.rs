@@ -147,6 +147,8 @@ pub fn controller_moved(from: Option<BrokerId>, to: BrokerId) -> Line {
     (
         Severity::Warn,
         match from {
+            // The role stayed with a broker that came back before another took it over.
+            Some(f) if f == to => format!("controller back on broker {to} (its broker returned)"),
             Some(f) => format!("controller moved: broker {f} -> {to}"),
             None => format!("controller is broker {to}"),
         },
