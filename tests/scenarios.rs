@@ -117,6 +117,7 @@ fn key_order_held_needs_records_read() {
         let base = Baseline {
             view: Arc::new(view.clone()),
             hw: BTreeMap::new(),
+            lang: kdeck::view::lang::Lang::english(),
         };
         evaluate(&check, &view, &base, &[], &BTreeMap::new())
     };

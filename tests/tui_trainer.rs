@@ -21,6 +21,7 @@ fn loaded(title: &str) -> TrainerUpdate {
     TrainerUpdate::Loaded {
         title: title.into(),
         steps: 4,
+        lang: None,
     }
 }
 
@@ -91,6 +92,7 @@ fn a_chinese_caption_keeps_its_columns() {
     let mut updates = vec![TrainerUpdate::Loaded {
         title: scenario.title.clone(),
         steps: scenario.steps.len(),
+        lang: scenario.language.clone(),
     }];
     updates.extend(updates_of(PlayerEvent::StepStarted {
         index: 1,
@@ -206,4 +208,54 @@ fn a_held_step_says_held_in_the_header() {
     });
     h.console.set_view(std::sync::Arc::new(view));
     assert_draw!("trainer_held", h, 100, 30);
+}
+
+/// The whole trainer screen in Chinese: a real run of leader-crash's first two steps in zh
+/// (captions, why, commands, checks with what they saw), shown with the console's chrome
+/// (header, caption keys, footer); the catalogue lacks nothing they asked for.
+#[tokio::test(start_paused = true)]
+async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
+    use kdeck::view::lang::Lang;
+    let scenario = kdeck::scenario::find("leader-crash", None)
+        .expect("shipped")
+        .translated(Some("zh"));
+    let mut config = kdeck::config::KdeckConfig::default();
+    config.wire.enabled = false;
+    let dir = kdeck::scenario::headless::scratch_dir("kdeck-zh-").expect("scratch");
+    let cluster =
+        kdeck::scenario::workload::start_embedded(&config, &scenario.setup, kdeck::embedded::DataDir::Ephemeral(dir))
+            .await
+            .expect("cluster");
+    let mut player = kdeck::scenario::player::Player::new(scenario.clone());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut updates = vec![TrainerUpdate::Loaded {
+        title: scenario.title.clone(),
+        steps: scenario.steps.len(),
+        lang: scenario.language.clone(),
+    }];
+    for _ in 0..2 {
+        let report = player.step(&cluster, &tx).await.expect("a step");
+        assert!(report.passed(), "{report:?}");
+    }
+    cluster.shutdown().await;
+    while let Ok(event) = rx.try_recv() {
+        // The console opens explanations itself; this test shows the caption.
+        if !matches!(event, PlayerEvent::Console(_)) {
+            updates.extend(updates_of(event));
+        }
+    }
+    let mut h = harness();
+    present(&mut h, updates);
+    let mut view = tui_fixture::view();
+    view.controls = Some(kdeck::view::Controls {
+        frozen: true,
+        held: true,
+        ..tui_fixture::controls()
+    });
+    h.console.set_view(std::sync::Arc::new(view));
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["原因：", "已定格", "下一步", "有了新的领导者", "领导者 broker"] {
+        assert!(screen.contains(words), "{words} missing from\n{screen}");
+    }
+    assert_eq!(Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }

@@ -138,6 +138,7 @@ async fn drive(
     let loaded = || TrainerUpdate::Loaded {
         title: scenario.title.clone(),
         steps: scenario.steps.len(),
+        lang: scenario.language.clone(),
     };
     let _ = tx.send(loaded());
     let mut playing = false;

@@ -48,6 +48,10 @@ pub struct Scenario {
     /// Translations by language code.
     #[serde(default)]
     pub lang: BTreeMap<String, Translation>,
+    /// The language it was translated to (`translated`), for the words around its
+    /// captions: check sentences, the console's chrome. `None`: English.
+    #[serde(skip)]
+    pub language: Option<String>,
 }
 
 /// The cluster a scenario starts from.
@@ -488,6 +492,7 @@ impl Scenario {
     /// The scenario in `lang` where it has words for it (English otherwise).
     pub fn translated(&self, lang: Option<&str>) -> Scenario {
         let mut out = self.clone();
+        out.language = lang.filter(|l| *l != "en").map(str::to_string);
         let Some(t) = lang.and_then(|l| self.lang.get(l)) else {
             return out;
         };

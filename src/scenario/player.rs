@@ -139,6 +139,11 @@ impl Player {
         &self.scenario
     }
 
+    /// The language of the scenario's words and checks.
+    pub fn lang(&self) -> &'static crate::view::lang::Lang {
+        crate::view::lang::Lang::get(self.scenario.language.as_deref())
+    }
+
     /// The next step to run (0-based); equal to the step count at the end.
     pub fn next_step(&self) -> usize {
         self.next
@@ -188,6 +193,7 @@ impl Player {
         let base = Baseline {
             view: Arc::clone(&view),
             hw: self.known_hw.clone(),
+            lang: self.lang(),
         };
         let mut cursor = EventCursor::at_end(&view);
         let mut events: Vec<String> = Vec::new();
@@ -230,7 +236,7 @@ impl Player {
             .iter()
             .map(|c| {
                 (
-                    check::describe(c, &self.bound),
+                    check::describe(c, &self.bound, self.lang()),
                     check::evaluate(c, &view, &base, &events, &self.bound),
                 )
             })
@@ -292,7 +298,7 @@ impl Player {
                 .iter()
                 .map(|c: &Check| {
                     (
-                        check::describe(c, &self.bound),
+                        check::describe(c, &self.bound, self.lang()),
                         check::evaluate(c, &view, base, events, &self.bound),
                     )
                 })
@@ -381,7 +387,7 @@ pub fn validate(scenario: &Scenario) -> Result<(), String> {
             if c.bounds().is_some_and(|b| b.is_empty()) {
                 problems.push(format!(
                     "step {n}: {} compares with nothing: give is, at_least or at_most",
-                    check::describe(c, &BTreeMap::new())
+                    check::describe(c, &BTreeMap::new(), crate::view::lang::Lang::english())
                 ));
             }
             if let Some(p) = check_partition(c)

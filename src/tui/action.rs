@@ -246,6 +246,8 @@ pub enum TrainerUpdate {
     Loaded {
         title: String,
         steps: usize,
+        /// The scenario's language (`--lang`): the console's words follow it.
+        lang: Option<String>,
     },
     /// A step began: its number (0-based), caption and rule.
     Step {
@@ -282,7 +284,7 @@ impl std::fmt::Debug for TrainerUpdate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TrainerUpdate::Source(_) => write!(f, "Source"),
-            TrainerUpdate::Loaded { title, steps } => write!(f, "Loaded({title}, {steps})"),
+            TrainerUpdate::Loaded { title, steps, .. } => write!(f, "Loaded({title}, {steps})"),
             TrainerUpdate::Step { index, .. } => write!(f, "Step({index})"),
             TrainerUpdate::Command { text, .. } => write!(f, "Command({text})"),
             TrainerUpdate::Checks(c) => write!(f, "Checks({})", c.len()),

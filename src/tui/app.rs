@@ -181,6 +181,8 @@ pub struct App {
     pub observer: Option<Box<dyn Observer>>,
     /// The scenario being presented (trainer mode), if any.
     pub trainer: Option<Trainer>,
+    /// The language of the console's words: a scenario's (`--lang`), else English.
+    pub lang: &'static crate::view::lang::Lang,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -205,22 +207,22 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// The caption overlay's title and text.
-    pub fn caption_text(&self, keymap: &Keymap) -> (String, String) {
+    /// The caption overlay's title and text, in `lang`.
+    pub fn caption_text(&self, keymap: &Keymap, lang: &crate::view::lang::Lang) -> (String, String) {
         let finished = self.step.is_some_and(|i| i + 1 >= self.steps) && !self.running;
         let state = if let Some(to) = self.replaying {
             if to == 0 {
-                "going back to the start…".to_string()
+                lang.tr("going back to the start…").to_string()
             } else {
-                format!("going back: replaying to step {to}…")
+                lang.fmt("going back: replaying to step {step}…", &[("step", &to)])
             }
         } else if self.running {
-            "running…".to_string()
+            lang.tr("running…").to_string()
         } else if self.playing && !finished {
-            "▶ playing".to_string()
+            lang.tr("▶ playing").to_string()
         } else {
             match self.passed {
-                Some(false) => "✗ a check failed".to_string(),
+                Some(false) => lang.tr("✗ a check failed").to_string(),
                 _ => String::new(),
             }
         };
@@ -228,13 +230,14 @@ impl Trainer {
             .step
             .map_or_else(|| format!("0/{}", self.steps), |i| format!("{}/{}", i + 1, self.steps));
         let title = format!("[{step}] {}  {state}", self.title);
+        let key = |b: Binding| keymap.hint(b);
         let mut lines: Vec<String> = Vec::new();
         if self.step.is_none() {
-            lines.push(format!("Press {} to begin.", keymap.hint(Binding::NextStep)));
+            lines.push(lang.fmt("Press {key} to begin.", &[("key", &key(Binding::NextStep))]));
         } else {
             lines.extend(self.caption.lines().map(str::to_string));
             if let Some(why) = &self.why {
-                lines.push(format!("why: {why}"));
+                lines.push(lang.fmt("why: {why}", &[("why", why)]));
             }
             lines.extend(self.commands.iter().cloned());
             for (what, holds) in &self.checks {
@@ -246,21 +249,24 @@ impl Trainer {
                 lines.push(format!("{mark} {what}"));
             }
         }
-        let done = self.step.is_some_and(|i| i + 1 >= self.steps) && !self.running;
-        lines.push(if done {
-            format!(
-                "the end · {} back · {} explain · {} quit",
-                keymap.hint(Binding::PrevStep),
-                keymap.hint(Binding::Explain),
-                keymap.hint(Binding::Quit)
+        lines.push(if finished {
+            lang.fmt(
+                "the end · {back} back · {explain} explain · {quit} quit",
+                &[
+                    ("back", &key(Binding::PrevStep)),
+                    ("explain", &key(Binding::Explain)),
+                    ("quit", &key(Binding::Quit)),
+                ],
             )
         } else {
-            format!(
-                "{} next · {} back · {} play/pause · {} explain",
-                keymap.hint(Binding::NextStep),
-                keymap.hint(Binding::PrevStep),
-                keymap.hint(Binding::PlayScenario),
-                keymap.hint(Binding::Explain)
+            lang.fmt(
+                "{next} next · {back} back · {play} play/pause · {explain} explain",
+                &[
+                    ("next", &key(Binding::NextStep)),
+                    ("back", &key(Binding::PrevStep)),
+                    ("play", &key(Binding::PlayScenario)),
+                    ("explain", &key(Binding::Explain)),
+                ],
             )
         });
         (title, lines.join("\n"))
@@ -304,6 +310,7 @@ impl App {
             quit: false,
             observer: None,
             trainer: None,
+            lang: crate::view::lang::Lang::english(),
         }
     }
 
@@ -691,7 +698,8 @@ impl App {
         let mut effects = Vec::new();
         let t = self.trainer.get_or_insert_with(Trainer::default);
         match update {
-            TrainerUpdate::Loaded { title, steps } => {
+            TrainerUpdate::Loaded { title, steps, lang } => {
+                self.lang = crate::view::lang::Lang::get(lang.as_deref());
                 *t = Trainer {
                     title,
                     steps,
@@ -731,7 +739,7 @@ impl App {
             TrainerUpdate::Console(action) => effects.extend(self.update(action, now)),
         }
         if let Some(t) = &self.trainer {
-            let (title, text) = t.caption_text(&self.keymap);
+            let (title, text) = t.caption_text(&self.keymap, self.lang);
             effects.extend(self.update(Action::Caption { title, text }, now));
         }
         effects

@@ -131,9 +131,11 @@ pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text:
             }
         }
         if left_out > 0 {
-            let lines = if left_out == 1 { "line" } else { "lines" };
-            kept.push(format!(
-                "… {left_out} {lines} not shown: a taller terminal shows the whole caption"
+            kept.push(crate::view::lang::count(
+                app.lang,
+                left_out,
+                "… {n} line not shown: a taller terminal shows the whole caption",
+                "… {n} lines not shown: a taller terminal shows the whole caption",
             ));
         }
         kept.extend(checks.iter().flat_map(|l| super::text::wrap(l, inner)));

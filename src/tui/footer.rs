@@ -67,8 +67,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             .chain(hints)
             .filter(|(b, _)| app.unavailable(*b).is_none())
         {
-            let item = format!(" {} {label} ", app.keymap.hint(*binding));
-            let w = item.chars().count();
+            let item = format!(" {} {} ", app.keymap.hint(*binding), app.lang.tr(label));
+            let w = unicode_width::UnicodeWidthStr::width(item.as_str());
             if used + w > width {
                 break;
             }

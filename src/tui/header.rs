@@ -22,7 +22,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     } else {
         v.source.label().to_string()
     };
-    let title = format!(" kdeck · cluster {} ({mode}) ", v.cluster_name);
+    let title = app.lang.fmt(
+        " kdeck · cluster {name} ({mode}) ",
+        &[("name", &v.cluster_name), ("mode", &app.lang.tr(&mode))],
+    );
     // The clock's state goes beside it, before any problem: a frozen cluster explains
     // everything else on screen.
     let mut clock_state = Vec::new();
@@ -30,21 +33,25 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         if c.frozen && c.held {
             // A scenario's step holds the cluster still until the trainer goes on.
             let held = t.ok.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-            clock_state.push(Span::styled(" HELD ", held));
+            clock_state.push(Span::styled(format!(" {} ", app.lang.tr("HELD")), held));
             clock_state.push(Span::styled(" ", t.header));
         } else if c.frozen {
             let unmissable = t.error.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-            clock_state.push(Span::styled(" FROZEN ", unmissable));
+            clock_state.push(Span::styled(format!(" {} ", app.lang.tr("FROZEN")), unmissable));
             clock_state.push(Span::styled(" ", t.header));
         }
         if c.slow_motion > 1 {
             let slow = t.warn.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-            clock_state.push(Span::styled(format!(" SLOW x{} ", c.slow_motion), slow));
+            clock_state.push(Span::styled(
+                format!(" {} ", app.lang.fmt("SLOW x{factor}", &[("factor", &c.slow_motion)])),
+                slow,
+            ));
             clock_state.push(Span::styled(" ", t.header));
         }
     }
-    let state_width: usize = clock_state.iter().map(|s| s.content.chars().count()).sum();
-    let free = (area.width as usize).saturating_sub(title.chars().count() + state_width + clock.chars().count() + 1);
+    let state_width: usize = clock_state.iter().map(|s| s.width()).sum();
+    let title_width = unicode_width::UnicodeWidthStr::width(title.as_str());
+    let free = (area.width as usize).saturating_sub(title_width + state_width + clock.chars().count() + 1);
     let problem = match v.problems.as_slice() {
         [] => String::new(),
         [one] => format!("⚠ {one} "),
@@ -76,7 +83,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
 fn counters(app: &App, wide: bool) -> Vec<Span<'static>> {
     let v = &app.view;
     let t = &app.theme;
-    let label = |long: &'static str, short: &'static str| if wide { long } else { short };
+    let lang = app.lang;
+    let label = |long: &'static str, short: &'static str| lang.tr(if wide { long } else { short }).to_string();
     let counter = |label: &str, value: String, bad: bool| {
         vec![
             Span::styled(format!("{label} "), t.dim),
@@ -90,26 +98,27 @@ fn counters(app: &App, wide: bool) -> Vec<Span<'static>> {
     let offline = v.partitions.len() - online;
     let mut spans = Vec::new();
     spans.extend(counter(
-        label("brokers up", "brokers"),
+        &label("brokers up", "brokers"),
         format!("{up}/{}", v.brokers.len()),
         up < v.brokers.len(),
     ));
     spans.extend(counter(
-        label("controller", "ctrl"),
-        v.controller.map_or("none".into(), |c| c.to_string()),
+        &label("controller", "ctrl"),
+        v.controller
+            .map_or_else(|| lang.tr("none").to_string(), |c| c.to_string()),
         v.controller.is_none(),
     ));
     spans.extend(counter(
-        label("partitions online", "online"),
+        &label("partitions online", "online"),
         format!("{online}/{}", v.partitions.len()),
         offline > 0,
     ));
-    spans.extend(counter(label("under-replicated", "URP"), urp.to_string(), urp > 0));
-    spans.extend(counter("offline", offline.to_string(), offline > 0));
+    spans.extend(counter(&label("under-replicated", "URP"), urp.to_string(), urp > 0));
+    spans.extend(counter(lang.tr("offline"), offline.to_string(), offline > 0));
     if let Some(running) = v.demo {
-        spans.push(Span::styled("demo ", t.dim));
+        spans.push(Span::styled(format!("{} ", lang.tr("demo")), t.dim));
         spans.push(Span::styled(
-            if running { "running" } else { "paused" },
+            lang.tr(if running { "running" } else { "paused" }).to_string(),
             if running { t.ok } else { t.warn },
         ));
         spans.push(Span::raw(if wide { "   " } else { "  " }));
@@ -120,7 +129,7 @@ fn counters(app: &App, wide: bool) -> Vec<Span<'static>> {
             spans.push(Span::raw(if wide { "   " } else { "  " }));
         }
         if c.unclean_election {
-            spans.push(Span::styled("unclean on", t.error));
+            spans.push(Span::styled(lang.tr("unclean on").to_string(), t.error));
             spans.push(Span::raw(if wide { "   " } else { "  " }));
         }
         if let Some(acks) = c.producer_acks {

@@ -19,6 +19,7 @@
 
 pub mod explain;
 pub mod history;
+pub mod lang;
 pub mod outcome;
 pub mod source;
 pub mod timeline;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::{Verdict, counted, leader_text};
 use crate::scenario::format::Compare;
 use crate::scenario::target;
+use crate::view::lang::Lang;
 use crate::view::{BrokerId, ClusterView, PartitionRow};
 
 /// The partitions of `topic`, or of every user topic.
@@ -19,6 +20,7 @@ fn user_partitions<'a>(view: &'a ClusterView, topic: Option<&'a str>) -> impl It
 }
 
 pub(super) fn broker(
+    lang: &Lang,
     view: &ClusterView,
     broker: &toml::Value,
     status: &str,
@@ -32,22 +34,28 @@ pub(super) fn broker(
         .ok_or_else(|| format!("no broker {id}"))?;
     Ok(Verdict::new(
         row.status.label() == status,
-        format!("broker {id} {}", row.status.label()),
+        lang.fmt(
+            "broker {id} {status}",
+            &[("id", &id), ("status", &lang.tr(row.status.label()))],
+        ),
     ))
 }
 
-pub(super) fn controller_changed(view: &ClusterView, was: &ClusterView) -> Verdict {
+pub(super) fn controller_changed(lang: &Lang, view: &ClusterView, was: &ClusterView) -> Verdict {
     Verdict::new(
         view.controller.is_some() && view.controller != was.controller,
-        format!(
-            "controller {} (was {})",
-            leader_text(view.controller),
-            leader_text(was.controller)
+        lang.fmt(
+            "controller {now} (was {before})",
+            &[
+                ("now", &leader_text(lang, view.controller)),
+                ("before", &leader_text(lang, was.controller)),
+            ],
         ),
     )
 }
 
 pub(super) fn leads(
+    lang: &Lang,
     view: &ClusterView,
     broker: &toml::Value,
     topic: Option<&str>,
@@ -61,17 +69,22 @@ pub(super) fn leads(
         .filter(|p| topic.is_none_or(|t| p.topic == t))
         .filter(|p| p.leader == Some(id) && !p.offline())
         .count();
-    Ok(counted(n as i64, cmp, &format!("broker {id} leads")))
+    Ok(counted(
+        lang,
+        n as i64,
+        cmp,
+        &lang.fmt("broker {id} leads {n}", &[("id", &id)]),
+    ))
 }
 
-pub(super) fn preferred_leaders(view: &ClusterView, topic: Option<&str>, cmp: Compare) -> Verdict {
+pub(super) fn preferred_leaders(lang: &Lang, view: &ClusterView, topic: Option<&str>, cmp: Compare) -> Verdict {
     let n = user_partitions(view, topic)
         .filter(|p| p.preferred_leads() && !p.offline())
         .count();
-    counted(n as i64, cmp, "preferred leaders")
+    counted(lang, n as i64, cmp, "preferred leaders {n}")
 }
 
-pub(super) fn under_replicated(view: &ClusterView, topic: Option<&str>, cmp: Compare) -> Verdict {
+pub(super) fn under_replicated(lang: &Lang, view: &ClusterView, topic: Option<&str>, cmp: Compare) -> Verdict {
     let n = user_partitions(view, topic).filter(|p| p.under_replicated).count();
-    counted(n as i64, cmp, "under-replicated")
+    counted(lang, n as i64, cmp, "under-replicated {n}")
 }

@@ -5,6 +5,7 @@
 
 use super::{Verdict, counted, leader_text};
 use crate::scenario::format::Compare;
+use crate::view::lang::Lang;
 use crate::view::{ClusterView, GroupRow, PartitionRow};
 
 fn find<'a>(view: &'a ClusterView, id: &str) -> Result<&'a GroupRow, String> {
@@ -14,38 +15,52 @@ fn find<'a>(view: &'a ClusterView, id: &str) -> Result<&'a GroupRow, String> {
         .ok_or_else(|| format!("no group {id} yet"))
 }
 
-pub(super) fn coordinator_changed(view: &ClusterView, was: &ClusterView, g: &str) -> Result<Verdict, String> {
+pub(super) fn coordinator_changed(
+    lang: &Lang,
+    view: &ClusterView,
+    was: &ClusterView,
+    g: &str,
+) -> Result<Verdict, String> {
     let now = find(view, g)?.coordinator;
     let before = find(was, g).map(|r| r.coordinator).ok();
     Ok(Verdict::new(
         before != Some(now),
-        format!("coordinator broker {now} (was {})", leader_text(before)),
+        lang.fmt(
+            "coordinator broker {now} (was {before})",
+            &[("now", &now), ("before", &leader_text(lang, before))],
+        ),
     ))
 }
 
-pub(super) fn state(view: &ClusterView, g: &str, state: &str) -> Result<Verdict, String> {
+pub(super) fn state(lang: &Lang, view: &ClusterView, g: &str, state: &str) -> Result<Verdict, String> {
     let row = find(view, g)?;
     Ok(Verdict::new(
         row.state.eq_ignore_ascii_case(state),
-        format!("{g} {}", row.state),
+        lang.fmt("{group} {state}", &[("group", &g), ("state", &row.state)]),
     ))
 }
 
-pub(super) fn members(view: &ClusterView, g: &str, cmp: Compare) -> Result<Verdict, String> {
+pub(super) fn members(lang: &Lang, view: &ClusterView, g: &str, cmp: Compare) -> Result<Verdict, String> {
     let n = find(view, g)?.members.len() as i64;
-    Ok(counted(n, cmp, "members"))
+    Ok(counted(lang, n, cmp, "members {n}"))
 }
 
-pub(super) fn generation_grew(view: &ClusterView, was: &ClusterView, g: &str, by: i32) -> Result<Verdict, String> {
+pub(super) fn generation_grew(
+    lang: &Lang,
+    view: &ClusterView,
+    was: &ClusterView,
+    g: &str,
+    by: i32,
+) -> Result<Verdict, String> {
     let now = find(view, g)?.generation;
     let before = find(was, g).map_or(0, |r| r.generation);
     Ok(Verdict::new(
         now - before >= by,
-        format!("generation {now} (was {before})"),
+        lang.fmt("generation {now} (was {before})", &[("now", &now), ("before", &before)]),
     ))
 }
 
-pub(super) fn fully_assigned(view: &ClusterView, g: &str) -> Result<Verdict, String> {
+pub(super) fn fully_assigned(lang: &Lang, view: &ClusterView, g: &str) -> Result<Verdict, String> {
     let row = find(view, g)?;
     let topics: Vec<&str> = row.offsets.iter().map(|o| o.topic.as_str()).collect();
     let wanted: Vec<&PartitionRow> = view
@@ -59,15 +74,18 @@ pub(super) fn fully_assigned(view: &ClusterView, g: &str) -> Result<Verdict, Str
         .count();
     Ok(Verdict::new(
         !wanted.is_empty() && missing == 0 && row.state == "Stable",
-        format!("{} {missing} of {} partitions unassigned", row.state, wanted.len()),
+        lang.fmt(
+            "{state} {missing} of {total} partitions unassigned",
+            &[("state", &row.state), ("missing", &missing), ("total", &wanted.len())],
+        ),
     ))
 }
 
-pub(super) fn lag(view: &ClusterView, g: &str, cmp: Compare) -> Result<Verdict, String> {
-    Ok(counted(find(view, g)?.total_lag, cmp, "lag"))
+pub(super) fn lag(lang: &Lang, view: &ClusterView, g: &str, cmp: Compare) -> Result<Verdict, String> {
+    Ok(counted(lang, find(view, g)?.total_lag, cmp, "lag {n}"))
 }
 
-pub(super) fn offsets_kept(view: &ClusterView, was: &ClusterView, g: &str) -> Result<Verdict, String> {
+pub(super) fn offsets_kept(lang: &Lang, view: &ClusterView, was: &ClusterView, g: &str) -> Result<Verdict, String> {
     let now = find(view, g)?;
     let before = find(was, g)?;
     let back: Vec<String> = before
@@ -86,9 +104,9 @@ pub(super) fn offsets_kept(view: &ClusterView, was: &ClusterView, g: &str) -> Re
     Ok(Verdict::new(
         back.is_empty() && missing == 0 && !now.offsets.is_empty(),
         if back.is_empty() {
-            format!("{} committed offsets kept", now.offsets.len())
+            lang.fmt("{n} committed offsets kept", &[("n", &now.offsets.len())])
         } else {
-            format!("went back: {}", back.join(", "))
+            lang.fmt("went back: {offsets}", &[("offsets", &back.join(", "))])
         },
     ))
 }

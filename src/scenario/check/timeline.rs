@@ -3,11 +3,15 @@
 //! for a while), only the event saying they happened.
 
 use super::Verdict;
+use crate::view::lang::Lang;
 
-pub(super) fn event(events: &[String], text: &str) -> Verdict {
+pub(super) fn event(lang: &Lang, events: &[String], text: &str) -> Verdict {
     let found = events.iter().find(|e| e.contains(text));
     Verdict::new(
         found.is_some(),
-        found.map_or_else(|| format!("no such event in {}", events.len()), |e| e.clone()),
+        found.map_or_else(
+            || lang.fmt("none of the step's {n} events says so", &[("n", &events.len())]),
+            |e| e.clone(),
+        ),
     )
 }
