@@ -1,6 +1,7 @@
 //! Trainer mode: `e` explains the selection (why this HW, ISR, leader) in an overlay drawn
-//! from the current view, and `L` opens the picture of a partition's replicated log, whose
-//! strips show epochs, HW, LEO and a diverged follower before and after it truncates.
+//! from the current view, `L` opens the picture of a partition's replicated log, whose
+//! strips show epochs, HW, LEO and a diverged follower before and after it truncates, and
+//! `D` the picture of records flowing through a partition, producers to consumer groups.
 
 mod tui_fixture;
 
