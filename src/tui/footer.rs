@@ -20,6 +20,18 @@ const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+/// The keys of the flow picture.
+const FLOW_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Freeze, "freeze"),
+    (Binding::Slower, "slower"),
+    (Binding::Faster, "faster"),
+    (Binding::NextStep, "next step"),
+    (Binding::ReplicaLog, "log picture"),
+    (Binding::Explain, "explain"),
+    (Binding::Help, "help"),
+];
+
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
@@ -51,6 +63,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         let hints = match app.screen() {
             Screen::Dashboard => view_of(app.focus).hints(),
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
+            Screen::Flow { .. } => FLOW_HINTS,
         };
         // Keys the source does not offer get no hint; pressing them explains why.
         for (binding, label) in hints.iter().filter(|(b, _)| app.unavailable(*b).is_none()) {
