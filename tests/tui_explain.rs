@@ -1,6 +1,7 @@
 //! Trainer mode: `e` explains the selection (why this HW, ISR, leader) in an overlay drawn
-//! from the current view, and `L` opens the picture of a partition's replicated log, whose
-//! strips show epochs, HW, LEO and a diverged follower before and after it truncates.
+//! from the current view, `L` opens the picture of a partition's replicated log, whose
+//! strips show epochs, HW, LEO and a diverged follower before and after it truncates, and
+//! `D` the picture of records flowing through a partition, producers to consumer groups.
 
 mod tui_fixture;
 
@@ -24,6 +25,7 @@ fn controls() -> Controls {
         replica_lag_time_max_ms: 6000,
         broker_session_timeout_ms: 3000,
         producer_acks: Some(-1),
+        clock_ms: 0,
     }
 }
 
@@ -229,4 +231,89 @@ fn without_colour_the_epochs_read_by_their_numbers() {
     for label in ["e2", "e3", "e4", "×", "░", "█"] {
         assert!(text.contains(label), "{label} missing:\n{text}");
     }
+}
+
+#[test]
+fn d_pictures_records_flowing_and_q_or_esc_goes_back() {
+    let mut h = harness();
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('D'));
+    let flow = Screen::Flow {
+        topic: "page-views".into(),
+        partition: 0,
+    };
+    assert_eq!(h.app.screen(), &flow);
+    // From the flow, `L` opens the same partition's log picture; Esc comes back.
+    h.press(KeyCode::Char('L'));
+    assert!(matches!(h.app.screen(), Screen::ReplicaLog { .. }));
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.screen(), &flow);
+    // `q` closes the picture in front of the room; it does not end the session.
+    h.press(KeyCode::Char('q'));
+    assert_eq!(h.app.screen(), &Screen::Dashboard);
+    assert!(!h.app.quit);
+    // From Topics, the topic's first partition.
+    h.press(KeyCode::Char('2'));
+    let topic = h.app.selected_topic().map(|t| t.name.clone()).unwrap_or_default();
+    h.press(KeyCode::Char('D'));
+    assert_eq!(h.app.screen(), &Screen::Flow { topic, partition: 0 });
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.screen(), &Screen::Dashboard);
+}
+
+/// page-views-0 of the fixture: leader 0, broker 1 offline, broker 2 in sync, 301 records a
+/// second, the analytics group reading it.
+fn flow_harness() -> tui_fixture::Harness {
+    let mut h = harness();
+    h.act(
+        kdeck::tui::action::Action::Flow {
+            topic: "page-views".into(),
+            partition: 0,
+        },
+        tui_fixture::now(),
+    );
+    h
+}
+
+#[test]
+fn the_flow_picture_at_100x30() {
+    let mut h = flow_harness();
+    assert_draw!("flow_100x30", h, 100, 30);
+}
+
+#[test]
+fn the_flow_picture_fits_80x24_without_a_cut_number() {
+    let mut h = flow_harness();
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 80, 24));
+    assert!(!text.contains('…'), "a label was cut:\n{text}");
+    for whole in [
+        "leader 0",
+        "epoch",
+        "LEO 1200",
+        "HW ",
+        "producers",
+        "offline",
+        "consumer groups",
+        "analytics",
+    ] {
+        assert!(text.contains(whole), "{whole} missing:\n{text}");
+    }
+}
+
+#[test]
+fn the_flow_picture_moves_with_the_clock_and_stands_still_when_frozen() {
+    let mut h = flow_harness();
+    let at = |ms: i64| tui_fixture::now() + chrono::Duration::milliseconds(ms);
+    let frame = |h: &mut tui_fixture::Harness, ms: i64| {
+        tui_fixture::text(&tui_fixture::draw_at(&mut h.console, 100, 30, at(ms)))
+    };
+    assert_ne!(frame(&mut h, 0), frame(&mut h, 700));
+    assert!(kdeck::tui::flow::moving(&h.app));
+    let mut frozen = view();
+    if let Some(c) = frozen.controls.as_mut() {
+        c.frozen = true;
+    }
+    h.set_view(std::sync::Arc::new(frozen));
+    assert_eq!(frame(&mut h, 0), frame(&mut h, 700));
+    assert!(!kdeck::tui::flow::moving(&h.app));
 }

@@ -259,3 +259,25 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
     }
     assert_eq!(Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
+
+#[test]
+fn the_flow_picture_opens_in_the_projector_layout_and_n_still_steps_the_scenario() {
+    let mut h = harness();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    h.console.scenario = Some(tx);
+    present(&mut h, vec![loaded("A leader crashes")]);
+    h.press(KeyCode::Char('P'));
+    assert!(h.app.projector());
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('D'));
+    assert!(matches!(
+        h.app.screen(),
+        kdeck::tui::app::Screen::Flow { partition: 0, .. }
+    ));
+    h.press(KeyCode::Char('n'));
+    h.press(KeyCode::Char('F'));
+    assert_eq!(rx.try_recv().ok(), Some(ScenarioControl::Next));
+    assert_eq!(h.source.commands(), vec![kdeck::view::Command::Freeze]);
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    assert!(text.contains("Records flowing"), "{text}");
+}

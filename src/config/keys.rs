@@ -26,6 +26,7 @@ pub enum Binding {
     Filter,
     Explain,
     ReplicaLog,
+    Flow,
     Produce,
     KillBroker,
     StopBroker,
@@ -63,7 +64,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 43] = [
+    pub const ALL: [Binding; 44] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -77,6 +78,7 @@ impl Binding {
         Binding::Filter,
         Binding::Explain,
         Binding::ReplicaLog,
+        Binding::Flow,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -125,6 +127,7 @@ impl Binding {
             Binding::Filter => "filter",
             Binding::Explain => "explain",
             Binding::ReplicaLog => "replica_log",
+            Binding::Flow => "flow",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",

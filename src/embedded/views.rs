@@ -13,12 +13,13 @@ use super::Shared;
 use super::timeline::{classify, describe};
 use crate::client::assignor::decode_assignment;
 use crate::config::ConsoleConfig;
-use crate::engine::{BrokerState, ClusterEvent, ClusterSnapshot, EventKind};
+use crate::engine::{BrokerState, ClusterEvent, ClusterSnapshot, EventKind, LinkFault, NodeId};
+use crate::view::LinkState;
 use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
-    BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, GroupOffsetRow, GroupRow, MemberRow, PartitionRow,
-    ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow,
+    BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, GroupOffsetRow, GroupRow, MemberRow,
+    PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow,
 };
 use crate::wire::Listener;
 
@@ -37,7 +38,30 @@ impl Shared {
             replica_lag_time_max_ms: config.replica_lag_time_max_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
             producer_acks: self.traffic.as_ref().and_then(|t| t.stats().acks),
+            clock_ms: self.cluster.clock().now_ms(),
         }
+    }
+
+    /// The faulty links between brokers (the controller's own links are not drawn).
+    pub(super) fn links(&self) -> Vec<BrokerLink> {
+        let state = |fault: LinkFault| match fault {
+            LinkFault::Cut => Some(LinkState::Cut),
+            LinkFault::Delay(d) => Some(LinkState::Delay(d.as_millis() as u64)),
+            // Only the simulation drops a share of requests; the console sets no such link.
+            LinkFault::Drop { .. } => None,
+        };
+        self.cluster
+            .link_faults()
+            .into_iter()
+            .filter_map(|(from, to, fault)| match (from, to) {
+                (NodeId::Broker(from), NodeId::Broker(to)) => Some(BrokerLink {
+                    from,
+                    to,
+                    state: state(fault)?,
+                }),
+                _ => None,
+            })
+            .collect()
     }
 
     pub(super) fn demo_state(&self) -> Option<bool> {
@@ -69,6 +93,7 @@ pub(super) async fn snapshot_loop(
         let mut view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
         view.controls = Some(shared.controls());
         view.workload = shared.traffic.as_ref().map(|t| t.stats());
+        view.links = shared.links();
         if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
@@ -283,6 +308,7 @@ impl ViewBuilder {
             problems: Vec::new(),
             controls: None,
             workload: None,
+            links: Vec::new(),
         };
         crate::view::sort_rows(&mut view);
         self.trends.forget_what_is_gone(&view);

@@ -678,6 +678,12 @@ impl Cluster {
         Ok(())
     }
 
+    /// The faults on links now, each direction apart (set by [`Cluster::set_link`],
+    /// [`Cluster::set_link_one_way`] and [`Cluster::isolate`]).
+    pub fn link_faults(&self) -> Vec<(NodeId, NodeId, LinkFault)> {
+        self.inner.ctx.network.faults()
+    }
+
     /// Clears every link fault; whether there was any.
     pub fn heal_links(&self) -> bool {
         let healed = self.inner.ctx.network.heal_all();

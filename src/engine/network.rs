@@ -169,6 +169,13 @@ impl Network {
     }
 
     /// Clears every fault; whether there was any.
+    /// Every faulty link, each direction apart: what a picture of the cluster draws.
+    pub(crate) fn faults(&self) -> Vec<(NodeId, NodeId, LinkFault)> {
+        let mut faults: Vec<_> = self.routes().faults.iter().map(|((a, b), f)| (*a, *b, *f)).collect();
+        faults.sort_by_key(|(a, b, _)| (*a, *b));
+        faults
+    }
+
     pub(crate) fn heal_all(&self) -> bool {
         let mut routes = self.routes();
         let any = !routes.faults.is_empty();

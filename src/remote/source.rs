@@ -660,6 +660,7 @@ impl ViewBuilder {
             problems: Vec::new(),
             controls: None,
             workload: None,
+            links: Vec::new(),
         };
         crate::view::sort_rows(&mut view);
         view

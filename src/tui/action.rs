@@ -53,6 +53,12 @@ pub enum Action {
         topic: String,
         partition: i32,
     },
+    /// Open the picture of records flowing through a partition: producers -> leader ->
+    /// followers -> consumer groups.
+    Flow {
+        topic: String,
+        partition: i32,
+    },
     /// Set a pane's filter.
     Filter {
         pane: Pane,

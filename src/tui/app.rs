@@ -73,6 +73,11 @@ pub enum Screen {
         topic: String,
         partition: i32,
     },
+    /// Records flowing through one partition, on the cluster's clock (see `flow`).
+    Flow {
+        topic: String,
+        partition: i32,
+    },
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -896,6 +901,33 @@ impl App {
                 )),
             };
         }
+        if let Screen::Flow { topic, partition } = self.screen() {
+            return match binding {
+                // The picture is a place a class watches: quit closes it, it does not end
+                // the session.
+                Binding::Quit | Binding::Back => Ok(Action::Back),
+                Binding::Help => Ok(Action::Help),
+                Binding::Explain => Ok(Action::Explain {
+                    target: ExplainTarget::Partition {
+                        topic: topic.clone(),
+                        partition: *partition,
+                    },
+                }),
+                Binding::ReplicaLog => Ok(Action::ReplicaLog {
+                    topic: topic.clone(),
+                    partition: *partition,
+                }),
+                // What a trainer does while the room watches records move: the clock, the
+                // steps of a scenario, the room's layout.
+                Binding::Freeze | Binding::Slower | Binding::Faster | Binding::Acks => self.trainer_action(binding),
+                Binding::Projector => Ok(Action::ToggleProjector),
+                Binding::NextStep | Binding::PrevStep | Binding::PlayScenario => self.scenario_control(binding),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if binding.tail_only() && self.focus != Pane::Messages {
             // Outside the tail, beginning and end are the top and bottom of the list.
             return match binding {
@@ -935,6 +967,13 @@ impl App {
                     .selected_partition_of_pane()
                     .ok_or("select a partition (3) or a message (5) first")?;
                 Action::ReplicaLog { topic, partition }
+            }
+            Binding::Flow => {
+                let (topic, partition) = self
+                    .selected_partition_of_pane()
+                    .or_else(|| self.first_partition_of_selected_topic())
+                    .ok_or("select a topic (2), a partition (3) or a message (5) first")?;
+                Action::Flow { topic, partition }
             }
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
@@ -1020,19 +1059,29 @@ impl App {
             | Binding::MinInsyncUp
             | Binding::MinInsyncDown
             | Binding::Acks => self.trainer_action(binding)?,
-            Binding::NextStep | Binding::PrevStep | Binding::PlayScenario => {
-                if self.trainer.is_none() {
-                    return Err(NO_SCENARIO.into());
-                }
-                Action::Scenario {
-                    control: match binding {
-                        Binding::NextStep => ScenarioControl::Next,
-                        Binding::PrevStep => ScenarioControl::Previous,
-                        _ => ScenarioControl::TogglePlay,
-                    },
-                }
-            }
+            Binding::NextStep | Binding::PrevStep | Binding::PlayScenario => self.scenario_control(binding)?,
         })
+    }
+
+    /// A scenario's next step, step back, or play / pause, when a scenario runs.
+    fn scenario_control(&self, binding: Binding) -> Result<Action, String> {
+        if self.trainer.is_none() {
+            return Err(NO_SCENARIO.into());
+        }
+        Ok(Action::Scenario {
+            control: match binding {
+                Binding::NextStep => ScenarioControl::Next,
+                Binding::PrevStep => ScenarioControl::Previous,
+                _ => ScenarioControl::TogglePlay,
+            },
+        })
+    }
+
+    /// The first partition of the topic selected in Topics (what `D` pictures from there).
+    fn first_partition_of_selected_topic(&self) -> Option<(String, i32)> {
+        let topic = self.selected_topic()?;
+        let first = self.view.partitions_of(&topic.name).map(|p| p.partition).min()?;
+        Some((topic.name.clone(), first))
     }
 
     /// A trainer's toggle, from what the view's controls say now: freeze when running, thaw
@@ -1246,6 +1295,17 @@ impl App {
             Action::ReplicaLog { topic, partition } => {
                 if self.view.partitions_of(&topic).any(|p| p.partition == partition) {
                     self.screens.push(Screen::ReplicaLog { topic, partition });
+                } else {
+                    self.hint(&format!("no partition {topic}-{partition}"), now);
+                }
+            }
+            Action::Flow { topic, partition } => {
+                if self.view.partitions_of(&topic).any(|p| p.partition == partition) {
+                    // Another partition's picture replaces the open one rather than stacking.
+                    if matches!(self.screen(), Screen::Flow { .. }) {
+                        self.screens.pop();
+                    }
+                    self.screens.push(Screen::Flow { topic, partition });
                 } else {
                     self.hint(&format!("no partition {topic}-{partition}"), now);
                 }

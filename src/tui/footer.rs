@@ -27,6 +27,17 @@ const TRAINER_HINTS: &[(Binding, &str)] = &[
     (Binding::PlayScenario, "play"),
 ];
 
+/// The keys of the flow picture (a scenario's come first, see `draw`).
+const FLOW_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Freeze, "freeze"),
+    (Binding::Slower, "slower"),
+    (Binding::Faster, "faster"),
+    (Binding::ReplicaLog, "log picture"),
+    (Binding::Explain, "explain"),
+    (Binding::Help, "help"),
+];
+
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
@@ -58,6 +69,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         let hints = match app.screen() {
             Screen::Dashboard => view_of(app.focus).hints(),
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
+            Screen::Flow { .. } => FLOW_HINTS,
         };
         // In a scenario its keys come first: they work on every screen and over popups.
         let trainer: &[(Binding, &str)] = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };

@@ -13,7 +13,7 @@ use super::Pane;
 use super::app::{App, Screen};
 use super::overlay::Overlay;
 use super::pane::{PaneLayout, view_of};
-use super::{dialog, explain, footer, header, help, messages, replica_log};
+use super::{dialog, explain, flow, footer, header, help, messages, replica_log};
 
 pub use crate::config::Presentation;
 
@@ -91,6 +91,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
             }
         }
         Screen::ReplicaLog { topic, partition } => replica_log::draw(frame, rows[1], app, topic, *partition),
+        Screen::Flow { topic, partition } => flow::draw(frame, rows[1], app, topic, *partition, now),
     }
     footer::draw(frame, rows[2], app, now);
     if let (Some((title, text)), Some(band)) = (caption, band) {

@@ -10,6 +10,7 @@ pub mod brokers;
 pub mod dialog;
 pub mod events;
 pub mod explain;
+pub mod flow;
 pub mod footer;
 pub mod groups;
 pub mod header;
@@ -412,7 +413,10 @@ fn handle(console: &mut Console, input: Input, last_second: &mut i64) -> bool {
             let clock = second != *last_second;
             *last_second = second;
             let flashing = layout::flash_active(&console.app, now);
-            console.app.on_tick() | clock | flashing
+            // The flow picture's batches move on the cluster's clock: a frame per tick while
+            // they do, none while nothing moves (no traffic, or the clock frozen).
+            let flowing = flow::moving(&console.app);
+            console.app.on_tick() | clock | flashing | flowing
         }
     }
 }

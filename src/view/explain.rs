@@ -803,6 +803,7 @@ mod tests {
             replica_lag_time_max_ms: 6000,
             broker_session_timeout_ms: 3000,
             producer_acks: Some(-1),
+            clock_ms: 0,
         });
         v
     }

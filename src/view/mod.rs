@@ -359,6 +359,36 @@ pub struct ClusterView {
     pub controls: Option<Controls>,
     /// What a scenario's workload counted; `None` without one.
     pub workload: Option<WorkloadStats>,
+    /// The links between brokers that are not up (cut or delayed), each direction apart;
+    /// empty for an external cluster, whose network kdeck does not steer.
+    pub links: Vec<BrokerLink>,
+}
+
+/// A fault on the way from one broker to another: a follower's fetches cross the link from
+/// it to the leader, their answers the way back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerLink {
+    pub from: BrokerId,
+    pub to: BrokerId,
+    pub state: LinkState,
+}
+
+impl ClusterView {
+    /// The worse state of the link between `a` and `b` in either direction (a cut before a
+    /// delay, the longer delay first); `Up` when neither direction has a fault.
+    pub fn link_between(&self, a: BrokerId, b: BrokerId) -> LinkState {
+        let rank = |s: &LinkState| match s {
+            LinkState::Up => 0,
+            LinkState::Delay(ms) => 1 + *ms,
+            LinkState::Cut => u64::MAX,
+        };
+        self.links
+            .iter()
+            .filter(|l| (l.from, l.to) == (a, b) || (l.from, l.to) == (b, a))
+            .map(|l| l.state)
+            .max_by_key(rank)
+            .unwrap_or(LinkState::Up)
+    }
 }
 
 /// What a scenario's producers and consumers counted, for the room to see.
@@ -413,6 +443,21 @@ pub struct Controls {
     pub broker_session_timeout_ms: u64,
     /// `acks` of the workload's producers, when a workload runs.
     pub producer_acks: Option<i16>,
+    /// The cluster's clock when the view was taken (`taken_at`), in milliseconds: it stands
+    /// still while frozen and runs slower in slow motion, so what is drawn on it (the flow
+    /// picture's batches) does too.
+    pub clock_ms: i64,
+}
+
+impl Controls {
+    /// The cluster's clock at `now`, from where it stood at `taken_at` and how it runs.
+    pub fn clock_at(&self, taken_at: DateTime<Utc>, now: DateTime<Utc>) -> i64 {
+        if self.frozen {
+            return self.clock_ms;
+        }
+        let real = now.signed_duration_since(taken_at).num_milliseconds().max(0);
+        self.clock_ms + real / i64::from(self.slow_motion.max(1))
+    }
 }
 
 impl ClusterView {
@@ -432,6 +477,7 @@ impl ClusterView {
             problems: Vec::new(),
             controls: None,
             workload: None,
+            links: Vec::new(),
         }
     }
 
@@ -476,8 +522,18 @@ pub fn sort_rows(view: &mut ClusterView) {
 pub fn publish_if_changed(tx: &watch::Sender<Arc<ClusterView>>, view: ClusterView) -> bool {
     let changed = {
         let current = tx.borrow();
+        // The clock moves at every snapshot; a view republished for it alone would redraw
+        // an idle console. Drawn from `taken_at`, an older view tells the same clock.
+        let controls = match (view.controls, current.controls) {
+            (Some(new), Some(old)) => Some(Controls {
+                clock_ms: old.clock_ms,
+                ..new
+            }),
+            (new, _) => new,
+        };
         ClusterView {
             taken_at: current.taken_at,
+            controls,
             ..view.clone()
         } != **current
     };

@@ -297,6 +297,7 @@ pub fn view() -> ClusterView {
         problems: Vec::new(),
         controls: Some(controls()),
         workload: None,
+        links: Vec::new(),
     }
 }
 
@@ -312,6 +313,7 @@ pub fn controls() -> Controls {
         replica_lag_time_max_ms: 6000,
         broker_session_timeout_ms: 3000,
         producer_acks: None,
+        clock_ms: now().timestamp_millis(),
     }
 }
 
