@@ -406,7 +406,7 @@ impl Canvas {
     }
 
     /// A box with its title on the top border.
-    fn frame(&mut self, x: usize, y: usize, w: usize, h: usize, title: &str, title_style: Style, border: Style) {
+    fn frame(&mut self, x: usize, y: usize, w: usize, h: usize, (title, title_style): (&str, Style), border: Style) {
         if w < 2 || h < 2 {
             return;
         }
@@ -618,7 +618,7 @@ fn header(c: &mut Canvas, flow: &Flow, t: &Theme, width: usize) {
 /// The producers' box and the produce / ack arrows to the leader.
 fn producers(c: &mut Canvas, flow: &Flow, t: &Theme, clock_ms: i64, pw: usize, g1: usize, top: usize) {
     let p = &flow.producers;
-    c.frame(0, top, pw, 6, " producers ", t.title, t.border);
+    c.frame(0, top, pw, 6, (" producers ", t.title), t.border);
     let room = pw.saturating_sub(2);
     let who = match p.who {
         "scenario" => vec!["scenario workload".to_string(), "scenario".into()],
@@ -728,7 +728,7 @@ fn acks_name(acks: Option<i16>) -> String {
 fn leader(c: &mut Canvas, flow: &Flow, t: &Theme, x: usize, w: usize, top: usize, h: usize) {
     let room = w.saturating_sub(2);
     let Some(l) = &flow.leader else {
-        c.frame(x, top, w, h, " no leader ", t.error, t.error);
+        c.frame(x, top, w, h, (" no leader ", t.error), t.error);
         c.text(
             x + 1,
             top + 1,
@@ -752,7 +752,14 @@ fn leader(c: &mut Canvas, flow: &Flow, t: &Theme, x: usize, w: usize, top: usize
         ],
         room,
     );
-    c.frame(x, top, w, h, &title, style, if l.offline { t.error } else { t.border });
+    c.frame(
+        x,
+        top,
+        w,
+        h,
+        (&title, style),
+        if l.offline { t.error } else { t.border },
+    );
     let mut lines = vec![
         vec![format!("epoch {}", l.epoch), format!("e{}", l.epoch)],
         vec![format!("LEO {}", l.log_end.map_or("?".into(), |o| o.to_string()))],
@@ -805,8 +812,7 @@ fn follower(
         top,
         fw,
         slot,
-        &title,
-        role_style,
+        (&title, role_style),
         if broken { t.error } else { t.border },
     );
     let leo = format!("LEO {}", f.log_end.map_or("?".into(), |o| o.to_string()));
@@ -921,7 +927,7 @@ fn consumers(
     let w = c.width.saturating_sub(lx);
     let room = w.saturating_sub(2);
     let count = flow.groups.len().max(1).min(rows);
-    c.frame(lx, top, w, count + 2, " consumer groups ", t.title, t.border);
+    c.frame(lx, top, w, count + 2, (" consumer groups ", t.title), t.border);
     if flow.groups.is_empty() {
         let text = pick(
             &[format!("no group reads {}", flow.topic), "no group reads it".into()],
@@ -1094,6 +1100,7 @@ mod tests {
             lag_history: Vec::new(),
         }];
         v.controls = Some(Controls {
+            held: false,
             frozen: false,
             slow_motion: 1,
             auto_rebalance: true,
