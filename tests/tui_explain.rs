@@ -317,3 +317,90 @@ fn the_flow_picture_moves_with_the_clock_and_stands_still_when_frozen() {
     assert_eq!(frame(&mut h, 0), frame(&mut h, 700));
     assert!(!kdeck::tui::flow::moving(&h.app));
 }
+
+/// Opens the replica log of orders-0 on `view`.
+fn replica_log_of_orders(view: ClusterView) -> tui_fixture::Harness {
+    let mut h = harness_with(view, ConsoleConfig::default(), default_keys(), Theme::monochrome());
+    h.act(
+        kdeck::tui::action::Action::ReplicaLog {
+            topic: "orders".into(),
+            partition: 0,
+        },
+        tui_fixture::now(),
+    );
+    h
+}
+
+#[test]
+fn an_offline_partition_shades_each_strip_from_its_replicas_own_last_hw() {
+    let mut v = orders(false);
+    let p = v.partitions.last_mut().expect("orders-0");
+    // Leader and in-sync follower gone; the slow follower alive with HW 356 of 400.
+    p.leader = None;
+    p.isr = vec![1];
+    p.high_watermark = None;
+    let stack = [(2, 0), (3, 200)];
+    p.replicas = vec![
+        ReplicaRow {
+            log_end_offset: None,
+            high_watermark: None,
+            ..replica(1, ReplicaRole::Offline, 0, 0, &stack, None)
+        },
+        replica(2, ReplicaRole::OutOfSync, 400, 356, &stack, None),
+    ];
+    let mut h = replica_log_of_orders(v);
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    assert!(text.contains("offline: no leader"), "{text}");
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    let strip = lines
+        .iter()
+        .position(|l| l.iter().collect::<String>().contains("○ broker 2"))
+        .unwrap_or_else(|| panic!("no strip of broker 2:\n{text}"));
+    // The shading starts where the marker under the strip reads its HW, not at offset 0.
+    let shaded = lines[strip].iter().position(|c| *c == '░');
+    let marker = lines[strip + 1].windows(2).position(|w| w == ['│', 'H']);
+    assert!(lines[strip].contains(&'█'), "below its HW 356 is committed:\n{text}");
+    assert!(shaded.is_some() && shaded == marker, "shaded from its HW:\n{text}");
+    assert!(text.contains("HW 356"), "{text}");
+}
+
+/// The words a legend item is made of, longest first.
+const LEGEND_ITEMS: &[&str] = &[
+    "█ committed (below the HW)",
+    "░ uncommitted (HW to LEO)",
+    "× diverged: not in the leader's log",
+    "█ committed",
+    "░ uncommitted",
+    "× diverged",
+    "│HW ┘LEO",
+    "epochs:",
+    "e2",
+    "e3",
+    "e4",
+];
+
+#[test]
+fn the_replica_log_legend_drops_items_whole_on_a_narrow_screen() {
+    for (width, height) in [(100, 30), (80, 24)] {
+        let mut h = replica_log_of_orders(orders(false));
+        let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, width, height));
+        let legend = text
+            .lines()
+            .find(|l| l.contains("█ committed"))
+            .unwrap_or_else(|| panic!("{width}x{height}: no legend:\n{text}"));
+        let mut rest = legend.replace(['│', '|'], " ");
+        for item in LEGEND_ITEMS {
+            rest = rest.replace(item, " ");
+        }
+        // `│HW ┘LEO` lost its bar to the border cleaning above.
+        rest = rest.replace("HW ┘LEO", " ");
+        assert!(
+            rest.trim().is_empty(),
+            "{width}x{height}: a legend item is cut: {rest:?} in\n{legend}"
+        );
+        assert!(
+            legend.contains("committed") && legend.contains("uncommitted"),
+            "{legend}"
+        );
+    }
+}

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use kdeck::config::{ConsoleConfig, Presentation};
 use kdeck::tui::Pane;
+use kdeck::tui::app::EventRow;
 use kdeck::tui::theme::{Theme, Themes};
-use kdeck::view::{ClusterView, Command, Controls};
+use kdeck::view::{ClusterView, Command, Controls, EventClass, Refusals, Severity, ViewEvent};
 use ratatui::style::Modifier;
 use tui_fixture::{Harness, controls, default_keys, external_harness, harness, harness_with, now, view};
 
@@ -334,4 +335,230 @@ fn an_external_cluster_refuses_every_toggle_with_a_note() {
     h.press(KeyCode::Char('P'));
     h.press(KeyCode::Char('Z'));
     assert!(h.app.projector() && h.app.maximized);
+}
+
+/// An event `wall` seconds before the fixture's now on the wall clock, and `cluster` seconds
+/// before it on the cluster's clock (slow motion puts them apart).
+fn happened(wall: i64, cluster: i64, class: EventClass, text: &str) -> ViewEvent {
+    ViewEvent {
+        at: now() - chrono::Duration::seconds(wall),
+        cluster_at: now() - chrono::Duration::seconds(cluster),
+        severity: Severity::Warn,
+        text: text.into(),
+        class,
+    }
+}
+
+/// Under SLOW x10 the fence comes 40 s of the room's time after the kill (4 s of the
+/// cluster's): the projector shows the crash as one incident with its fence and election,
+/// and shows an election of no incident too (a room follows who leads).
+#[test]
+fn the_projector_shows_a_slowed_crash_with_its_fence_and_every_election() {
+    let mut v = with_controls(|c| c.slow_motion = 10);
+    v.events = vec![
+        happened(100, 10, EventClass::Fault(1), "broker 1 down: killed"),
+        happened(60, 6, EventClass::Fenced(1), "broker 1 fenced: missed heartbeats"),
+        happened(
+            60,
+            6,
+            EventClass::LeaderMoved {
+                partition: "page-views-1".into(),
+                from: Some(1),
+                to: 2,
+            },
+            "leader page-views-1: 1 -> 2, epoch 5 (leader unavailable)",
+        ),
+        happened(
+            5,
+            1,
+            EventClass::LeaderMoved {
+                partition: "clicks-0".into(),
+                from: Some(2),
+                to: 0,
+            },
+            "leader clicks-0: 2 -> 0, epoch 3 (preferred leader)",
+        ),
+    ];
+    let mut h = harness_with(
+        v,
+        ConsoleConfig {
+            layout: Presentation::Projector,
+            ..ConsoleConfig::default()
+        },
+        default_keys(),
+        Theme::colored(),
+    );
+    let rows = h.app.event_rows();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    match &rows[0] {
+        EventRow::Incident { summary, events, .. } => {
+            assert_eq!(summary, "broker 1 down: killed -> fenced after 4.0 s -> 1 leader moved");
+            assert_eq!(*events, 3);
+        }
+        other => panic!("the crash is not one incident: {other:?}"),
+    }
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    assert!(text.contains("▸ broker 1 down: killed -> fenced after"), "{text}");
+    assert!(
+        text.contains("leader clicks-0: 2 -> 0"),
+        "the election of no incident:\n{text}"
+    );
+}
+
+fn refused(secs_ago_ms: i64) -> ViewEvent {
+    let at = now() - chrono::Duration::milliseconds(secs_ago_ms);
+    ViewEvent {
+        at,
+        cluster_at: at,
+        severity: Severity::Error,
+        text: "produce to clicks-1 rejected: NotEnoughReplicas: the ISR is smaller than min.insync.replicas; nothing was written".into(),
+        class: EventClass::ProduceRejected(Refusals {
+            partition: "clicks-1".into(),
+            error: "NOT_ENOUGH_REPLICAS".into(),
+            count: 1,
+            since: at,
+        }),
+    }
+}
+
+/// 88 refused produces read as one line in the Events pane, with their count and span; the
+/// line grows as more come, and something else in between starts a new one.
+#[test]
+fn refused_produces_in_a_row_are_one_events_line() {
+    let mut v = view();
+    v.events = (0..88).map(|n| refused(9_000 - n * 40)).collect();
+    let mut h = harness_with(v.clone(), ConsoleConfig::default(), default_keys(), Theme::colored());
+    let texts = |h: &Harness| -> Vec<String> {
+        h.app
+            .event_rows()
+            .into_iter()
+            .map(|r| match r {
+                EventRow::Event(e) | EventRow::Member(e, _) => e.text,
+                EventRow::Incident { summary, .. } => summary,
+            })
+            .collect()
+    };
+    assert_eq!(
+        texts(&h),
+        vec!["produce to clicks-1 refused x88 over 3.5 s: NOT_ENOUGH_REPLICAS"]
+    );
+    v.events.push(refused(4_000));
+    show(&mut h, v.clone());
+    assert_eq!(
+        texts(&h),
+        vec!["produce to clicks-1 refused x89 over 5.0 s: NOT_ENOUGH_REPLICAS"]
+    );
+    v.events.push(ViewEvent {
+        text: "group billing rebalanced: generation 8, 1 members (range)".into(),
+        class: EventClass::Other,
+        ..refused(3_000)
+    });
+    v.events.push(refused(2_000));
+    v.events.push(refused(1_000));
+    show(&mut h, v);
+    assert_eq!(
+        texts(&h),
+        vec![
+            "produce to clicks-1 refused x89 over 5.0 s: NOT_ENOUGH_REPLICAS",
+            "group billing rebalanced: generation 8, 1 members (range)",
+            "produce to clicks-1 refused x2 over 1.0 s: NOT_ENOUGH_REPLICAS",
+        ]
+    );
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert_eq!(text.matches("refused x").count(), 2, "{text}");
+}
+
+/// `line` made only of `items` (longest first) and spaces: no item cut.
+fn whole_items(line: &str, items: &[&str]) -> Result<(), String> {
+    let mut rest = line.replace('|', " ");
+    for item in items {
+        rest = rest.replace(item, " ");
+    }
+    if rest.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(format!("cut: {rest:?} in {line:?}"))
+    }
+}
+
+/// The footer and the header's counters and settings at 100x30 and 80x24: the least
+/// important items go whole; in a scenario its keys stay, and help and quit always.
+#[test]
+fn footer_and_header_shorten_by_dropping_items_whole() {
+    const HINTS: &[&str] = &[
+        "n next",
+        "N back",
+        ". play",
+        "x kill",
+        "s stop",
+        "r restart",
+        "z pause",
+        "b rebalance",
+        "Tab pane",
+        "? help",
+        "q quit",
+    ];
+    const COUNTERS: &[&str] = &[
+        "brokers up 2/3",
+        "brokers 2/3",
+        "controller 0",
+        "ctrl 0",
+        "partitions online 4/5",
+        "online 4/5",
+        "under-replicated 3",
+        "URP 3",
+        "offline 1",
+        "demo running",
+        "auto-rebalance off",
+        "rebalance off",
+        "unclean on",
+        "acks=all",
+    ];
+    for scenario in [false, true] {
+        for (width, height) in [(100u16, 30u16), (80, 24)] {
+            let v = with_controls(|c| {
+                c.auto_rebalance = false;
+                c.unclean_election = true;
+                c.frozen = true;
+                c.slow_motion = 10;
+            });
+            let mut h = harness_with(v, ConsoleConfig::default(), default_keys(), Theme::colored());
+            if scenario {
+                h.console.trainer(
+                    kdeck::tui::TrainerUpdate::Loaded {
+                        title: "A leader crashes".into(),
+                        steps: 4,
+                        lang: None,
+                    },
+                    now(),
+                );
+            }
+            let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, width, height));
+            let lines: Vec<&str> = text.lines().collect();
+            let footer = lines[usize::from(height) - 1];
+            let at = format!("{width}x{height}, scenario {scenario}");
+            whole_items(footer, HINTS).unwrap_or_else(|e| panic!("{at}: footer {e}"));
+            for key in ["? help", "q quit"] {
+                assert!(footer.contains(key), "{at}: {key} missing from {footer:?}");
+            }
+            if scenario {
+                for key in ["n next", "N back", ". play"] {
+                    assert!(footer.contains(key), "{at}: {key} missing from {footer:?}");
+                }
+            }
+            whole_items(lines[1], COUNTERS).unwrap_or_else(|e| panic!("{at}: header {e}"));
+            for counter in ["2/3", "4/5", "unclean on"] {
+                assert!(
+                    lines[1].contains(counter),
+                    "{at}: {counter} missing from {:?}",
+                    lines[1]
+                );
+            }
+            assert!(
+                lines[0].contains("FROZEN") && lines[0].contains("SLOW x10"),
+                "{at}: {}",
+                lines[0]
+            );
+        }
+    }
 }

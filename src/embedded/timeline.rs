@@ -2,11 +2,15 @@
 //! sentence for it, the same one an external cluster's inferred change reads as.
 
 use crate::engine::{ClockChange, ElectionReason, EventKind, LinkFault, LiveSetting, NodeId};
-use crate::view::EventClass;
-use crate::view::timeline::{self, ElectionCause, Line};
+use chrono::{DateTime, Utc};
 
-/// The part an engine event plays in an incident.
-pub(super) fn classify(kind: &EventKind) -> EventClass {
+use crate::kafka::screaming_snake;
+use crate::view::timeline::{self, ElectionCause, Line};
+use crate::view::{EventClass, Refusals};
+
+/// The part an engine event plays in an incident; `cluster_at` is when it happened on the
+/// cluster's clock.
+pub(super) fn classify(kind: &EventKind, cluster_at: DateTime<Utc>) -> EventClass {
     match kind {
         EventKind::BrokerStopped { broker, .. }
         | EventKind::BrokerPaused { broker }
@@ -17,11 +21,29 @@ pub(super) fn classify(kind: &EventKind) -> EventClass {
         EventKind::BrokerFenced { broker, .. } => EventClass::Fenced(*broker),
         EventKind::BrokerStarted { broker, .. } => EventClass::Restarted(*broker),
         EventKind::BrokerUnfenced { broker } | EventKind::BrokerResumed { broker } => EventClass::Recovered(*broker),
-        EventKind::LeaderElected { .. } => EventClass::LeaderMoved,
-        EventKind::IsrShrunk { .. } => EventClass::IsrShrunk,
-        EventKind::IsrExpanded { .. } => EventClass::IsrExpanded,
-        EventKind::PartitionOffline { .. } => EventClass::Offline,
-        EventKind::ProduceRejected { .. } => EventClass::ProduceRejected,
+        EventKind::LeaderElected { tp, old, new, .. } => EventClass::LeaderMoved {
+            partition: tp.to_string(),
+            from: *old,
+            to: *new,
+        },
+        EventKind::IsrShrunk { tp, removed, .. } => EventClass::IsrShrunk {
+            partition: tp.to_string(),
+            removed: removed.clone(),
+        },
+        EventKind::IsrExpanded { tp, added, .. } => EventClass::IsrExpanded {
+            partition: tp.to_string(),
+            added: added.clone(),
+        },
+        EventKind::PartitionOffline { tp, isr } => EventClass::Offline {
+            partition: tp.to_string(),
+            isr: isr.clone(),
+        },
+        EventKind::ProduceRejected { tp, error, .. } => EventClass::ProduceRejected(Refusals {
+            partition: tp.to_string(),
+            error: screaming_snake(&format!("{error:?}")),
+            count: 1,
+            since: cluster_at,
+        }),
         _ => EventClass::Other,
     }
 }

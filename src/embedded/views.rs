@@ -19,7 +19,7 @@ use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
     BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, GroupOffsetRow, GroupRow, MemberRow,
-    PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow,
+    PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow, ViewEvent,
 };
 use crate::wire::Listener;
 
@@ -143,7 +143,14 @@ impl ViewBuilder {
             }
             _ => {}
         }
-        self.timeline.say_as(at, describe(&event.kind), classify(&event.kind));
+        let (severity, text) = describe(&event.kind);
+        self.timeline.push(ViewEvent {
+            at,
+            cluster_at: event.cluster_at,
+            severity,
+            text,
+            class: classify(&event.kind, event.cluster_at),
+        });
     }
 
     pub(super) fn build(&mut self, snapshot: &ClusterSnapshot, demo: Option<bool>, now: DateTime<Utc>) -> ClusterView {

@@ -1099,7 +1099,7 @@ mod tests {
         };
         let wall = WallClock::new();
         let clock = Clock::new();
-        let events = EventBus::new(wall);
+        let events = EventBus::new(wall, clock.clone());
         let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone()).expect("controller"));
         let network = Network::new(clock.clone());
         network.set_controller(Some(0));

@@ -215,7 +215,7 @@ impl Cluster {
             .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
         let wall = WallClock::new();
         let clock = Clock::new();
-        let events = EventBus::new(wall);
+        let events = EventBus::new(wall, clock.clone());
         let observed = events.subscribe();
         let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone())?);
         let network = Network::new(clock.clone());

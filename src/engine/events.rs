@@ -139,7 +139,12 @@ pub enum LiveSetting {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterEvent {
+    /// When it happened on the wall clock (what the Events pane prints).
     pub at: DateTime<Utc>,
+    /// The same moment on the cluster's clock ([`super::Clock::now_ms`]), which stands still
+    /// while frozen and runs slower in slow motion: every timeout is measured on it, so how
+    /// long one consequence took after another is measured on it too.
+    pub cluster_at: DateTime<Utc>,
     pub kind: EventKind,
 }
 
@@ -147,21 +152,25 @@ pub struct ClusterEvent {
 #[derive(Clone)]
 pub(crate) struct EventBus {
     tx: broadcast::Sender<ClusterEvent>,
-    clock: super::WallClock,
+    wall: super::WallClock,
+    clock: super::Clock,
 }
 
 impl EventBus {
-    pub fn new(clock: super::WallClock) -> Self {
+    /// A bus stamping each event with both clocks: `wall` and the cluster's `clock`.
+    pub fn new(wall: super::WallClock, clock: super::Clock) -> Self {
         EventBus {
             tx: broadcast::channel(4096).0,
+            wall,
             clock,
         }
     }
 
     pub fn publish(&self, kind: EventKind) {
         tracing::info!(event = ?kind);
-        let at = DateTime::from_timestamp_millis(self.clock.now_ms()).unwrap_or_default();
-        let _ = self.tx.send(ClusterEvent { at, kind });
+        let at = DateTime::from_timestamp_millis(self.wall.now_ms()).unwrap_or_default();
+        let cluster_at = DateTime::from_timestamp_millis(self.clock.now_ms()).unwrap_or_default();
+        let _ = self.tx.send(ClusterEvent { at, cluster_at, kind });
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {

@@ -13,3 +13,16 @@ pub use topic::{is_internal_topic, topic_name_error};
 
 /// A broker's node id, as Kafka numbers brokers.
 pub type BrokerId = i32;
+
+/// Kafka's spelling of an error from its variant's name: `NotEnoughReplicas` ->
+/// `NOT_ENOUGH_REPLICAS`, as Kafka's clients print it.
+pub fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}

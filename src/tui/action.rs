@@ -226,6 +226,7 @@ impl ExplainTarget {
                     .cloned()
                     .unwrap_or_else(|| crate::view::ViewEvent {
                         at: view.taken_at,
+                        cluster_at: view.taken_at,
                         severity: crate::view::Severity::Info,
                         text: text.clone(),
                         class: crate::view::EventClass::Other,

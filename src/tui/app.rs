@@ -395,6 +395,7 @@ impl App {
                 }
                 self.notes.push_back(ViewEvent {
                     at: now,
+                    cluster_at: now,
                     severity: Severity::Error,
                     text: text.clone(),
                     class: EventClass::Other,
@@ -526,16 +527,19 @@ impl App {
             .collect()
     }
 
-    /// The cluster's timeline with the console's own notes (failed actions) among it, by time.
+    /// The cluster's timeline with the console's own notes (failed actions) among it, by time,
+    /// each run of refused produces one line (the view keeps every refusal, for the scenario
+    /// player and recordings; the room needs the count).
     pub fn timeline(&self) -> Vec<ViewEvent> {
         let mut events: Vec<ViewEvent> = self.view.events.iter().chain(self.notes.iter()).cloned().collect();
         events.sort_by_key(|e| e.at);
-        events
+        timeline::fold_refusals(events)
     }
 
     /// The rows of the Events pane: each fault's incident as one row (its events below it
-    /// when expanded), other events as they are (not in the projector layout: a room follows
-    /// the incidents). A filter lists matching events flat.
+    /// when expanded), other events as they are (in the projector layout only elections and
+    /// partitions gone offline: a room follows the incidents and who leads). A filter lists
+    /// matching events flat.
     pub fn event_rows(&self) -> Vec<EventRow> {
         let events = self.timeline();
         let f = self.filter(Pane::Events);
@@ -558,7 +562,8 @@ impl App {
         let mut rows = Vec::new();
         for (i, event) in events.iter().enumerate() {
             match owner[i].and_then(|n| incidents.get(n).map(|inc| (n, inc))) {
-                None if self.projector() => {}
+                None if self.projector()
+                    && !matches!(event.class, EventClass::LeaderMoved { .. } | EventClass::Offline { .. }) => {}
                 None => rows.push(EventRow::Event(event.clone())),
                 Some((_, incident)) if incident.members.first() == Some(&i) => {
                     let expanded = self.expanded.contains(&incident.at);

@@ -10,7 +10,7 @@ use super::app::{App, Screen};
 use super::keymap::Binding;
 use super::overlay::Overlay;
 use super::pane::view_of;
-use super::text::fit;
+use super::text::{Item, by_priority, fit};
 
 /// The keys of the replica-log screen.
 const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
@@ -71,22 +71,32 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
             Screen::Flow { .. } => FLOW_HINTS,
         };
-        // In a scenario its keys come first: they work on every screen and over popups.
-        let trainer: &[(Binding, &str)] = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };
-        // Keys the source does not offer get no hint; pressing them explains why.
-        for (binding, label) in trainer
+        // A scenario's own keys first: they work over every pane and overlay.
+        let scenario = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };
+        // Keys the source does not offer get no hint; pressing them explains why. On a narrow
+        // screen the pane's later hints go first; the scenario's keys, help and quit stay.
+        let items = scenario
             .iter()
-            .chain(hints)
-            .filter(|(b, _)| app.unavailable(*b).is_none())
-        {
-            let item = format!(" {} {} ", app.keymap.hint(*binding), app.lang.tr(label));
-            let w = unicode_width::UnicodeWidthStr::width(item.as_str());
-            if used + w > width {
-                break;
-            }
-            used += w;
-            spans.push(Span::styled(item, t.dim));
-        }
+            .map(|hint| (hint, 9))
+            .chain(hints.iter().enumerate().map(|(i, hint)| {
+                let rank = match hint.0 {
+                    Binding::Quit | Binding::Help => 10,
+                    _ => 8u8.saturating_sub(u8::try_from(i).unwrap_or(u8::MAX)),
+                };
+                (hint, rank)
+            }))
+            .filter(|((binding, _), _)| app.unavailable(*binding).is_none())
+            .map(|((binding, label), rank)| {
+                Item::new(
+                    vec![Span::styled(
+                        format!(" {} {} ", app.keymap.hint(*binding), app.lang.tr(label)),
+                        t.dim,
+                    )],
+                    rank,
+                )
+            })
+            .collect();
+        spans.extend(by_priority(items, width.saturating_sub(used)));
         Line::from(spans)
     };
     frame.render_widget(Paragraph::new(line), area);

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
-use super::text::fit;
+use super::text::{Item, by_priority, fit_words};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let v = &app.view;
@@ -58,7 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         // The count goes first: a long first problem is cut, the count must stay visible.
         [first, rest @ ..] => format!("⚠ {} problems · {first} ", rest.len() + 1),
     };
-    let problem = fit(&problem, free);
+    let problem = fit_words(&problem, free);
     let pad = free.saturating_sub(unicode_width::UnicodeWidthStr::width(problem.as_str()));
     let mut first = vec![
         Span::styled(title, t.header),
@@ -68,77 +68,104 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     first.extend(clock_state);
     first.push(Span::styled(format!("{clock} "), t.header));
     let first = Line::from(first);
-    // Narrow terminals, or many settings to show, get short labels so every counter stays
-    // visible.
-    let mut spans = counters(app, area.width >= 110);
-    if spans.iter().map(|s| s.width()).sum::<usize>() > usize::from(area.width) {
-        spans = counters(app, false);
-    }
-    let second = Line::from(spans).style(Style::default());
+    // Narrow terminals, or many settings to show, get short labels; narrower still, the
+    // least important items go whole (the demo and acks before a counter).
+    let wide = area.width >= 110;
+    let items = counters(app, wide)
+        .into_iter()
+        .zip(counters(app, false))
+        .map(|((long, rank), (short, _))| Item::new(long, rank).or_short(short))
+        .collect();
+    let second = Line::from(by_priority(items, usize::from(area.width))).style(Style::default());
     frame.render_widget(Paragraph::new(vec![first, second]), area);
 }
 
 /// The health counters, then the demo and the trainer's settings, with long labels when
-/// `wide`.
-fn counters(app: &App, wide: bool) -> Vec<Span<'static>> {
+/// `wide`: each item with how much it matters on a narrow screen.
+fn counters(app: &App, wide: bool) -> Vec<(Vec<Span<'static>>, u8)> {
     let v = &app.view;
     let t = &app.theme;
     let lang = app.lang;
     let label = |long: &'static str, short: &'static str| lang.tr(if wide { long } else { short }).to_string();
+    let gap = || Span::raw(if wide { "   " } else { "  " });
     let counter = |label: &str, value: String, bad: bool| {
         vec![
             Span::styled(format!("{label} "), t.dim),
             Span::styled(value, if bad { t.error } else { t.ok }),
-            Span::raw(if wide { "   " } else { "  " }),
+            gap(),
         ]
     };
     let up = v.brokers_up();
     let online = v.partitions_online();
     let urp = v.under_replicated();
     let offline = v.partitions.len() - online;
-    let mut spans = Vec::new();
-    spans.extend(counter(
-        &label("brokers up", "brokers"),
-        format!("{up}/{}", v.brokers.len()),
-        up < v.brokers.len(),
-    ));
-    spans.extend(counter(
-        &label("controller", "ctrl"),
-        v.controller
-            .map_or_else(|| lang.tr("none").to_string(), |c| c.to_string()),
-        v.controller.is_none(),
-    ));
-    spans.extend(counter(
-        &label("partitions online", "online"),
-        format!("{online}/{}", v.partitions.len()),
-        offline > 0,
-    ));
-    spans.extend(counter(&label("under-replicated", "URP"), urp.to_string(), urp > 0));
-    spans.extend(counter(lang.tr("offline"), offline.to_string(), offline > 0));
+    let mut items = vec![
+        (
+            counter(
+                &label("brokers up", "brokers"),
+                format!("{up}/{}", v.brokers.len()),
+                up < v.brokers.len(),
+            ),
+            9,
+        ),
+        (
+            counter(
+                &label("controller", "ctrl"),
+                v.controller
+                    .map_or_else(|| lang.tr("none").to_string(), |c| c.to_string()),
+                v.controller.is_none(),
+            ),
+            7,
+        ),
+        (
+            counter(
+                &label("partitions online", "online"),
+                format!("{online}/{}", v.partitions.len()),
+                offline > 0,
+            ),
+            8,
+        ),
+        (counter(&label("under-replicated", "URP"), urp.to_string(), urp > 0), 6),
+        (counter(lang.tr("offline"), offline.to_string(), offline > 0), 8),
+    ];
     if let Some(running) = v.demo {
-        spans.push(Span::styled(format!("{} ", lang.tr("demo")), t.dim));
-        spans.push(Span::styled(
-            lang.tr(if running { "running" } else { "paused" }).to_string(),
-            if running { t.ok } else { t.warn },
+        items.push((
+            vec![
+                Span::styled(format!("{} ", lang.tr("demo")), t.dim),
+                Span::styled(
+                    lang.tr(if running { "running" } else { "paused" }).to_string(),
+                    if running { t.ok } else { t.warn },
+                ),
+                gap(),
+            ],
+            2,
         ));
-        spans.push(Span::raw(if wide { "   " } else { "  " }));
     }
     if let Some(c) = &v.controls {
         if !c.auto_rebalance {
-            spans.push(Span::styled(label("auto-rebalance off", "rebalance off"), t.warn));
-            spans.push(Span::raw(if wide { "   " } else { "  " }));
+            items.push((
+                vec![
+                    Span::styled(label("auto-rebalance off", "rebalance off"), t.warn),
+                    gap(),
+                ],
+                4,
+            ));
         }
         if c.unclean_election {
-            spans.push(Span::styled(lang.tr("unclean on").to_string(), t.error));
-            spans.push(Span::raw(if wide { "   " } else { "  " }));
+            items.push((vec![Span::styled(lang.tr("unclean on").to_string(), t.error), gap()], 5));
         }
         if let Some(acks) = c.producer_acks {
-            spans.push(Span::styled("acks=", t.dim));
-            spans.push(Span::styled(
-                crate::view::source::acks_label(acks),
-                if acks == -1 { t.ok } else { t.warn },
+            items.push((
+                vec![
+                    Span::styled("acks=", t.dim),
+                    Span::styled(
+                        crate::view::source::acks_label(acks),
+                        if acks == -1 { t.ok } else { t.warn },
+                    ),
+                ],
+                3,
             ));
         }
     }
-    spans
+    items
 }

@@ -16,6 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::app::App;
 use super::explain::wrap;
 use super::keymap::Binding;
+use super::text::{Item, by_priority};
 use crate::view::explain::{self, truncation_point};
 use crate::view::timeline::{ids, partition_name};
 use crate::view::{PartitionRow, ReplicaRow};
@@ -148,19 +149,22 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
         .min()
         .unwrap_or(lo);
     let scale = Scale::new(lo, focus, hi, width);
-    let mut lines = vec![
-        Line::from(vec![
-            Span::styled(format!("{} ", partition_name(&p.topic, p.partition)), t.title),
-            Span::raw(format!(
-                "leader {} · epoch {} · HW {} · ISR {} · offsets {lo}-{hi}",
-                p.leader.map_or("none".into(), |l| l.to_string()),
-                p.leader_epoch,
-                p.high_watermark.map_or("-".into(), |h| h.to_string()),
-                ids(&p.isr),
-            )),
-        ]),
-        axis(scale, t.dim),
-    ];
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{} ", partition_name(&p.topic, p.partition)), t.title),
+        Span::raw(format!(
+            "leader {} · epoch {} · HW {} · ISR {} · offsets {lo}-{hi}",
+            p.leader.map_or("none".into(), |l| l.to_string()),
+            p.leader_epoch,
+            p.high_watermark.map_or("-".into(), |h| h.to_string()),
+            ids(&p.isr),
+        )),
+    ])];
+    if p.leader.is_none() {
+        let note = "offline: no leader, so no HW moves; each strip is shaded from its replica's own last HW";
+        lines.extend(wrap(note, text_width).into_iter().map(|l| Line::styled(l, t.error)));
+    }
+    lines.push(axis(scale, t.dim));
+    let cuts_any = cuts.iter().any(Option::is_some);
     let mut notes = Vec::new();
     for (r, cut) in p.replicas.iter().zip(cuts) {
         let in_isr = p.isr.contains(&r.broker);
@@ -178,6 +182,13 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
             ]));
             lines.push(Line::raw(""));
             continue;
+        };
+        // Offline, no leader moves the HW: each replica's own last one says what it had
+        // seen committed (with none known, nothing is shaded).
+        let committed = if p.leader.is_some() {
+            committed
+        } else {
+            r.high_watermark.or(p.high_watermark).or(Some(leo))
         };
         let mut spans = vec![label];
         spans.extend(strip(app, r, leo, committed, cut, scale));
@@ -201,16 +212,6 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
     }
     lines.extend(notes);
     lines.push(Line::raw(""));
-    let mut legend = vec![
-        Span::styled("█", t.text),
-        Span::styled(" committed (below the HW)  ", t.dim),
-        Span::styled("░", t.uncommitted),
-        Span::styled(" uncommitted (HW to LEO)  ", t.dim),
-        Span::styled("×", t.diverged),
-        Span::styled(" diverged: not in the leader's log  ", t.dim),
-        Span::styled("│HW ┘LEO", t.dim),
-        Span::styled("  epochs:", t.dim),
-    ];
     let mut epochs: Vec<i32> = p
         .replicas
         .iter()
@@ -218,10 +219,56 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
         .collect();
     epochs.sort_unstable();
     epochs.dedup();
+    let mut epoch_spans = vec![Span::styled("epochs:", t.dim)];
     for e in epochs {
-        legend.push(Span::raw(" "));
-        legend.push(Span::styled(format!("e{e}"), t.epoch(e)));
+        epoch_spans.push(Span::raw(" "));
+        epoch_spans.push(Span::styled(format!("e{e}"), t.epoch(e)));
     }
+    let gap = || Span::raw("  ");
+    // What the glyphs on screen mean first; a diverged suffix, when there is one, before the
+    // markers' key.
+    let diverged = if cuts_any { 4 } else { 2 };
+    let legend = by_priority(
+        vec![
+            Item::new(
+                vec![
+                    Span::styled("█", t.text),
+                    Span::styled(" committed (below the HW)", t.dim),
+                ],
+                6,
+            )
+            .or_short(vec![Span::styled("█", t.text), Span::styled(" committed", t.dim)]),
+            Item::new(
+                vec![
+                    gap(),
+                    Span::styled("░", t.uncommitted),
+                    Span::styled(" uncommitted (HW to LEO)", t.dim),
+                ],
+                6,
+            )
+            .or_short(vec![
+                gap(),
+                Span::styled("░", t.uncommitted),
+                Span::styled(" uncommitted", t.dim),
+            ]),
+            Item::new(
+                vec![
+                    gap(),
+                    Span::styled("×", t.diverged),
+                    Span::styled(" diverged: not in the leader's log", t.dim),
+                ],
+                diverged,
+            )
+            .or_short(vec![
+                gap(),
+                Span::styled("×", t.diverged),
+                Span::styled(" diverged", t.dim),
+            ]),
+            Item::new(vec![gap(), Span::styled("│HW ┘LEO", t.dim)], 3),
+            Item::new([vec![gap()], epoch_spans].concat(), 1),
+        ],
+        text_width,
+    );
     lines.push(Line::from(legend));
     lines
 }

@@ -1,6 +1,7 @@
 //! Text helpers: display width (unicode-width, so CJK text and emoji keep columns aligned),
 //! numbers and sparklines.
 
+use ratatui::text::Span;
 use unicode_width::UnicodeWidthChar;
 
 /// `text` cut to `width` display columns, with `…` when cut. Control characters become `·`
@@ -57,6 +58,85 @@ pub fn fit_end(text: &str, width: usize) -> String {
         kept.push(c);
     }
     std::iter::once('…').chain(kept.into_iter().rev()).collect()
+}
+
+/// `text` shortened at a word boundary to `width` display columns, with `…` when shortened:
+/// for sentences, so no word is cut in two. Empty when not even the first word fits.
+pub fn fit_words(text: &str, width: usize) -> String {
+    if cleaned_width(text) <= width {
+        return text.chars().map(clean).collect();
+    }
+    let room = width.saturating_sub(1);
+    let mut out = String::new();
+    for word in text.split(' ') {
+        let next = if out.is_empty() {
+            word.to_string()
+        } else {
+            format!("{out} {word}")
+        };
+        if cleaned_width(&next) > room {
+            break;
+        }
+        out = next;
+    }
+    if out.is_empty() {
+        return out;
+    }
+    out.chars().map(clean).chain(std::iter::once('…')).collect()
+}
+
+/// One item of a legend or a row of key hints: its spans, a shorter form, and how much it
+/// matters (the higher, the longer it stays on a narrow screen).
+pub struct Item<'a> {
+    pub long: Vec<Span<'a>>,
+    pub short: Vec<Span<'a>>,
+    pub rank: u8,
+}
+
+impl<'a> Item<'a> {
+    /// An item with no shorter form.
+    pub fn new(spans: Vec<Span<'a>>, rank: u8) -> Item<'a> {
+        Item {
+            short: spans.clone(),
+            long: spans,
+            rank,
+        }
+    }
+
+    /// The same item with `short` as its shorter form.
+    pub fn or_short(self, short: Vec<Span<'a>>) -> Item<'a> {
+        Item { short, ..self }
+    }
+}
+
+/// `items` in `width` columns, in their order: in their long forms when all fit, else in
+/// their short forms, the least important dropped whole (of equal rank, the later first)
+/// until the rest fit. A legend or a footer shortens so; it is never cut mid-word.
+pub fn by_priority<'a>(items: Vec<Item<'a>>, width: usize) -> Vec<Span<'a>> {
+    let width_of = |spans: &[&Vec<Span<'a>>]| -> usize { spans.iter().flat_map(|s| s.iter()).map(Span::width).sum() };
+    let long: Vec<&Vec<Span<'a>>> = items.iter().map(|i| &i.long).collect();
+    if width_of(&long) <= width {
+        return long.into_iter().flatten().cloned().collect();
+    }
+    let mut keep = vec![true; items.len()];
+    loop {
+        let chosen: Vec<&Vec<Span<'a>>> = items
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(i, _)| &i.short)
+            .collect();
+        if width_of(&chosen) <= width {
+            return chosen.into_iter().flatten().cloned().collect();
+        }
+        let least = (0..items.len())
+            .filter(|&i| keep[i])
+            .min_by_key(|&i| (items[i].rank, std::cmp::Reverse(i)));
+        match least {
+            Some(i) => keep[i] = false,
+            None => return Vec::new(),
+        }
+    }
 }
 
 /// Bytes in at most three significant digits and 8 columns: `512 B`, `12.3 KiB`,

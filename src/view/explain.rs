@@ -652,7 +652,7 @@ fn is_name_char(c: char) -> bool {
 /// partition's election or ISR change, a group's rebalance.
 pub fn event(view: &ClusterView, event: &ViewEvent) -> Explanation {
     let mut e = match event.class {
-        EventClass::ProduceRejected => return produce_failure(view, &event.text),
+        EventClass::ProduceRejected(_) => return produce_failure(view, &event.text),
         EventClass::Fault(b) | EventClass::Fenced(b) | EventClass::Restarted(b) | EventClass::Recovered(b) => {
             broker(view, b)
         }
@@ -723,6 +723,7 @@ mod tests {
     fn ev(class: EventClass, text: &str) -> ViewEvent {
         ViewEvent {
             at: DateTime::<Utc>::UNIX_EPOCH,
+            cluster_at: DateTime::<Utc>::UNIX_EPOCH,
             severity: Severity::Warn,
             text: text.into(),
             class,
@@ -777,7 +778,11 @@ mod tests {
                 "broker 3 fenced: missed heartbeats for the session timeout",
             ),
             ev(
-                EventClass::LeaderMoved,
+                EventClass::LeaderMoved {
+                    partition: "orders-0".into(),
+                    from: Some(3),
+                    to: 1,
+                },
                 "leader orders-0: 3 -> 1, epoch 4 (leader unavailable)",
             ),
             ev(
@@ -789,7 +794,12 @@ mod tests {
                 "group billing rebalanced: generation 8, 1 members (range)",
             ),
             ev(
-                EventClass::ProduceRejected,
+                EventClass::ProduceRejected(crate::view::Refusals {
+                    partition: "orders-0".into(),
+                    error: "NOT_ENOUGH_REPLICAS".into(),
+                    count: 1,
+                    since: DateTime::<Utc>::UNIX_EPOCH,
+                }),
                 "produce to orders-0 rejected: NotEnoughReplicas: ISR [1] smaller than min.insync.replicas 2",
             ),
         ];

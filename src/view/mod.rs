@@ -306,7 +306,12 @@ pub enum Severity {
 /// One line of the timeline: what changed and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ViewEvent {
+    /// When it happened on the wall clock: what the Events pane prints.
     pub at: DateTime<Utc>,
+    /// The same moment on the cluster's clock, which stands still while frozen and runs
+    /// slower in slow motion; how long one consequence took after another (an incident's
+    /// "fenced after 4.0 s") is measured on it. An external cluster's is `at`.
+    pub cluster_at: DateTime<Utc>,
     pub severity: Severity,
     pub text: String,
     /// What part it plays in an incident (see [`timeline::incidents`]).
@@ -314,8 +319,9 @@ pub struct ViewEvent {
 }
 
 /// The part an event plays in the story of a fault: the fault opens an incident, its
-/// consequences join it, the broker's return closes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// consequences join it, the broker's return closes it. A consequence names the partition and
+/// the brokers it is about, so it joins the incident of the broker it concerns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum EventClass {
     /// A broker went away: crashed, stopped, paused or cut off.
     Fault(BrokerId),
@@ -325,13 +331,43 @@ pub enum EventClass {
     Restarted(BrokerId),
     /// A broker is back in service.
     Recovered(BrokerId),
-    LeaderMoved,
-    IsrShrunk,
-    IsrExpanded,
-    Offline,
-    ProduceRejected,
+    /// A partition (`orders-0`) has a new leader; `from` is `None` when it had none.
+    LeaderMoved {
+        partition: String,
+        from: Option<BrokerId>,
+        to: BrokerId,
+    },
+    IsrShrunk {
+        partition: String,
+        removed: Vec<BrokerId>,
+    },
+    IsrExpanded {
+        partition: String,
+        added: Vec<BrokerId>,
+    },
+    /// No live in-sync replica is left; `isr` is the last ISR.
+    Offline {
+        partition: String,
+        isr: Vec<BrokerId>,
+    },
+    ProduceRejected(Refusals),
     #[default]
     Other,
+}
+
+/// Produces a partition's leader refused with one error: one refusal as the source tells it,
+/// or a run of them as the Events pane folds them into one line
+/// ([`timeline::fold_refusals`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusals {
+    /// `orders-0`.
+    pub partition: String,
+    /// Kafka's name of the error: `NOT_ENOUGH_REPLICAS`.
+    pub error: String,
+    /// How many refusals (1 for one event).
+    pub count: u64,
+    /// The first one's time on the cluster's clock.
+    pub since: DateTime<Utc>,
 }
 
 /// Everything the console shows, at one moment.

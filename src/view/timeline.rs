@@ -4,11 +4,11 @@
 //! reason for an ISR shrink). Where both see the same happening they call the same function
 //! here and say it the same way; what only one of them can know is an optional part.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
-use super::{BrokerId, BrokerStatus, EventClass, Severity, ViewEvent};
+use super::{BrokerId, BrokerStatus, EventClass, Refusals, Severity, ViewEvent};
 
 /// One timeline line before it is given a time.
 pub type Line = (Severity, String);
@@ -41,10 +41,12 @@ impl Timeline {
         self.say_as(at, line, EventClass::Other);
     }
 
-    /// Adds `line` as what happened at `at`, with the part it plays in an incident.
+    /// Adds `line` as what happened at `at`, with the part it plays in an incident. For a
+    /// source without a cluster clock of its own: both clocks read `at`.
     pub fn say_as(&mut self, at: DateTime<Utc>, (severity, text): Line, class: EventClass) {
         self.push(ViewEvent {
             at,
+            cluster_at: at,
             severity,
             text,
             class,
@@ -284,6 +286,12 @@ pub fn produce_rejected(topic: &str, partition: i32, error: &str, reason: &str) 
     )
 }
 
+/// A run of refused produces folded into one line: `produce to orders-0 refused x88 over
+/// 4.2 s: NOT_ENOUGH_REPLICAS` (the span on the cluster's clock).
+pub fn produce_refused_run(partition: &str, count: u64, span_secs: f64, error: &str) -> String {
+    format!("produce to {partition} refused x{count} over {span_secs:.1} s: {error}")
+}
+
 /// One link set: `state` as "cut", "delayed 200 ms"..., `None` when it is healed.
 pub fn link_changed(a: &str, b: &str, state: Option<&str>) -> Line {
     match state {
@@ -390,9 +398,63 @@ pub fn events_dropped(n: u64) -> Line {
     )
 }
 
+// Refused produces.
+
+/// The timeline with each run of refused produces (nothing else in between) folded into one
+/// line per partition and error, with the count and the time they span: a producer retrying
+/// against a partition that cannot take its writes refuses dozens a second, and a room needs
+/// the one fact, not 88 copies of it. A single refusal keeps its own line. A folded line
+/// takes its last refusal's time, so it moves down as more come.
+pub fn fold_refusals(events: Vec<ViewEvent>) -> Vec<ViewEvent> {
+    let mut out: Vec<ViewEvent> = Vec::with_capacity(events.len());
+    // The current run: folded lines by (partition, error), in the order they were last added.
+    let mut run: Vec<ViewEvent> = Vec::new();
+    for e in events {
+        let EventClass::ProduceRejected(r) = &e.class else {
+            out.append(&mut run);
+            out.push(e);
+            continue;
+        };
+        let same = run.iter().position(
+            |f| matches!(&f.class, EventClass::ProduceRejected(g) if g.partition == r.partition && g.error == r.error),
+        );
+        let Some(n) = same else {
+            run.push(e);
+            continue;
+        };
+        let folded = run.remove(n);
+        run.push(fold(folded, e));
+    }
+    out.append(&mut run);
+    out
+}
+
+/// `earlier` and `later` (both refusals of one partition with one error) as one line.
+fn fold(earlier: ViewEvent, later: ViewEvent) -> ViewEvent {
+    let (EventClass::ProduceRejected(a), EventClass::ProduceRejected(b)) = (&earlier.class, &later.class) else {
+        return later;
+    };
+    let refusals = Refusals {
+        partition: b.partition.clone(),
+        error: b.error.clone(),
+        count: a.count + b.count,
+        since: a.since.min(b.since),
+    };
+    let span = (later.cluster_at - refusals.since).num_milliseconds().max(0) as f64 / 1000.0;
+    ViewEvent {
+        at: later.at,
+        cluster_at: later.cluster_at,
+        severity: earlier.severity.max(later.severity),
+        text: produce_refused_run(&refusals.partition, refusals.count, span, &refusals.error),
+        class: EventClass::ProduceRejected(refusals),
+    }
+}
+
 // Incidents.
 
-/// How long after its last consequence an incident stays open for more.
+/// How long after its last consequence an incident stays open for more, on the cluster's
+/// clock: slow motion stretches the window as it stretches the timeouts behind the
+/// consequences, and a frozen clock holds it open.
 const INCIDENT_QUIET_SECS: i64 = 30;
 
 /// One fault and what followed from it: the broker that went away, when, and the events that
@@ -410,85 +472,166 @@ pub struct Incident {
 #[derive(Default)]
 struct Tally {
     fenced_after: Option<f64>,
-    leaders: usize,
-    shrunk: usize,
-    expanded: usize,
-    offline: usize,
-    rejected: usize,
+    leaders: u64,
+    shrunk: u64,
+    expanded: u64,
+    offline: u64,
+    rejected: u64,
     recovered_after: Option<f64>,
-    moved_back: usize,
+    moved_back: u64,
 }
 
-/// Groups the events of each fault into one incident: a broker going away opens it; its
-/// fencing, the leaders that moved, the ISRs that shrank, partitions gone offline and rejected
-/// produces join it while they keep coming (within 30 s of the last); the broker's return,
-/// its ISRs filling again and its leaderships coming back end it. Events of no fault stay on their own.
-pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
-    let mut done = Vec::new();
-    let mut open: Option<(Incident, Tally, DateTime<Utc>)> = None;
-    let close = |open: &mut Option<(Incident, Tally, DateTime<Utc>)>, done: &mut Vec<Incident>| {
-        if let Some((mut incident, tally, _)) = open.take() {
-            incident.summary = summary(&incident, &tally, events);
-            done.push(incident);
-        }
-    };
-    for (i, e) in events.iter().enumerate() {
-        if let Some((_, _, last)) = &open
-            && (e.at - *last).num_seconds() > INCIDENT_QUIET_SECS
-        {
-            close(&mut open, &mut done);
-        }
-        match e.class {
-            EventClass::Fault(broker) => {
-                if open.as_ref().is_some_and(|(o, _, _)| o.broker == broker) {
-                    // A second word on the same fault (paused, then cut off...).
-                    if let Some((incident, _, last)) = &mut open {
-                        incident.members.push(i);
-                        *last = e.at;
-                    }
-                    continue;
-                }
-                close(&mut open, &mut done);
-                let incident = Incident {
-                    broker,
-                    at: e.at,
-                    members: vec![i],
-                    summary: String::new(),
-                    severity: e.severity,
-                };
-                open = Some((incident, Tally::default(), e.at));
-            }
-            class => {
-                // Once the broker is back, only its ISRs filling again and leaders moving back
-                // (the preferred-leader election) belong to the story.
-                if open.as_ref().is_some_and(|(_, t, _)| t.recovered_after.is_some())
-                    && !matches!(class, EventClass::IsrExpanded | EventClass::LeaderMoved)
-                {
-                    close(&mut open, &mut done);
-                }
-                let Some((incident, tally, last)) = &mut open else {
-                    continue;
-                };
-                let secs = (e.at - incident.at).num_milliseconds() as f64 / 1000.0;
-                match class {
-                    EventClass::Fenced(b) if b == incident.broker => tally.fenced_after = Some(secs),
-                    EventClass::Recovered(b) if b == incident.broker => tally.recovered_after = Some(secs),
-                    EventClass::Restarted(b) if b == incident.broker => {}
-                    EventClass::LeaderMoved if tally.recovered_after.is_some() => tally.moved_back += 1,
-                    EventClass::LeaderMoved => tally.leaders += 1,
-                    EventClass::IsrShrunk => tally.shrunk += 1,
-                    EventClass::IsrExpanded => tally.expanded += 1,
-                    EventClass::Offline => tally.offline += 1,
-                    EventClass::ProduceRejected => tally.rejected += 1,
-                    _ => continue,
-                }
-                incident.members.push(i);
-                incident.severity = incident.severity.max(e.severity);
-                *last = e.at;
-            }
+/// An incident still taking events.
+struct Open {
+    incident: Incident,
+    tally: Tally,
+    /// When it began and when its last event came, on the cluster's clock.
+    began: DateTime<Utc>,
+    last: DateTime<Utc>,
+    /// The partitions the broker's absence touched (a leadership lost, an ISR shrunk, gone
+    /// offline): a refused produce or a new leader there is part of its story.
+    touched: BTreeSet<String>,
+}
+
+impl Open {
+    fn new(broker: BrokerId, i: usize, e: &ViewEvent) -> Open {
+        Open {
+            incident: Incident {
+                broker,
+                at: e.at,
+                members: vec![i],
+                summary: String::new(),
+                severity: e.severity,
+            },
+            tally: Tally::default(),
+            began: e.cluster_at,
+            last: e.cluster_at,
+            touched: BTreeSet::new(),
         }
     }
-    close(&mut open, &mut done);
+
+    fn recovered(&self) -> bool {
+        self.tally.recovered_after.is_some()
+    }
+
+    /// Whether `class` is about this incident's broker: its own fencing and return, a
+    /// leadership it lost (or got back), its replica leaving or rejoining an ISR, a partition
+    /// it was the last in-sync replica of, a refused produce on a partition its absence
+    /// touched.
+    fn concerns(&self, class: &EventClass) -> bool {
+        let b = self.incident.broker;
+        match class {
+            EventClass::Fault(x) | EventClass::Fenced(x) | EventClass::Restarted(x) | EventClass::Recovered(x) => {
+                *x == b
+            }
+            EventClass::LeaderMoved { partition, from, to } => {
+                *from == Some(b) || *to == b || (from.is_none() && self.touched.contains(partition))
+            }
+            EventClass::IsrShrunk { removed, .. } => removed.contains(&b),
+            EventClass::IsrExpanded { added, .. } => added.contains(&b),
+            EventClass::Offline { isr, .. } => isr.contains(&b),
+            EventClass::ProduceRejected(r) => self.touched.contains(&r.partition),
+            EventClass::Other => false,
+        }
+    }
+
+    /// Once the broker is back, only its return, its replicas rejoining ISRs and its
+    /// leaderships coming back belong to the story.
+    fn epilogue(&self, class: &EventClass) -> bool {
+        let b = self.incident.broker;
+        match class {
+            EventClass::Restarted(_) | EventClass::Recovered(_) | EventClass::IsrExpanded { .. } => true,
+            EventClass::LeaderMoved { to, .. } => *to == b,
+            _ => false,
+        }
+    }
+
+    /// Takes event `i`.
+    fn join(&mut self, i: usize, e: &ViewEvent) {
+        let secs = (e.cluster_at - self.began).num_milliseconds() as f64 / 1000.0;
+        let recovered = self.recovered();
+        let t = &mut self.tally;
+        match &e.class {
+            EventClass::Fenced(_) => {
+                t.fenced_after.get_or_insert(secs);
+            }
+            EventClass::Recovered(_) => {
+                t.recovered_after.get_or_insert(secs);
+            }
+            EventClass::LeaderMoved { .. } if recovered => t.moved_back += 1,
+            EventClass::LeaderMoved { partition, .. } => {
+                t.leaders += 1;
+                self.touched.insert(partition.clone());
+            }
+            EventClass::IsrShrunk { partition, .. } => {
+                t.shrunk += 1;
+                self.touched.insert(partition.clone());
+            }
+            EventClass::IsrExpanded { .. } => t.expanded += 1,
+            EventClass::Offline { partition, .. } => {
+                t.offline += 1;
+                self.touched.insert(partition.clone());
+            }
+            EventClass::ProduceRejected(r) => t.rejected += r.count,
+            EventClass::Fault(_) | EventClass::Restarted(_) | EventClass::Other => {}
+        }
+        self.incident.members.push(i);
+        self.incident.severity = self.incident.severity.max(e.severity);
+        self.last = e.cluster_at;
+    }
+
+    fn close(mut self, events: &[ViewEvent]) -> Incident {
+        self.incident.summary = summary(&self.incident, &self.tally, events);
+        self.incident
+    }
+}
+
+/// Groups the events of each fault into one incident per broker: a broker going away opens
+/// one; an event joins the incident of the broker it concerns (its fencing, the leaderships
+/// it lost, its replicas leaving ISRs, partitions it was the last in-sync replica of, refused
+/// produces on partitions its absence touched) while they keep coming, within 30 s of the
+/// incident's last event on the cluster's clock; its return, its replicas rejoining ISRs and
+/// its leaderships coming back end it. Two brokers down at once are two incidents, each with
+/// its own events; an event that concerns both joins the newer one. Events of no fault stay
+/// on their own. Incidents come in the order they began.
+pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
+    let mut done = Vec::new();
+    let mut open: Vec<Open> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let (quiet, still): (Vec<Open>, Vec<Open>) = open
+            .into_iter()
+            .partition(|o| (e.cluster_at - o.last).num_seconds() > INCIDENT_QUIET_SECS);
+        done.extend(quiet.into_iter().map(|o| o.close(events)));
+        open = still;
+        if let EventClass::Fault(broker) = e.class {
+            match open.iter().rposition(|o| o.incident.broker == broker) {
+                // A second word on the same fault (paused, then cut off...).
+                Some(n) if !open[n].recovered() => open[n].join(i, e),
+                Some(n) => {
+                    done.push(open.remove(n).close(events));
+                    open.push(Open::new(broker, i, e));
+                }
+                None => open.push(Open::new(broker, i, e)),
+            }
+            continue;
+        }
+        // The newest incident still under way that the event concerns, else the newest one
+        // whose broker is back.
+        let concerned = |recovered: bool| {
+            open.iter()
+                .rposition(|o| o.recovered() == recovered && o.concerns(&e.class))
+        };
+        let Some(n) = concerned(false).or_else(|| concerned(true)) else {
+            continue;
+        };
+        if open[n].recovered() && !open[n].epilogue(&e.class) {
+            done.push(open.remove(n).close(events));
+            continue;
+        }
+        open[n].join(i, e);
+    }
+    done.extend(open.into_iter().map(|o| o.close(events)));
+    done.sort_by_key(|incident| incident.members.first().copied());
     done
 }
 
@@ -502,7 +645,7 @@ fn summary(incident: &Incident, tally: &Tally, events: &[ViewEvent]) -> String {
     if let Some(s) = tally.fenced_after {
         steps.push(format!("fenced after {s:.1} s"));
     }
-    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut effects = Vec::new();
     if tally.leaders > 0 {
         effects.push(plural(tally.leaders, "leader moved", "leaders moved"));
@@ -539,36 +682,88 @@ fn summary(incident: &Incident, tally: &Tally, events: &[ViewEvent]) -> String {
 mod tests {
     use super::*;
 
-    fn event(secs: i64, class: EventClass, text: &str) -> ViewEvent {
+    /// `secs` after a fixed moment (milliseconds kept).
+    fn time(secs: f64) -> DateTime<Utc> {
+        DateTime::<Utc>::from_timestamp_millis(1_700_000_000_000 + (secs * 1000.0).round() as i64).unwrap_or_default()
+    }
+
+    /// An event at `secs` on both clocks (real speed, never frozen).
+    fn event(secs: f64, class: EventClass, text: &str) -> ViewEvent {
+        on_clocks(secs, secs, class, text)
+    }
+
+    /// An event at `wall` seconds on the wall clock and `cluster` on the cluster's.
+    fn on_clocks(wall: f64, cluster: f64, class: EventClass, text: &str) -> ViewEvent {
         ViewEvent {
-            at: DateTime::<Utc>::from_timestamp(1_700_000_000 + secs, 0).unwrap_or_default(),
+            at: time(wall),
+            cluster_at: time(cluster),
             severity: Severity::Warn,
             text: text.into(),
             class,
         }
     }
 
+    fn led(partition: &str, from: Option<BrokerId>, to: BrokerId) -> EventClass {
+        EventClass::LeaderMoved {
+            partition: partition.into(),
+            from,
+            to,
+        }
+    }
+
+    fn shrunk(partition: &str, removed: BrokerId) -> EventClass {
+        EventClass::IsrShrunk {
+            partition: partition.into(),
+            removed: vec![removed],
+        }
+    }
+
+    fn expanded(partition: &str, added: BrokerId) -> EventClass {
+        EventClass::IsrExpanded {
+            partition: partition.into(),
+            added: vec![added],
+        }
+    }
+
+    fn refused(partition: &str, error: &str, secs: f64) -> ViewEvent {
+        let class = EventClass::ProduceRejected(Refusals {
+            partition: partition.into(),
+            error: error.into(),
+            count: 1,
+            since: time(secs),
+        });
+        let text = format!("produce to {partition} rejected: {error}: the ISR is smaller than min.insync.replicas");
+        ViewEvent {
+            severity: Severity::Error,
+            ..event(secs, class, &text)
+        }
+    }
+
+    fn texts(events: &[ViewEvent], members: &[usize]) -> Vec<String> {
+        members.iter().map(|&i| events[i].text.clone()).collect()
+    }
+
     #[test]
     fn a_crash_and_its_consequences_are_one_incident() {
         let events = vec![
-            event(0, EventClass::Other, "topic orders created"),
-            event(10, EventClass::Fault(1), "broker 1 down: killed"),
-            event(13, EventClass::Fenced(1), "broker 1 fenced"),
-            event(13, EventClass::LeaderMoved, "leader orders-0: 1 -> 2"),
-            event(13, EventClass::LeaderMoved, "leader orders-1: 1 -> 0"),
-            event(14, EventClass::Other, "group billing rebalanced"),
-            event(14, EventClass::IsrShrunk, "ISR orders-0 shrank"),
-            event(39, EventClass::Restarted(1), "broker 1 started"),
-            event(40, EventClass::Recovered(1), "broker 1 unfenced"),
-            event(41, EventClass::IsrExpanded, "ISR orders-0 expanded"),
+            event(0.0, EventClass::Other, "topic orders created"),
+            event(10.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(13.0, EventClass::Fenced(1), "broker 1 fenced"),
+            event(13.0, led("orders-0", Some(1), 2), "leader orders-0: 1 -> 2"),
+            event(13.0, led("orders-1", Some(1), 0), "leader orders-1: 1 -> 0"),
+            event(14.0, EventClass::Other, "group billing rebalanced"),
+            event(14.0, shrunk("orders-0", 1), "ISR orders-0 shrank"),
+            event(39.0, EventClass::Restarted(1), "broker 1 started"),
+            event(40.0, EventClass::Recovered(1), "broker 1 unfenced"),
+            event(41.0, expanded("orders-0", 1), "ISR orders-0 expanded"),
             event(
-                45,
-                EventClass::LeaderMoved,
+                45.0,
+                led("orders-0", Some(2), 1),
                 "leader orders-0: 2 -> 1 (preferred leader)",
             ),
-            event(46, EventClass::Other, "group billing rebalanced"),
-            event(200, EventClass::IsrShrunk, "ISR orders-2 shrank (slow follower)"),
-            event(201, EventClass::Restarted(2), "broker 2 started"),
+            event(46.0, EventClass::Other, "group billing rebalanced"),
+            event(200.0, shrunk("orders-2", 1), "ISR orders-2 shrank (slow follower)"),
+            event(201.0, EventClass::Restarted(2), "broker 2 started"),
         ];
         let found = incidents(&events);
         assert_eq!(found.len(), 1, "{found:?}");
@@ -584,17 +779,215 @@ mod tests {
     #[test]
     fn an_incident_ends_when_its_consequences_stop_and_a_new_fault_opens_another() {
         let events = vec![
-            event(0, EventClass::Fault(1), "broker 1 down: killed"),
-            event(3, EventClass::Fenced(1), "broker 1 fenced"),
-            event(100, EventClass::LeaderMoved, "leader orders-0: 2 -> 0 (preferred)"),
-            event(110, EventClass::Fault(2), "broker 2 controlled shutdown"),
-            event(111, EventClass::LeaderMoved, "leader orders-1: 2 -> 0"),
+            event(0.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(3.0, EventClass::Fenced(1), "broker 1 fenced"),
+            event(100.0, led("orders-0", Some(1), 0), "leader orders-0: 1 -> 0"),
+            event(110.0, EventClass::Fault(2), "broker 2 controlled shutdown"),
+            event(111.0, led("orders-1", Some(2), 0), "leader orders-1: 2 -> 0"),
         ];
         let found = incidents(&events);
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].members, vec![0, 1], "the late election is not the crash's");
         assert_eq!(found[1].members, vec![3, 4]);
         assert_eq!(found[1].summary, "broker 2 controlled shutdown -> 1 leader moved");
+    }
+
+    /// second-crash as presented: broker 0 crashes, then broker 1; both come back. Broker 1
+    /// holds 4 replicas (one a leadership), so its incident cannot count 8 rejoined ISRs, and
+    /// broker 0's ISR expansions, which come while broker 1 is back too, are broker 0's.
+    #[test]
+    fn two_brokers_down_at_once_keep_their_own_events() {
+        let mut events = vec![
+            event(0.0, EventClass::Fault(0), "broker 0 down: killed"),
+            event(4.0, EventClass::Fenced(0), "broker 0 fenced"),
+            event(4.0, EventClass::Other, "controller moved: broker 0 -> 1"),
+            event(
+                4.0,
+                shrunk("__consumer_offsets-0", 0),
+                "ISR __consumer_offsets-0 shrank: -[0]",
+            ),
+            event(
+                4.0,
+                shrunk("__consumer_offsets-2", 0),
+                "ISR __consumer_offsets-2 shrank: -[0]",
+            ),
+            event(4.0, shrunk("payments-0", 0), "ISR payments-0 shrank: -[0]"),
+            event(
+                4.0,
+                led("__consumer_offsets-1", Some(0), 2),
+                "leader __consumer_offsets-1: 0 -> 2",
+            ),
+            event(10.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(14.0, EventClass::Fenced(1), "broker 1 fenced"),
+            event(
+                14.0,
+                shrunk("__consumer_offsets-0", 1),
+                "ISR __consumer_offsets-0 shrank: -[1]",
+            ),
+            event(
+                14.0,
+                shrunk("__consumer_offsets-1", 1),
+                "ISR __consumer_offsets-1 shrank: -[1]",
+            ),
+            event(14.0, shrunk("payments-0", 1), "ISR payments-0 shrank: -[1]"),
+            event(
+                14.0,
+                led("__consumer_offsets-2", Some(1), 2),
+                "leader __consumer_offsets-2: 1 -> 2",
+            ),
+        ];
+        events.extend((0..55).map(|n| refused("payments-0", "NOT_ENOUGH_REPLICAS", 14.5 + n as f64 * 0.2)));
+        events.push(event(26.0, EventClass::Restarted(0), "broker 0 started"));
+        events.push(event(27.0, EventClass::Recovered(0), "broker 0 unfenced"));
+        events.extend((0..5).map(|n| refused("payments-0", "NOT_ENOUGH_REPLICAS", 27.2 + n as f64 * 0.2)));
+        events.push(event(29.0, expanded("payments-0", 0), "ISR payments-0 expanded: +[0]"));
+        events.push(event(31.0, EventClass::Restarted(1), "broker 1 started"));
+        events.push(event(32.0, EventClass::Recovered(1), "broker 1 unfenced"));
+        // Broker 0's replicas catch up while broker 1's do.
+        for (n, p) in ["__consumer_offsets-0", "__consumer_offsets-1", "__consumer_offsets-2"]
+            .iter()
+            .enumerate()
+        {
+            events.push(event(
+                33.0 + n as f64,
+                expanded(p, 0),
+                &format!("ISR {p} expanded: +[0]"),
+            ));
+            events.push(event(
+                33.5 + n as f64,
+                expanded(p, 1),
+                &format!("ISR {p} expanded: +[1]"),
+            ));
+        }
+        events.push(event(36.0, expanded("payments-0", 1), "ISR payments-0 expanded: +[1]"));
+        events.push(event(
+            40.0,
+            led("__consumer_offsets-2", Some(2), 1),
+            "leader __consumer_offsets-2: 2 -> 1 (preferred leader)",
+        ));
+        let found = incidents(&events);
+        assert_eq!(found.len(), 2, "{found:?}");
+        let (first, second) = (&found[0], &found[1]);
+        assert_eq!((first.broker, second.broker), (0, 1));
+        assert_eq!(
+            first.summary,
+            "broker 0 down: killed -> fenced after 4.0 s -> 1 leader moved, 3 ISRs shrank -> back after 27.0 s, 4 ISRs rejoined"
+        );
+        assert_eq!(
+            second.summary,
+            "broker 1 down: killed -> fenced after 4.0 s -> 1 leader moved, 3 ISRs shrank, 60 produces rejected -> back after 22.0 s, 4 ISRs rejoined, 1 leader moved back"
+        );
+        for (incident, mine, other) in [(first, "[0]", "[1]"), (second, "[1]", "[0]")] {
+            let texts = texts(&events, &incident.members);
+            assert!(
+                texts.iter().all(|t| !t.contains(other)),
+                "broker {}'s incident took another broker's event: {texts:#?}",
+                incident.broker
+            );
+            assert!(texts.iter().any(|t| t.contains(mine)), "{texts:#?}");
+        }
+        assert!(
+            first.members.iter().all(|m| !second.members.contains(m)),
+            "an event is in one incident"
+        );
+    }
+
+    /// Under SLOW x10 the session timeout of 4 s takes 40 s of the room's time: the fence and
+    /// the elections it causes still belong to the crash, and the incident says how long the
+    /// cluster took (what `broker.session.timeout.ms` promises), not how long the room waited.
+    #[test]
+    fn slow_motion_stretches_the_window_the_fence_joins_the_crash() {
+        let slowed = vec![
+            on_clocks(0.0, 0.0, EventClass::Other, "slow motion x10"),
+            on_clocks(1.0, 0.1, EventClass::Fault(1), "broker 1 down: killed"),
+            on_clocks(41.0, 4.1, EventClass::Fenced(1), "broker 1 fenced"),
+            on_clocks(41.0, 4.1, led("orders-0", Some(1), 2), "leader orders-0: 1 -> 2"),
+            on_clocks(42.0, 4.2, shrunk("orders-0", 1), "ISR orders-0 shrank: -[1]"),
+        ];
+        let found = incidents(&slowed);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].members, vec![1, 2, 3, 4]);
+        assert_eq!(
+            found[0].summary,
+            "broker 1 down: killed -> fenced after 4.0 s -> 1 leader moved, 1 ISR shrank"
+        );
+        // At real speed the same 40 s of quiet ends the incident: the window is the cluster's.
+        let real: Vec<ViewEvent> = slowed
+            .iter()
+            .map(|e| ViewEvent {
+                cluster_at: e.at,
+                ..e.clone()
+            })
+            .collect();
+        assert_eq!(incidents(&real)[0].members, vec![1]);
+    }
+
+    #[test]
+    fn a_run_of_refused_produces_is_one_line_with_its_count_and_span() {
+        let mut events: Vec<ViewEvent> = (0..88)
+            .map(|n| refused("orders-0", "NOT_ENOUGH_REPLICAS", 10.0 + n as f64 * 4.2 / 87.0))
+            .collect();
+        let folded = fold_refusals(events.clone());
+        assert_eq!(folded.len(), 1);
+        assert_eq!(
+            folded[0].text,
+            "produce to orders-0 refused x88 over 4.2 s: NOT_ENOUGH_REPLICAS"
+        );
+        assert_eq!(folded[0].at, events[87].at, "the line moves with its newest refusal");
+        // One more updates the line.
+        events.push(refused("orders-0", "NOT_ENOUGH_REPLICAS", 15.0));
+        assert_eq!(
+            fold_refusals(events.clone())[0].text,
+            "produce to orders-0 refused x89 over 5.0 s: NOT_ENOUGH_REPLICAS"
+        );
+        // Something else in between: the next refusals are a new line; one alone reads as
+        // it came.
+        events.push(event(16.0, EventClass::Other, "group billing rebalanced"));
+        events.push(refused("orders-0", "NOT_ENOUGH_REPLICAS", 17.0));
+        let texts: Vec<String> = fold_refusals(events.clone()).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "produce to orders-0 refused x89 over 5.0 s: NOT_ENOUGH_REPLICAS".to_string(),
+                "group billing rebalanced".into(),
+                events[90].text.clone(),
+            ]
+        );
+        // Two partitions (or two errors) refusing in turn are a line each.
+        let mixed: Vec<ViewEvent> = (0..6)
+            .map(|n| {
+                refused(
+                    if n % 2 == 0 { "orders-0" } else { "orders-1" },
+                    "NOT_ENOUGH_REPLICAS",
+                    n as f64,
+                )
+            })
+            .collect();
+        let texts: Vec<String> = fold_refusals(mixed).into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "produce to orders-0 refused x3 over 4.0 s: NOT_ENOUGH_REPLICAS",
+                "produce to orders-1 refused x3 over 4.0 s: NOT_ENOUGH_REPLICAS",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_incident_counts_every_refusal_a_folded_line_stands_for() {
+        let mut events = vec![
+            event(0.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(4.0, shrunk("orders-0", 1), "ISR orders-0 shrank: -[1]"),
+        ];
+        events.extend((0..20).map(|n| refused("orders-0", "NOT_ENOUGH_REPLICAS", 5.0 + n as f64 * 0.1)));
+        let folded = fold_refusals(events);
+        assert_eq!(folded.len(), 3);
+        let found = incidents(&folded);
+        assert_eq!(found[0].members, vec![0, 1, 2]);
+        assert_eq!(
+            found[0].summary,
+            "broker 1 down: killed -> 1 ISR shrank, 20 produces rejected"
+        );
     }
 
     #[test]

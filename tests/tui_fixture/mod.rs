@@ -15,8 +15,9 @@ use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart,
-    EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, ReplicaRole, ReplicaRow, Retention,
-    SeekPosition, Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, Refusals, ReplicaRole, ReplicaRow,
+    Retention, SeekPosition, Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow,
+    ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -240,14 +241,30 @@ pub fn view() -> ClusterView {
     let class = |text: &str| match text.split(':').next().unwrap_or_default() {
         "broker 1 down" => EventClass::Fault(1),
         "broker 1 fenced" => EventClass::Fenced(1),
-        t if t.starts_with("leader ") => EventClass::LeaderMoved,
-        t if t.starts_with("ISR ") => EventClass::IsrShrunk,
-        t if t.ends_with("OFFLINE") => EventClass::Offline,
-        t if t.starts_with("produce to") => EventClass::ProduceRejected,
+        "leader page-views-1" => EventClass::LeaderMoved {
+            partition: "page-views-1".into(),
+            from: Some(1),
+            to: 2,
+        },
+        "ISR page-views-0 shrank" => EventClass::IsrShrunk {
+            partition: "page-views-0".into(),
+            removed: vec![1],
+        },
+        "clicks-1 OFFLINE" => EventClass::Offline {
+            partition: "clicks-1".into(),
+            isr: vec![1],
+        },
+        "produce to clicks-1 rejected" => EventClass::ProduceRejected(Refusals {
+            partition: "clicks-1".into(),
+            error: "LEADER_NOT_AVAILABLE".into(),
+            count: 1,
+            since: at(2),
+        }),
         _ => EventClass::Other,
     };
     let event = |secs, severity, text: &str| ViewEvent {
         at: at(secs),
+        cluster_at: at(secs),
         severity,
         text: text.into(),
         class: class(text),

@@ -10,7 +10,14 @@ use crate::storage::LogConfig;
 
 fn coordinator() -> GroupCoordinator {
     // One offsets partition: every group lives in partition 0.
-    GroupCoordinator::new(1, 1, 0, EventBus::new(WallClock::new()), WallClock::new(), Clock::new())
+    GroupCoordinator::new(
+        1,
+        1,
+        0,
+        EventBus::new(WallClock::new(), Clock::new()),
+        WallClock::new(),
+        Clock::new(),
+    )
 }
 
 fn offsets_log(dir: &Path) -> Log {
@@ -309,7 +316,7 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     const RETENTION_MS: i64 = 7 * 86_400_000;
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = WallClock::new();
-    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock, Clock::new());
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock, Clock::new()), clock, Clock::new());
     let partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
     let views = TopicPartition::new("views", 0);
 
@@ -384,7 +391,7 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
 async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps_tombstoned_groups_out() {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = WallClock::new();
-    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock), clock, Clock::new());
+    let coordinator = GroupCoordinator::new(1, 1, 0, EventBus::new(clock, Clock::new()), clock, Clock::new());
     let config = LogConfig {
         segment_bytes: 2048,
         cleanup_policy: crate::storage::CleanupPolicy::Compact,

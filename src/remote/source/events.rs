@@ -109,7 +109,10 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Out) {
     match (old.leader, new.leader) {
         (Some(_), None) => out.push_as(
             timeline::partition_offline(topic, number, &new.isr),
-            EventClass::Offline,
+            EventClass::Offline {
+                partition: timeline::partition_name(topic, number),
+                isr: new.isr.clone(),
+            },
         ),
         (from, Some(to)) if from != Some(to) => {
             // What a comparison can tell of the cause: a partition without a leader got back
@@ -121,7 +124,11 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Out) {
             };
             out.push_as(
                 timeline::leader_elected(topic, number, from, to, new.leader_epoch, cause),
-                EventClass::LeaderMoved,
+                EventClass::LeaderMoved {
+                    partition: timeline::partition_name(topic, number),
+                    from,
+                    to,
+                },
             );
         }
         _ => {}
@@ -133,13 +140,19 @@ fn partition(old: &PartitionRow, new: &PartitionRow, out: &mut Out) {
     if !removed.is_empty() {
         out.push_as(
             timeline::isr_shrunk(topic, number, &removed, &new.isr, None),
-            EventClass::IsrShrunk,
+            EventClass::IsrShrunk {
+                partition: timeline::partition_name(topic, number),
+                removed,
+            },
         );
     }
     if !added.is_empty() {
         out.push_as(
             timeline::isr_expanded(topic, number, &added, &new.isr),
-            EventClass::IsrExpanded,
+            EventClass::IsrExpanded {
+                partition: timeline::partition_name(topic, number),
+                added,
+            },
         );
     }
 }

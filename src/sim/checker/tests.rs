@@ -266,6 +266,7 @@ fn checker(unclean: bool) -> Checker {
 fn elected(new: BrokerId, epoch: i32) -> ClusterEvent {
     ClusterEvent {
         at: chrono::Utc::now(),
+        cluster_at: chrono::Utc::now(),
         kind: EventKind::LeaderElected {
             tp: tp(),
             old: None,
@@ -774,6 +775,7 @@ fn last_in_sync_replica_returns_short(world: &mut World, c: &mut Checker) {
     world.set_hw(2);
     c.event(&ClusterEvent {
         at: chrono::Utc::now(),
+        cluster_at: chrono::Utc::now(),
         kind: EventKind::LeaderElected {
             tp: tp(),
             old: None,
