@@ -22,6 +22,7 @@ pub mod history;
 pub mod outcome;
 pub mod source;
 pub mod timeline;
+pub mod words;
 
 use std::sync::Arc;
 
