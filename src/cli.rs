@@ -245,6 +245,13 @@ pub enum ScenarioCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Check scenario files without running them: prints `FILE: ok`, or each problem at its
+    /// line and column; exits 1 when a file has a problem.
+    Check {
+        /// Scenario files (.toml).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
     /// Run a scenario: in the console (n: next step), or headless with --headless.
     Run {
         /// A scenario's name (see `kdeck scenario list`) or a path to a .toml file.

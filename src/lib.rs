@@ -9,6 +9,7 @@ pub mod config;
 pub mod embedded;
 pub mod engine;
 pub mod kafka;
+pub mod out;
 pub mod record;
 pub mod remote;
 pub mod scenario;
@@ -27,6 +28,8 @@ use anyhow::{Context, Result};
 use cli::{BenchCommand, Cli, ClusterArgs, Command};
 use config::KdeckConfig;
 use embedded::{DataDir, Embedded};
+
+use crate::out::outln;
 
 /// Runs what the command line asked for.
 pub fn run(cli: Cli) -> Result<()> {
@@ -71,7 +74,7 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// `kdeck scenario list|run`.
+/// `kdeck scenario list|check|run`.
 fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
     match what {
         cli::ScenarioCommand::List { dir } => {
@@ -87,7 +90,23 @@ fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
                 } else {
                     format!(" [en, {}]", langs.join(", "))
                 };
-                println!("{:width$}  {}{langs}", s.name, s.title);
+                outln!("{:width$}  {}{langs}", s.name, s.title);
+            }
+            Ok(())
+        }
+        cli::ScenarioCommand::Check { files } => {
+            let mut failed = 0;
+            for file in &files {
+                match scenario::check_file(file) {
+                    Ok(()) => outln!("{}: ok", file.display()),
+                    Err(e) => {
+                        failed += 1;
+                        outln!("{e:#}");
+                    }
+                }
+            }
+            if failed > 0 {
+                anyhow::bail!("{failed} of {} scenario files have problems", files.len());
             }
             Ok(())
         }
@@ -111,9 +130,12 @@ fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
             let translated = found.translated(lang.as_deref());
             let config = KdeckConfig::load(config.as_deref())?;
             if headless {
-                let summary = scenario::headless::run_blocking(&translated, &config, &mut |line| println!("{line}"))?;
+                let summary = scenario::headless::run_blocking(&translated, &config, &mut |line| out::line(line))?;
                 if !summary.passed() {
-                    anyhow::bail!("scenario {name}: {} checks failed", summary.failures().len());
+                    anyhow::bail!(
+                        "scenario {name}: {} failed",
+                        view::words::count(summary.failures().len(), "check")
+                    );
                 }
                 Ok(())
             } else {
@@ -135,12 +157,11 @@ fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> R
         .build()
         .context("starting the runtime")?;
     // The scenario's cluster runs on the driver's own thread and runtime (a replay pauses
-    // its clock); the console on this one.
-    // The log outlives the clusters going back a step replaces (each has a directory of
-    // its own, removed with it).
-    let log_dir = scenario::headless::scratch_dir("kdeck-trainer-")?;
-    let log_path = log_dir.path().join("kdeck.log");
-    let _flush_guard = log_to_file(log_dir.path());
+    // its clock); the console on this one. The log is not in the cluster's directory:
+    // going back a step replaces the cluster and removes it.
+    let log_dir = console_log_dir();
+    let log_path = log_dir.join("kdeck.log");
+    let _flush_guard = log_to_file(&log_dir);
     let (driver, link, first) = scenario::driver::spawn(scenario, config.clone())?;
     let source = first as Arc<dyn view::ClusterSource>;
     let result = runtime.block_on(tui::run_with(source, config, Some(log_path), Some(link)));
@@ -225,11 +246,11 @@ fn record_console(args: &cli::RecordArgs) -> Result<()> {
         result
     })?;
     recording.write(&args.file)?;
-    println!(
-        "recorded {} actions ({} replayable) and {} events in {}",
-        recording.actions.len(),
+    outln!(
+        "recorded {} ({} replayable) and {} in {}",
+        view::words::count(recording.actions.len(), "action"),
         recording.replayable().count(),
-        recording.events.len(),
+        view::words::count(recording.events.len(), "event"),
         args.file.display()
     );
     Ok(())
@@ -240,10 +261,10 @@ fn replay(args: &cli::ReplayArgs) -> Result<()> {
     let recording = record::Recording::read(&args.file)?;
     let config_path = args.config.clone().or_else(|| recording.recording.config.clone());
     let config = KdeckConfig::load(config_path.as_deref())?;
-    let new = record::replay::run_blocking(&recording, &config, &mut |line| println!("{line}"))?;
+    let new = record::replay::run_blocking(&recording, &config, &mut |line| out::line(line))?;
     let diffs = record::diff(&recording, &new);
     for line in record::report(&recording, &diffs) {
-        println!("{line}");
+        outln!("{line}");
     }
     if !diffs.is_empty() {
         anyhow::bail!("{}: the replay differs from the recording", args.file.display());
@@ -291,10 +312,7 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
                 "the console needs a terminal (stdin and stdout); for the headless commands see `kdeck --help`"
             );
         }
-        let log_dir = dirs::data_dir()
-            .map(|d| d.join("kdeck"))
-            .filter(|d| std::fs::create_dir_all(d).is_ok())
-            .unwrap_or_else(std::env::temp_dir);
+        let log_dir = console_log_dir();
         let _flush_guard = log_to_file(&log_dir);
         tracing::info!(%bootstrap, read_only = cli.remote.read_only, "console attached to an external cluster");
         let options = remote::source::SourceOptions::new(
@@ -312,6 +330,15 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
         client.close();
         result
     })
+}
+
+/// Where a console without a data directory of its own keeps `kdeck.log`: the platform
+/// data directory's `kdeck/`, else the temporary directory.
+fn console_log_dir() -> std::path::PathBuf {
+    dirs::data_dir()
+        .map(|d| d.join("kdeck"))
+        .filter(|d| std::fs::create_dir_all(d).is_ok())
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// The console logs to `kdeck.log` in `dir`, never to the screen; the guard flushes it on drop.

@@ -47,6 +47,8 @@ fn main() -> ExitCode {
         }
     }
     match kdeck::run(cli) {
+        // A reader that went away (`| head`) is a quiet end; a full disk is not.
+        Ok(()) if kdeck::out::failed() => ExitCode::FAILURE,
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kdeck: {e:#}");

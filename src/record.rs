@@ -44,6 +44,7 @@ use crate::config::{ConfigError, placed};
 use crate::scenario::headless::normalise;
 use crate::scenario::player::EventCursor;
 use crate::tui::{Action, Effect, Observer};
+use crate::view::words::count;
 use crate::view::{ClusterView, Command};
 
 /// The format this build writes and reads.
@@ -398,14 +399,16 @@ pub fn report(recorded: &Recording, diffs: &[WindowDiff]) -> Vec<String> {
     let actions = recorded.replayable().count();
     if diffs.is_empty() {
         out.push(format!(
-            "the replay matches the recording: {actions} actions, {} events",
-            recorded.events.len()
+            "the replay matches the recording: {}, {}",
+            count(actions, "action"),
+            count(recorded.events.len(), "event")
         ));
     } else {
         let added: usize = diffs.iter().map(|d| d.only_new.len()).sum();
         let missing: usize = diffs.iter().map(|d| d.only_recorded.len()).sum();
         out.push(format!(
-            "the replay differs from the recording: {added} events only in this run, {missing} only in the recording, in {} of {} windows",
+            "the replay differs from the recording: {} only in this run, {missing} only in the recording, in {} of {} windows",
+            count(added, "event"),
             diffs.len(),
             actions + 1
         ));

@@ -10,6 +10,7 @@ use crate::cli::ClusterArgs;
 use crate::config::KdeckConfig;
 use crate::embedded::Embedded;
 use crate::engine::{BrokerId, BrokerState, ErrorCode};
+use crate::out::outln;
 
 /// The same flags and configuration as the console; `[wire] enabled` must be on.
 pub fn run(args: &ClusterArgs) -> Result<()> {
@@ -32,10 +33,10 @@ async fn serve(config: &KdeckConfig, args: &ClusterArgs) -> Result<()> {
     tracing::info!(data_dir = %embedded.data_dir().display(), "cluster started");
     let listeners = embedded.wire_listeners();
     for l in &listeners {
-        println!("broker {} listening on {}", l.broker, l.addr);
+        outln!("broker {} listening on {}", l.broker, l.addr);
     }
     let bootstrap: Vec<String> = listeners.iter().map(|l| l.addr.to_string()).collect();
-    println!("bootstrap.servers={}", bootstrap.join(","));
+    outln!("bootstrap.servers={}", bootstrap.join(","));
     let mut commands = stdin_commands();
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut hangup = signal(tokio::signal::unix::SignalKind::hangup())?;
@@ -54,7 +55,7 @@ async fn serve(config: &KdeckConfig, args: &ClusterArgs) -> Result<()> {
                     Ok(ok) => format!("ok {ok}"),
                     Err(e) => format!("error {e:#}"),
                 };
-                println!("{reply}");
+                outln!("{reply}");
             }
         }
     }

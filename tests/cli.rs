@@ -151,3 +151,99 @@ fn bench_e2e_prints_latency_percentiles_for_every_record() {
         assert!(line.contains(part), "{part:?} missing from {line:?}");
     }
 }
+
+/// `kdeck scenario check` reads files without running them: `ok`, or each problem at its
+/// line and column, and exit code 1.
+#[test]
+fn scenario_check_says_ok_or_places_each_problem() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let good = dir.path().join("good.toml");
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/scenarios/leader-crash.toml"
+    ))
+    .expect("a shipped scenario");
+    std::fs::write(&good, shipped.replace("name = \"leader-crash\"", "name = \"good\"")).expect("write");
+    let bad = dir.path().join("my-crash.toml");
+    std::fs::write(
+        &bad,
+        "name = \"my-crash\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\n[[step]]\ncaption = \"c\"\n\
+         actions = [{ action = \"kil_broker\", broker = 1 }]\n",
+    )
+    .expect("write");
+    let out = kdeck(&["scenario", "check", &good.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout, format!("{}: ok\n", good.display()));
+
+    let out = kdeck(&[
+        "scenario",
+        "check",
+        &good.display().to_string(),
+        &bad.display().to_string(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{}:7:23: step 1: unknown action \"kil_broker\"; a scenario may use: kill_broker,",
+            bad.display()
+        )),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 2 scenario files have problems"));
+}
+
+/// Runs kdeck with its stdout a pipe whose reader has already gone (`kdeck ... | head`
+/// after head exited), so that its first line meets a closed pipe.
+#[cfg(unix)]
+fn kdeck_into_a_closed_pipe(args: &[&str]) -> std::process::Output {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both descriptors were just opened by pipe(2) and are owned here alone.
+    let (reader, writer) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_kdeck"))
+        .args(args)
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run kdeck")
+}
+
+/// `kdeck scenario run NAME --headless | head` and friends: a reader that goes away ends
+/// the command quietly (no panic, no message, exit code 0), as kdeck's kcat-like commands
+/// already did.
+#[cfg(unix)]
+#[test]
+fn every_printing_command_ends_quietly_on_a_closed_pipe() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = dir.path().join("good.toml");
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/scenarios/leader-crash.toml"
+    ))
+    .expect("a shipped scenario");
+    std::fs::write(&scenario, shipped.replace("name = \"leader-crash\"", "name = \"good\"")).expect("write");
+    let scenario = scenario.display().to_string();
+    for args in [
+        vec!["scenario", "list"],
+        vec!["scenario", "check", &scenario],
+        vec!["scenario", "run", "preferred-leader", "--headless"],
+    ] {
+        let out = kdeck_into_a_closed_pipe(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -79,12 +79,15 @@ fn every_shipped_scenario_parses_and_there_are_at_least_two_in_chinese() {
 #[test]
 fn a_malformed_scenario_is_refused_with_its_file_line_and_column() {
     let text = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\nbrokers = \"three\"\n";
-    let e = scenario::format::parse("my.toml", text).expect_err("a string for brokers");
+    let e = scenario::validate::load("my.toml", "x", text).expect_err("a string for brokers");
     assert!(e.to_string().starts_with("my.toml:5:11:"), "{e}");
     let unknown = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\n[[step]]\ncaption = \"c\"\nactions = [{ action = \"kill_everything\" }]\n";
-    let parsed = scenario::format::parse("my.toml", unknown).unwrap_or_else(|e| panic!("{e}"));
-    let e = scenario::player::validate(&parsed).expect_err("an unknown action");
-    assert!(e.contains("step 1") && e.contains("kill_everything"), "{e}");
+    let e = scenario::validate::load("my.toml", "x", unknown).expect_err("an unknown action");
+    assert!(
+        e.to_string()
+            .starts_with("my.toml:7:23: step 1: unknown action \"kill_everything\"; a scenario may use: kill_broker,"),
+        "{e}"
+    );
 }
 
 /// A number compared with nothing always holds, so a check without a bound could never
@@ -92,12 +95,13 @@ fn a_malformed_scenario_is_refused_with_its_file_line_and_column() {
 #[test]
 fn a_counting_check_without_a_bound_is_refused_at_load() {
     let text = "name = \"x\"\ntitle = \"t\"\nconcept = \"c\"\n[setup]\n[[step]]\ncaption = \"c\"\nexpect = [{ check = \"acked\" }]\n";
-    let parsed = scenario::format::parse("my.toml", text).unwrap_or_else(|e| panic!("{e}"));
-    let e = scenario::player::validate(&parsed).expect_err("an acked check with no bound");
-    assert!(e.contains("step 1") && e.contains("compares with nothing"), "{e}");
+    let e = scenario::validate::load("my.toml", "x", text).expect_err("an acked check with no bound");
+    assert!(
+        e.to_string().starts_with("my.toml:7:11: step 1:") && e.to_string().contains("compares with nothing"),
+        "{e}"
+    );
     let bounded = text.replace("{ check = \"acked\" }", "{ check = \"acked\", at_least = 1 }");
-    let parsed = scenario::format::parse("my.toml", &bounded).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(scenario::player::validate(&parsed), Ok(()));
+    assert!(scenario::validate::load("my.toml", "x", &bounded).is_ok());
 }
 
 /// Key order holds only when the group read keyed records and none came out of order: a

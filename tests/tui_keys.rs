@@ -510,3 +510,59 @@ fn restart_and_pause_act_only_where_the_selected_broker_is_in_sight() {
     h.press(KeyCode::Char('r'));
     assert_eq!(h.source.commands(), vec![Command::StartBroker(1)]);
 }
+
+/// A stray `-` must not change a cluster's settings: in the operator's console each live
+/// toggle (`+`/`-` min.insync, `U`, `R`, `a`) asks first, saying what it would set.
+#[test]
+fn live_toggles_ask_first_in_the_operators_console() {
+    let mut h = harness();
+    let mut v = view();
+    if let Some(c) = v.controls.as_mut() {
+        c.producer_acks = Some(-1);
+    }
+    h.set_view(std::sync::Arc::new(v));
+    h.press(KeyCode::Char('2'));
+    for (key, asks) in [
+        ('-', "Set min.insync.replicas of page-views to 1 (now 2)?"),
+        ('+', "Set min.insync.replicas of page-views to 3 (now 2)?"),
+        (
+            'U',
+            "Turn unclean leader election on for the cluster: an out-of-sync replica may lead and acknowledged \
+             records can be lost?",
+        ),
+        ('R', "Turn automatic preferred-leader rebalance off?"),
+        ('a', "Set the workload producers' acks to 1?"),
+    ] {
+        h.press(KeyCode::Char(key));
+        match h.app.overlay() {
+            Some(Overlay::Confirm { question, .. }) => assert_eq!(question, asks, "{key}"),
+            other => panic!("{key}: no confirmation: {other:?}"),
+        }
+        h.press(KeyCode::Char('n'));
+    }
+    assert!(h.source.commands().is_empty(), "{:?}", h.source.commands());
+    h.press(KeyCode::Char('-'));
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::SetMinInsync {
+            topic: "page-views".into(),
+            value: 1
+        }]
+    );
+}
+
+/// A trainer (a scenario presented, or the projector layout) wants the toggles at once.
+#[test]
+fn live_toggles_act_at_once_for_a_trainer() {
+    let mut h = harness();
+    h.app.trainer = Some(kdeck::tui::app::Trainer::default());
+    h.press(KeyCode::Char('R'));
+    assert_eq!(h.app.overlay(), None);
+    let mut p = harness();
+    p.press(KeyCode::Char('P'));
+    p.press(KeyCode::Char('R'));
+    assert_eq!(p.app.overlay(), None);
+    assert_eq!(h.source.commands(), vec![Command::SetAutoRebalance(false)]);
+    assert_eq!(p.source.commands(), vec![Command::SetAutoRebalance(false)]);
+}

@@ -274,3 +274,21 @@ fn a_footer_note_goes_after_a_few_seconds() {
     assert!(!later.contains("already down"), "{later}");
     assert!(later.contains("kill"), "the key hints are back: {later}");
 }
+
+/// A count meets its noun in the right number: one topic, one group.
+#[test]
+fn one_topic_and_one_group_are_counted_in_the_singular() {
+    let mut one = view();
+    one.topics.truncate(1);
+    one.groups.truncate(1);
+    let mut h = harness_with(
+        one,
+        ConsoleConfig::default(),
+        tui_fixture::default_keys(),
+        Theme::colored(),
+    );
+    let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(text.contains("1 topic ") || text.contains("1 topic─"), "{text}");
+    assert!(text.contains("1 group ") || text.contains("1 group─"), "{text}");
+    assert!(!text.contains("1 topics") && !text.contains("1 groups"), "{text}");
+}

@@ -10,6 +10,7 @@ use super::{make_batch, mb};
 use crate::cli::ConsumeBenchArgs;
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::engine::{Acks, TopicConfig, TopicPartition};
+use crate::out::outln;
 use crate::storage::batch::BatchHeader;
 
 pub fn run(args: &ConsumeBenchArgs) -> Result<()> {
@@ -82,10 +83,10 @@ async fn run_async(args: &ConsumeBenchArgs) -> Result<()> {
     let fetch = (elapsed - rebalance).max(f64::EPSILON);
     let end_wall = chrono::Local::now();
     consumer.close().await;
-    println!(
+    outln!(
         "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
     );
-    println!(
+    outln!(
         "{}, {}, {:.4}, {:.4}, {}, {:.4}, {}, {}, {:.4}, {:.4}",
         start_wall.format("%Y-%m-%d %H:%M:%S:%3f"),
         end_wall.format("%Y-%m-%d %H:%M:%S:%3f"),

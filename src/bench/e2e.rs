@@ -14,6 +14,7 @@ use crate::cli::EndToEndBenchArgs;
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::engine::{TopicConfig, TopicPartition};
+use crate::out::outln;
 
 pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
     super::block_on(run_async(args))
@@ -22,10 +23,13 @@ pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
 async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
     let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     let partitions = args.partitions;
-    println!(
+    outln!(
         "end-to-end setup: 3 brokers, {partitions} partitions, RF 3, min.insync.replicas 2, acks=all, idempotence true, \
          linger.ms {}, batch.size {}, records of {} bytes, {} s",
-        args.linger_ms, args.batch_size, args.record_size, args.secs,
+        args.linger_ms,
+        args.batch_size,
+        args.record_size,
+        args.secs,
     );
     cluster
         .create_topic("e2e", TopicConfig::new(partitions, 3).with_min_insync_replicas(2))
@@ -140,7 +144,7 @@ async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
     }
     let pct = |q: f64| l[((l.len() as f64 * q).ceil() as usize).clamp(1, l.len()) - 1] as f64 / 1000.0;
     let avg = l.iter().sum::<u64>() as f64 / l.len() as f64 / 1000.0;
-    println!(
+    outln!(
         "end-to-end: {} of {total} records received at {} records/sec target, {avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th.",
         l.len(),
         args.rate,

@@ -12,6 +12,7 @@ use tokio::sync::Mutex;
 use super::{make_batch, mb};
 use crate::cli::EngineBenchArgs;
 use crate::engine::{Acks, TopicConfig, TopicPartition};
+use crate::out::outln;
 use crate::storage::batch::BatchHeader;
 
 pub fn run(args: &EngineBenchArgs) -> Result<()> {
@@ -40,7 +41,7 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         .await?;
     let batch = make_batch(args.batch_bytes, args.record_bytes)?;
     let records_per_batch = BatchHeader::parse(&batch)?.records_count as u64;
-    println!(
+    outln!(
         "engine setup: 3 brokers, {partitions} partitions, RF 3, min.insync.replicas 2, acks=all, {} in flight per partition, batches of {} bytes ({records_per_batch} records of {} bytes), {} s",
         args.in_flight,
         batch.len(),
@@ -105,10 +106,10 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         changes.push(format!("{:?}", e.kind));
     }
     if !changes.is_empty() {
-        println!("engine events during the run: {}", changes.join("; "));
+        outln!("engine events during the run: {}", changes.join("; "));
     }
     let snapshot = cluster.snapshot();
-    println!(
+    outln!(
         "engine produce: {records} records sent, {:.1} records/sec ({:.2} MB/sec), {avg:.2} ms avg latency, {:.2} ms p50, {:.2} ms p99, {:.2} ms p99.9, {failed} failed {failures:?}",
         records as f64 / elapsed,
         mb(bytes) / elapsed,
@@ -116,7 +117,7 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         pct(0.99),
         pct(0.999),
     );
-    println!(
+    outln!(
         "engine replication: {:.1} MB/sec written by leaders, {:.1} MB/sec fetched by followers (3 replicas of every byte on disk)",
         mb(snapshot.brokers.iter().map(|b| b.bytes_in).sum::<u64>()) / elapsed,
         mb(snapshot.brokers.iter().map(|b| b.bytes_out).sum::<u64>()) / elapsed,

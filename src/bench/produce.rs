@@ -15,6 +15,7 @@ use super::mb;
 use crate::cli::ProduceBenchArgs;
 use crate::client::producer::{DeliveryResult, ProduceError, Producer, ProducerConfig, ProducerRecord};
 use crate::engine::{Acks, Cluster, TopicConfig};
+use crate::out::outln;
 
 const TOPIC: &str = "bench";
 
@@ -52,7 +53,7 @@ async fn run_async(args: &ProduceBenchArgs) -> Result<()> {
         enable_idempotence: args.acks == Acks::All,
         ..ProducerConfig::default()
     };
-    println!(
+    outln!(
         "produce setup: {} brokers, {partitions} partitions, RF {replication_factor}, min.insync.replicas {min_insync}, \
          acks={}, compression={:?}, idempotence {}, batch.size {}, linger.ms {}, {} producer(s), {} records of {} bytes",
         args.brokers,
@@ -109,9 +110,9 @@ async fn run_async(args: &ProduceBenchArgs) -> Result<()> {
             .map_err(|_| anyhow::anyhow!("a producer thread panicked"))??;
     }
     let elapsed = start.elapsed();
-    println!("{}", stats.summary(elapsed));
+    outln!("{}", stats.summary(elapsed));
     if let Some(line) = stats.failures() {
-        println!("{line}");
+        outln!("{line}");
     }
     cluster.shutdown().await;
     Ok(())

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use crate::cli::{ClusterArgs, RenderBenchArgs};
 use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
+use crate::out::outln;
 use crate::tui;
 use crate::view::{
     BrokerRow, BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, EpochStart, OutcomeSender,
@@ -154,7 +155,7 @@ async fn run_async(args: &RenderBenchArgs) -> Result<()> {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let avg = frames.iter().sum::<Duration>() / args.frames;
     let pct = |p: f64| frames[((frames.len() as f64 - 1.0) * p) as usize];
-    println!(
+    outln!(
         "render: {} partitions, {} brokers, {}x{}, {} frames, view built in {:.2} ms, {:.2} ms avg frame (view copy + layout + draw), {:.2} ms 50th, {:.2} ms 99th, {:.2} ms max",
         args.partitions,
         view.brokers.len(),
@@ -221,7 +222,7 @@ async fn idle(args: &RenderBenchArgs) -> Result<()> {
     ticker.abort();
     embedded.shutdown().await;
     let (cpu, wall) = measured?;
-    println!(
+    outln!(
         "render idle: 3 brokers, no demo, console loop on a 120x40 test terminal, {wall:.1} s, {:.2} CPU seconds, {:.2}% of one core",
         cpu,
         cpu / wall * 100.0

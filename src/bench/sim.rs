@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 
 use crate::cli::SimBenchArgs;
+use crate::out::outln;
 use crate::sim::{self, SimOptions, SimReport};
 
 pub fn run(args: &SimBenchArgs) -> Result<()> {
@@ -24,7 +25,7 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
     };
     if args.trace {
         for &seed in &seeds {
-            print!("{}", sim::Schedule::generate(seed, args.steps));
+            crate::out::text(&sim::Schedule::generate(seed, args.steps).to_string());
         }
     }
     let started = Instant::now();
@@ -32,7 +33,7 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
     let elapsed = started.elapsed();
     let failing: Vec<&SimReport> = reports.iter().filter(|r| !r.passed()).collect();
     let simulated: f64 = reports.iter().map(|r| r.simulated.as_secs_f64()).sum();
-    println!(
+    outln!(
         "sim: {} seeds run, {} steps, {} faults injected, {} violations found in {} seeds, {} acks=all records checked, {} consumed records checked, {} acknowledged commits checked, {simulated:.0} s simulated in {:.1} s",
         reports.len(),
         reports.iter().map(|r| r.steps).sum::<usize>(),
@@ -44,14 +45,14 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
         reports.iter().map(|r| r.acknowledged_commits).sum::<u64>(),
         elapsed.as_secs_f64(),
     );
-    println!("sim: faults by kind: {}", faults_by_kind(&reports));
-    println!("sim: records excused, by allowance: {}", excused_by_allowance(&reports));
-    println!(
+    outln!("sim: faults by kind: {}", faults_by_kind(&reports));
+    outln!("sim: records excused, by allowance: {}", excused_by_allowance(&reports));
+    outln!(
         "sim: {} of {} seeds ran their clients through the Kafka protocol",
         reports.iter().filter(|r| r.wire).count(),
         reports.len()
     );
-    println!(
+    outln!(
         "sim: {} of {} seeds had a compacted topic; {} committed records were cleaned away (a later record of their key read back)",
         reports
             .iter()
@@ -60,10 +61,10 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
         reports.len(),
         reports.iter().map(|r| r.cleaned_records).sum::<u64>()
     );
-    println!("sim: elections by reason: {}", elections_by_reason(&reports));
+    outln!("sim: elections by reason: {}", elections_by_reason(&reports));
     if !failing.is_empty() {
         let list: Vec<String> = failing.iter().map(|r| r.seed.to_string()).collect();
-        println!("sim: failing seeds: {}", list.join(", "));
+        outln!("sim: failing seeds: {}", list.join(", "));
     }
     if args.check_determinism {
         check_determinism(&reports, &seeds, &options, jobs)?;
@@ -83,12 +84,12 @@ pub fn run(args: &SimBenchArgs) -> Result<()> {
 fn print_seed(report: &SimReport, args: &SimBenchArgs) {
     if args.trace {
         for line in &report.allowed_losses {
-            println!("seed {}: allowed loss: {line}", report.seed);
+            outln!("seed {}: allowed loss: {line}", report.seed);
         }
     }
     if report.passed() {
         if args.trace || args.seeds.is_none() && args.seed.is_some() {
-            println!(
+            outln!(
                 "sim seed {}: passed, {} steps, {} faults, {:.0} s simulated, fingerprint {:016x}",
                 report.seed,
                 report.steps,
@@ -99,7 +100,7 @@ fn print_seed(report: &SimReport, args: &SimBenchArgs) {
         }
         return;
     }
-    println!(
+    outln!(
         "sim seed {}: FAILED, {} violations, {} steps, {} faults, {:.0} s simulated, fingerprint {:016x}",
         report.seed,
         report.violations.len(),
@@ -109,7 +110,7 @@ fn print_seed(report: &SimReport, args: &SimBenchArgs) {
         report.fingerprint
     );
     for v in &report.violations {
-        println!("  {v}");
+        outln!("  {v}");
     }
     let skip = if args.skip.is_empty() {
         String::new()
@@ -117,7 +118,7 @@ fn print_seed(report: &SimReport, args: &SimBenchArgs) {
         let list: Vec<String> = args.skip.iter().map(ToString::to_string).collect();
         format!(" --skip {}", list.join(","))
     };
-    println!(
+    outln!(
         "  reproduce: {}{skip} (add --trace for the schedule and every event)",
         sim::reproduce_commands(report.seed, args.steps)
     );
@@ -147,7 +148,7 @@ fn check_determinism(
         .zip(&again)
         .filter(|(a, b)| a.fingerprint == b.fingerprint)
         .count();
-    println!(
+    outln!(
         "sim determinism: {} seeds run twice: {same_outcome} with the same verdict and violations, {same_state} with the same final state",
         seeds.len()
     );
@@ -158,13 +159,13 @@ fn check_determinism(
         .map(|(a, _)| a.seed.to_string())
         .collect();
     if !differing.is_empty() {
-        println!(
+        outln!(
             "sim determinism: seeds ending in another state the second time: {}",
             differing.join(", ")
         );
     }
     for (a, b) in first.iter().zip(&again).filter(|(a, b)| a.passed() != b.passed()) {
-        println!(
+        outln!(
             "sim determinism: seed {} {} the first time and {} the second",
             a.seed,
             verdict(a),
@@ -185,7 +186,7 @@ fn shrink(report: &SimReport, options: &impl Fn(u64) -> SimOptions) -> Result<()
     let start = options(report.seed);
     let shrunk = sim::shrink(&start, first.invariant, 40)?;
     let skip: Vec<String> = shrunk.skip.iter().map(ToString::to_string).collect();
-    println!(
+    outln!(
         "sim seed {}: still breaks \"{}\" with --steps {}{}",
         report.seed,
         first.invariant,

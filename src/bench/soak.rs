@@ -19,6 +19,7 @@ use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::config::KdeckConfig;
 use crate::embedded::{DataDir, Embedded};
 use crate::engine::TopicConfig;
+use crate::out::outln;
 use crate::remote::ClientSettings;
 use crate::remote::client::KafkaClient;
 use crate::view::{ClusterSource, SeekPosition, TailSpec};
@@ -62,7 +63,7 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
         .create_topic(IDEMPOTENT_TOPIC, TopicConfig::new(1, 3.min(config.cluster.brokers)))
         .await?;
     let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
-    println!(
+    outln!(
         "soak: {} minutes, demo at {multiplier}x ({} page views/s, {} clicks/s), a wire client \
          connecting and an idempotent producer each second, a tail every 10 s; \
          producer.id.expiration.ms {}; data in {}",
@@ -95,7 +96,7 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
         };
         let view = embedded.views().borrow().clone();
         let messages: i64 = view.topics.iter().filter(|t| !t.internal).map(|t| t.messages).sum();
-        println!(
+        outln!(
             "minute {minute:>4}: rss {:>7.1} MB (anon {:>7.1} MB), disk {:>7.1} MB, {} records written, \
              {} connections, {} idempotent producers",
             sample.rss_mb,
@@ -117,7 +118,7 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
     let max_disk = samples.iter().map(|s| s.disk_mb).fold(0.0, f64::max);
     let max_rss = samples.iter().map(|s| s.rss_mb).fold(0.0, f64::max);
     match (slope(&warm, |s| s.rss_mb), slope(&warm, |s| s.anon_mb)) {
-        (Some(rss), Some(anon)) => println!(
+        (Some(rss), Some(anon)) => outln!(
             "after {} warm-up minutes: rss growth {:+.2} MB/hour (anon {:+.2} MB/hour); peak rss {:.1} MB; \
              peak disk {:.1} MB",
             args.warmup_minutes,
@@ -126,10 +127,12 @@ async fn soak(args: SoakBenchArgs) -> Result<()> {
             max_rss,
             max_disk
         ),
-        _ => println!(
+        _ => outln!(
             "too short for a growth figure (needs 2 samples after {} warm-up minutes); peak rss {:.1} MB; \
              peak disk {:.1} MB",
-            args.warmup_minutes, max_rss, max_disk
+            args.warmup_minutes,
+            max_rss,
+            max_disk
         ),
     }
     Ok(())

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{make_batch, mb, now_ms};
 use crate::cli::StorageBenchArgs;
+use crate::out::outln;
 use crate::storage::checkpoint::RECOVERY_POINT_CHECKPOINT;
 use crate::storage::{FlushPolicy, Log, LogConfig, batch};
 
@@ -25,7 +26,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
     let batches = (args.bytes / template.len() as u64).max(1);
     let total = batches * template.len() as u64;
     let records_per_batch = batch::BatchHeader::parse(&template)?.records_count as u64;
-    println!(
+    outln!(
         "storage setup: {} batches of {} bytes ({} records of {} bytes), {:.1} MB in {}",
         batches,
         template.len(),
@@ -52,7 +53,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
         drop(log.take());
         let _ = std::fs::remove_dir_all(&log_dir);
         let raw = raw_write(&tmp.path().join("raw.bin"), &template, batches)?;
-        println!(
+        outln!(
             "storage raw write (round {round}): {} bytes in {:.2} s, {:.1} MB/s (sequential write calls, no fsync)",
             total,
             raw.as_secs_f64(),
@@ -67,7 +68,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
             fresh.append_as_leader(&mut buf, 0, now_ms())?;
         }
         let append = start.elapsed();
-        println!(
+        outln!(
             "storage append (round {round}, flush=never): {} records, {:.1} records/sec, {:.1} MB/s, {} segments",
             batches * records_per_batch,
             (batches * records_per_batch) as f64 / append.as_secs_f64(),
@@ -100,7 +101,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
         offset = last;
     }
     let read = start.elapsed();
-    println!(
+    outln!(
         "storage read: {} bytes in {:.2} s, {:.1} MB/s (1 MiB fetches, CRC-checked)",
         read_bytes,
         read.as_secs_f64(),
@@ -120,7 +121,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
             leo
         );
     }
-    println!(
+    outln!(
         "storage recovery scan: {} bytes in {:.2} s, {:.1} MB/s (unclean open, CRC of every batch, indexes rebuilt)",
         log.size_bytes(),
         recovery.as_secs_f64(),
@@ -133,7 +134,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
         group_commit(tmp.path(), &template, &config, writers, args.group_commit_secs)?;
     }
 
-    println!(
+    outln!(
         "storage append: {:.1} MB/s = {:.0}% of raw write ({:.1} MB/s), medians of {} rounds",
         append_rate,
         100.0 * append_rate / raw_rate,
@@ -194,7 +195,7 @@ fn group_commit(dir: &Path, template: &[u8], base: &LogConfig, writers: u32, sec
     let elapsed = start.elapsed().as_secs_f64();
     let n = appends.load(Ordering::Relaxed);
     let fsyncs = log.fsync_count().max(1);
-    println!(
+    outln!(
         "storage group commit (flush=always, {writers} writers): {n} appends in {elapsed:.2} s, {:.1} appends/sec, {:.1} MB/s, {:.1} fsyncs/sec, {:.1} appends per fsync",
         n as f64 / elapsed,
         mb(n * template.len() as u64) / elapsed,

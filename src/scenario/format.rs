@@ -514,6 +514,10 @@ impl Scenario {
     }
 }
 
+/// `__consumer_offsets` partitions in a scenario's cluster: few, so that its timeline is
+/// about the scenario's own topics.
+pub const OFFSETS_TOPIC_PARTITIONS: i32 = 3;
+
 impl Setup {
     /// `base` (the configuration's cluster settings) with the scenario's rules.
     pub fn cluster_config(&self, base: crate::engine::ClusterConfig) -> crate::engine::ClusterConfig {
@@ -535,7 +539,7 @@ impl Setup {
             c.broker_session_timeout_ms = ms;
         }
         // Few offsets partitions keep a scenario's timeline about its own topics.
-        c.offsets_topic_partitions = 3;
+        c.offsets_topic_partitions = OFFSETS_TOPIC_PARTITIONS;
         c.offsets_topic_replication_factor = self.brokers.min(3);
         c.group_initial_rebalance_delay_ms = 0;
         c

@@ -17,6 +17,7 @@ use crate::config::KdeckConfig;
 use crate::embedded::DataDir;
 use crate::tui::Action;
 use crate::view::ClusterSource;
+use crate::view::words::count;
 
 /// How a headless run went.
 #[derive(Debug, Clone)]
@@ -137,12 +138,12 @@ async fn play(
     let failures = summary.failures();
     if failures.is_empty() {
         print(&format!(
-            "passed: {} steps in {:.1} s simulated",
-            summary.steps.len(),
+            "passed: {} in {:.1} s simulated",
+            count(summary.steps.len(), "step"),
             simulated.as_secs_f64()
         ));
     } else {
-        print(&format!("FAILED: {} checks", failures.len()));
+        print(&format!("FAILED: {}", count(failures.len(), "check")));
         for f in &failures {
             print(&format!("  {f}"));
         }

@@ -6,7 +6,8 @@
 //! - [`target`]: brokers named by role ("the leader of orders-0");
 //! - [`check`]: what `wait_until` and `expect` evaluate against the view;
 //! - [`workload`]: a scenario's producers and consumer groups, and what they count;
-//! - [`player`]: steps run against a cluster source, in order, with their outcomes.
+//! - [`player`]: steps run against a cluster source, in order, with their outcomes;
+//! - [`validate`]: a file checked when it loads, each problem at its line and column.
 
 pub mod check;
 pub mod driver;
@@ -14,6 +15,7 @@ pub mod format;
 pub mod headless;
 pub mod player;
 pub mod target;
+pub mod validate;
 pub mod workload;
 
 use std::path::Path;
@@ -79,15 +81,7 @@ pub fn shipped() -> Result<Vec<Scenario>> {
 }
 
 fn load_text(path: &str, name: &str, text: &str) -> Result<Scenario> {
-    let scenario = format::parse(path, text)?;
-    if scenario.name != name {
-        bail!(
-            "{path}: its name is \"{}\" but the file is named {name}.toml",
-            scenario.name
-        );
-    }
-    player::validate(&scenario).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-    Ok(scenario)
+    Ok(validate::load(path, name, text)?)
 }
 
 /// The user's scenarios in `dir` (`*.toml`), each checked.
@@ -106,6 +100,13 @@ pub fn from_dir(dir: &Path) -> Result<Vec<Scenario>> {
         out.push(load_text(&path.display().to_string(), name, &text)?);
     }
     Ok(out)
+}
+
+/// Reads and checks one scenario file (`kdeck scenario check`).
+pub fn check_file(path: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    load_text(&path.display().to_string(), stem, &text).map(|_| ())
 }
 
 /// The scenario called `name`: a shipped one, one in `dir`, or a file path.

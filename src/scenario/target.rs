@@ -41,58 +41,95 @@ pub fn resolve(
     }
 }
 
-pub fn resolve_text(text: &str, view: &ClusterView, bound: &BTreeMap<String, BrokerId>) -> Result<BrokerId, String> {
+/// A role as written, before it meets a cluster: what [`resolve_text`] resolves and what
+/// a file is checked against when it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role<'a> {
+    Id(BrokerId),
+    Controller,
+    LeaderOf(&'a str),
+    PreferredLeaderOf(&'a str),
+    FollowerOf(&'a str),
+    OutOfSyncReplicaOf(&'a str),
+    CoordinatorOf(&'a str),
+    /// Anything else: a name bound by an earlier `bind`, or a mistake.
+    Name(&'a str),
+}
+
+impl<'a> Role<'a> {
+    /// The partition ("topic-N") the role names, if it names one.
+    pub fn partition(&self) -> Option<&'a str> {
+        match *self {
+            Role::LeaderOf(p) | Role::PreferredLeaderOf(p) | Role::FollowerOf(p) | Role::OutOfSyncReplicaOf(p) => {
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Reads a role's text ("the leader of orders-0", "2", "victim").
+pub fn parse_role(text: &str) -> Role<'_> {
     let text = text.trim();
-    if let Some(id) = bound.get(text) {
+    if let Ok(id) = text.parse::<BrokerId>() {
+        return Role::Id(id);
+    }
+    let bare = text.strip_prefix("the ").unwrap_or(text);
+    let after = |prefixes: &[&str]| prefixes.iter().find_map(|p| bare.strip_prefix(p));
+    if bare == "controller" {
+        Role::Controller
+    } else if let Some(group) = after(&["coordinator of "]) {
+        Role::CoordinatorOf(group)
+    } else if let Some(p) = after(&["leader of "]) {
+        Role::LeaderOf(p)
+    } else if let Some(p) = after(&["preferred leader of "]) {
+        Role::PreferredLeaderOf(p)
+    } else if let Some(p) = after(&["follower of ", "a follower of "]) {
+        Role::FollowerOf(p)
+    } else if let Some(p) = after(&["out-of-sync replica of ", "an out-of-sync replica of "]) {
+        Role::OutOfSyncReplicaOf(p)
+    } else {
+        Role::Name(text)
+    }
+}
+
+pub fn resolve_text(text: &str, view: &ClusterView, bound: &BTreeMap<String, BrokerId>) -> Result<BrokerId, String> {
+    if let Some(id) = bound.get(text.trim()) {
         return Ok(*id);
     }
-    if let Ok(id) = text.parse::<BrokerId>() {
-        return Ok(id);
-    }
-    let text = text.strip_prefix("the ").unwrap_or(text);
-    if text == "controller" {
-        return view.controller.ok_or_else(|| "there is no controller now".to_string());
-    }
-    if let Some(group) = text.strip_prefix("coordinator of ") {
-        return view
+    match parse_role(text) {
+        Role::Id(id) => Ok(id),
+        Role::Controller => view.controller.ok_or_else(|| "there is no controller now".to_string()),
+        Role::CoordinatorOf(group) => view
             .groups
             .iter()
             .find(|g| g.group_id == group)
             .map(|g| g.coordinator)
-            .ok_or_else(|| format!("no group {group}"));
+            .ok_or_else(|| format!("no group {group}")),
+        Role::LeaderOf(p) => {
+            let row = partition(view, p)?;
+            row.leader.ok_or_else(|| format!("{p} has no leader now"))
+        }
+        Role::PreferredLeaderOf(p) => Ok(partition(view, p)?.preferred_leader),
+        Role::FollowerOf(p) => {
+            let row = partition(view, p)?;
+            let followers = || row.replicas.iter().filter(|r| Some(r.broker) != row.leader);
+            followers()
+                .find(|r| row.isr.contains(&r.broker))
+                .or_else(|| followers().next())
+                .map(|r| r.broker)
+                .ok_or_else(|| format!("{p} has no follower"))
+        }
+        Role::OutOfSyncReplicaOf(p) => {
+            let row = partition(view, p)?;
+            row.replicas
+                .iter()
+                .find(|r| !row.isr.contains(&r.broker))
+                .map(|r| r.broker)
+                .ok_or_else(|| format!("every replica of {p} is in sync"))
+        }
+        Role::Name(text) => Err(format!("\"{text}\" names no broker: use {ROLES}")),
     }
-    if let Some(p) = text.strip_prefix("leader of ") {
-        let row = partition(view, p)?;
-        return row.leader.ok_or_else(|| format!("{p} has no leader now"));
-    }
-    if let Some(p) = text.strip_prefix("preferred leader of ") {
-        return Ok(partition(view, p)?.preferred_leader);
-    }
-    if let Some(p) = text
-        .strip_prefix("follower of ")
-        .or_else(|| text.strip_prefix("a follower of "))
-    {
-        let row = partition(view, p)?;
-        let followers = || row.replicas.iter().filter(|r| Some(r.broker) != row.leader);
-        return followers()
-            .find(|r| row.isr.contains(&r.broker))
-            .or_else(|| followers().next())
-            .map(|r| r.broker)
-            .ok_or_else(|| format!("{p} has no follower"));
-    }
-    if let Some(p) = text
-        .strip_prefix("out-of-sync replica of ")
-        .or_else(|| text.strip_prefix("an out-of-sync replica of "))
-    {
-        let row = partition(view, p)?;
-        return row
-            .replicas
-            .iter()
-            .find(|r| !row.isr.contains(&r.broker))
-            .map(|r| r.broker)
-            .ok_or_else(|| format!("every replica of {p} is in sync"));
-    }
-    Err(format!("\"{text}\" names no broker: use {ROLES}"))
 }
 
 /// The fields of an action table that name a broker.

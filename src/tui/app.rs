@@ -20,8 +20,8 @@ use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
 use crate::view::explain::Explanation;
 use crate::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, EventClass, GroupRow, PartitionRow,
-    SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
+    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupRow,
+    PartitionRow, SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
 };
 
 /// A row of the Events pane.
@@ -188,6 +188,10 @@ pub struct App {
     pub trainer: Option<Trainer>,
     /// The language of the console's words: a scenario's (`--lang`), else English.
     pub lang: &'static crate::view::lang::Lang,
+    /// The clock and settings the toggles asked for, in order, after the view's controls
+    /// when the first was asked: quick presses build on what was asked, not on a view that
+    /// has not caught up yet. Empty once the view shows the last of them (or something else).
+    asked: Vec<Controls>,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -316,6 +320,7 @@ impl App {
             observer: None,
             trainer: None,
             lang: crate::view::lang::Lang::english(),
+            asked: Vec::new(),
         }
     }
 
@@ -374,6 +379,7 @@ impl App {
         // The selection follows the topic, not its row, when topics come and go.
         let selected = self.selected_topic().map(|t| t.name.clone());
         self.view = view;
+        self.forget_asked_controls();
         if let Some(name) = selected
             && let Some(i) = self.visible_topics().iter().position(|t| t.name == name)
         {
@@ -385,6 +391,10 @@ impl App {
     }
 
     pub fn on_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) {
+        if outcome.result.is_err() {
+            // What was asked will not come: the next toggle builds on the view again.
+            self.asked.clear();
+        }
         match outcome.result {
             Ok(text) => self.say(text, Severity::Info, now),
             Err(e) => {
@@ -1089,10 +1099,12 @@ impl App {
         Some((topic.name.clone(), first))
     }
 
-    /// A trainer's toggle, from what the view's controls say now: freeze when running, thaw
-    /// when frozen; one slow-motion step; the other value of a setting.
+    /// A trainer's toggle, from the controls as last asked (else as the view says now):
+    /// freeze when running, thaw when frozen; one slow-motion step; the other value of a
+    /// setting.
     fn trainer_action(&self, binding: Binding) -> Result<Action, String> {
-        let controls = self.view.controls.ok_or(NO_CONTROLS)?;
+        let shown = self.view.controls.ok_or(NO_CONTROLS)?;
+        let controls = self.asked.last().copied().unwrap_or(shown);
         let key = |b: Binding| self.keymap.hint(b);
         Ok(match binding {
             Binding::Freeze if controls.frozen => Action::Thaw,
@@ -1426,7 +1438,54 @@ impl App {
                 let question = format!("Delete topic {topic} and all its data?");
                 self.submit_destructive(command, question, now, effects)
             }
+            Action::SetMinInsync { .. }
+            | Action::SetUncleanElection { .. }
+            | Action::SetAutoRebalance { .. }
+            | Action::SetProducerAcks { .. }
+                if self.toggles_confirm() =>
+            {
+                let question = self.toggle_question(&action);
+                self.submit_destructive(command, question, now, effects)
+            }
             _ => self.submit(command, now, effects),
+        }
+    }
+
+    /// The question a live toggle asks in the operator's console.
+    fn toggle_question(&self, action: &Action) -> String {
+        let on_off = |on: bool| if on { "on" } else { "off" };
+        match action {
+            Action::SetMinInsync { topic, value } => {
+                let now = self
+                    .view
+                    .partitions_of(topic)
+                    .find_map(|p| p.min_insync_replicas)
+                    .map_or(String::new(), |v| format!(" (now {v})"));
+                format!("Set min.insync.replicas of {topic} to {value}{now}?")
+            }
+            Action::SetUncleanElection { topic, enabled } => {
+                let whose = topic
+                    .as_ref()
+                    .map_or("the cluster".to_string(), |t| format!("topic {t}"));
+                let risk = if *enabled {
+                    ": an out-of-sync replica may lead and acknowledged records can be lost"
+                } else {
+                    ""
+                };
+                format!("Turn unclean leader election {} for {whose}{risk}?", on_off(*enabled))
+            }
+            Action::SetAutoRebalance { enabled } => {
+                format!("Turn automatic preferred-leader rebalance {}?", on_off(*enabled))
+            }
+            Action::SetProducerAcks { acks } => {
+                let acks = if *acks == -1 {
+                    "all".to_string()
+                } else {
+                    acks.to_string()
+                };
+                format!("Set the workload producers' acks to {acks}?")
+            }
+            _ => String::new(),
         }
     }
 
@@ -1436,8 +1495,50 @@ impl App {
     }
 
     fn submit(&mut self, command: Command, now: DateTime<Utc>, effects: &mut Vec<Effect>) {
+        self.remember_asked_controls(&command);
         self.say(format!("{command}..."), Severity::Info, now);
         effects.push(Effect::Submit(command));
+    }
+
+    /// Keeps what a toggle's command asks of the clock or the settings, so that the next
+    /// press builds on it.
+    fn remember_asked_controls(&mut self, command: &Command) {
+        let Some(shown) = self.view.controls else {
+            return;
+        };
+        let mut c = self.asked.last().copied().unwrap_or(shown);
+        match command {
+            Command::Freeze => c.frozen = true,
+            Command::Thaw => c.frozen = false,
+            Command::SlowMotion { factor } => c.slow_motion = *factor,
+            Command::SetAutoRebalance(on) => c.auto_rebalance = *on,
+            Command::SetUncleanElection { topic: None, enabled } => c.unclean_election = *enabled,
+            Command::SetProducerAcks(acks) => c.producer_acks = Some(*acks),
+            _ => return,
+        }
+        if self.asked.is_empty() {
+            self.asked.push(shown);
+        }
+        self.asked.push(c);
+    }
+
+    /// What was asked is forgotten once the view shows the last of it, or shows controls
+    /// nobody here asked for (a scenario step, or a command that failed).
+    fn forget_asked_controls(&mut self) {
+        let caught_up = match self.view.controls {
+            Some(c) => self.asked.last() == Some(&c) || !self.asked.contains(&c),
+            None => true,
+        };
+        if caught_up {
+            self.asked.clear();
+        }
+    }
+
+    /// Whether the live toggles ask first: in the operator's console, where a stray key must
+    /// not change a cluster's settings; a trainer (a scenario, the projector layout) wants
+    /// them at once.
+    fn toggles_confirm(&self) -> bool {
+        self.trainer.is_none() && !self.projector()
     }
 
     /// Submits at once, or asks first when confirmations are on.

@@ -11,6 +11,7 @@ use super::Pane;
 use super::app::{App, EventRow};
 use super::keymap::Binding;
 use super::pane::{PaneLayout, PaneView};
+use crate::view::words::{NBSP, count, keep_units};
 
 /// The time prefix of each line, `HH:MM:SS `.
 const TIME_WIDTH: usize = 9;
@@ -134,13 +135,15 @@ fn row_text(row: &EventRow) -> String {
             ..
         } => {
             let mark = if *expanded { "▾" } else { "▸" };
-            format!("{mark} {summary} ({events} events)")
+            format!("{mark} {summary} ({})", count(*events, "event"))
         }
     }
 }
 
-/// `text` in lines of at most `width` columns, broken between words where it can be.
+/// `text` in lines of at most `width` columns, broken between words where it can be (never
+/// between a number and its unit).
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let text = &keep_units(text);
     // An indented text keeps its indent on every line.
     let body = text.trim_start_matches(' ');
     let indent = text.len() - body.len();
@@ -184,12 +187,21 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     if !line.is_empty() || lines.is_empty() {
         lines.push(line);
     }
-    lines
+    // Kept together while wrapping; shown as the plain space it was.
+    lines.into_iter().map(|l| l.replace(NBSP, " ")).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_wraps_with_its_unit() {
+        assert_eq!(
+            wrap("broker 1 fenced after 4.7 s", 25),
+            vec!["broker 1 fenced after", "4.7 s"]
+        );
+    }
 
     #[test]
     fn long_events_wrap_between_words_and_long_words_are_cut() {

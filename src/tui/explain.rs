@@ -48,8 +48,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
 }
 
 /// A line cut at spaces into pieces of at most `width` characters; the pieces after the
-/// first are indented two more than the line, so a sentence reads as one.
+/// first are indented two more than the line, so a sentence reads as one. A number stays
+/// on the line of its unit.
 pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    let line = &crate::view::words::keep_units(line);
     let indent = line.chars().take_while(|c| *c == ' ').count();
     let hang = " ".repeat(indent + 2);
     let mut out = Vec::new();
@@ -64,5 +66,8 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
         current.push_str(word);
     }
     out.push(current);
-    out
+    // Kept together while wrapping; shown as the plain space it was.
+    out.into_iter()
+        .map(|l| l.replace(crate::view::words::NBSP, " "))
+        .collect()
 }

@@ -10,7 +10,7 @@ use super::app::{App, Screen};
 use super::keymap::Binding;
 use super::overlay::Overlay;
 use super::pane::view_of;
-use super::text::{Item, by_priority, fit};
+use super::text::{Item, by_priority, fit_sentence};
 
 /// The keys of the replica-log screen.
 const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
@@ -61,7 +61,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             spans.push(Span::styled(text, t.warn));
         }
         if let Some(status) = app.status.as_ref().filter(|s| s.current(now)) {
-            let text = fit(&status.text, width.saturating_sub(2) * 2 / 3);
+            let text = fit_sentence(&status.text, width.saturating_sub(2) * 2 / 3);
             used += text.chars().count() + 4;
             spans.push(Span::styled(format!(" {text}  "), t.severity(status.severity)));
             spans.push(Span::styled("│", t.dim));

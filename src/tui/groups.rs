@@ -12,6 +12,7 @@ use super::keymap::Binding;
 use super::layout::{block, rows_in, scroll, spaced_row};
 use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
+use crate::view::words::count;
 
 pub struct GroupsPane;
 
@@ -51,7 +52,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     }
     let t = &app.theme;
     let groups = app.visible_groups();
-    let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
+    let block = block(app, Pane::Groups, count(app.view.groups.len(), "group"));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let list_height = (groups.len() as u16 + 1).clamp(2, inner.height / 2);
@@ -142,7 +143,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let groups = app.visible_groups();
-    let block = block(app, Pane::Groups, format!("{} groups", app.view.groups.len()));
+    let block = block(app, Pane::Groups, count(app.view.groups.len(), "group"));
     let inner = block.inner(area);
     let height = rows_in(inner.height.saturating_sub(1), 2);
     let cursor = app.cursor(Pane::Groups);

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
-use super::text::{Item, by_priority, fit_words};
+use super::text::{Item, by_priority, fit_sentence};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let v = &app.view;
@@ -58,7 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         // The count goes first: a long first problem is cut, the count must stay visible.
         [first, rest @ ..] => format!("⚠ {} problems · {first} ", rest.len() + 1),
     };
-    let problem = fit_words(&problem, free);
+    let problem = fit_sentence(&problem, free);
     let pad = free.saturating_sub(unicode_width::UnicodeWidthStr::width(problem.as_str()));
     let mut first = vec![
         Span::styled(title, t.header),

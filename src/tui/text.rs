@@ -27,6 +27,29 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// [`fit`] for a sentence: a number and its unit stay together, so a cut never leaves
+/// "4.7…" of "4.7 s" (the whole "4.7 s" goes instead).
+pub fn fit_sentence(text: &str, width: usize) -> String {
+    use crate::view::words::{NBSP, keep_units};
+    let glued = keep_units(text);
+    let cut = fit(&glued, width);
+    let Some(body) = cut.strip_suffix('…') else {
+        return cut.replace(NBSP, " ");
+    };
+    // The word the cut falls in, whole, as the sentence has it.
+    let start = body.rfind(' ').map_or(0, |i| i + 1);
+    let end = glued
+        .get(body.len()..)
+        .map_or(body.len(), |rest| body.len() + rest.find(' ').unwrap_or(rest.len()));
+    let split = glued.get(start..end).is_some_and(|word| word.contains(NBSP));
+    let kept = if split && start > 0 {
+        format!("{}…", body[..start].trim_end())
+    } else {
+        cut
+    };
+    kept.replace(NBSP, " ")
+}
+
 /// A control character as `·`, so it takes one column and moves no cursor.
 fn clean(c: char) -> char {
     if c.is_control() { '·' } else { c }
@@ -343,6 +366,23 @@ mod tests {
         // Closing punctuation never starts a line.
         assert!(lines.iter().all(|l| !l.starts_with(['，', '。'])), "{lines:?}");
         assert_eq!(lines.concat().replace(' ', ""), text.replace(' ', ""));
+    }
+
+    #[test]
+    fn a_sentence_is_never_cut_between_a_number_and_its_unit() {
+        assert_eq!(
+            fit_sentence("broker 1 fenced after 4.7 s", 27),
+            "broker 1 fenced after 4.7 s"
+        );
+        assert_eq!(
+            fit_sentence("broker 1 fenced after 4.7 s", 26),
+            "broker 1 fenced after…"
+        );
+        assert_eq!(
+            fit_sentence("broker 1 fenced after 4.7 s", 25),
+            "broker 1 fenced after…"
+        );
+        assert_eq!(fit_sentence("broker 1 fenced after 4.7 s", 12), "broker 1 fe…");
     }
 
     /// The number a formatted value stands for, from its digits and unit, and half its last

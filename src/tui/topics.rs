@@ -12,6 +12,7 @@ use super::keymap::Binding;
 use super::layout::{block, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, fit, rate, retention};
+use crate::view::words::count;
 
 /// Where RETAIN sits among the columns.
 const RETENTION_COLUMN: usize = 6;
@@ -51,7 +52,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     }
     let t = &app.theme;
     let topics = app.visible_topics();
-    let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
+    let block = block(app, Pane::Topics, count(app.view.topics.len(), "topic"));
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Topics);
@@ -129,7 +130,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let topics = app.visible_topics();
-    let block = block(app, Pane::Topics, format!("{} topics", app.view.topics.len()));
+    let block = block(app, Pane::Topics, count(app.view.topics.len(), "topic"));
     let inner = block.inner(area);
     let height = rows_in(inner.height.saturating_sub(1), 2);
     let cursor = app.cursor(Pane::Topics);

@@ -23,6 +23,7 @@ pub mod lang;
 pub mod outcome;
 pub mod source;
 pub mod timeline;
+pub mod words;
 
 use std::sync::Arc;
 

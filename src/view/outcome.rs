@@ -3,6 +3,7 @@
 //! runs the command; the sentence of what came of it is chosen here.
 
 use super::BrokerId;
+use super::words::count;
 
 pub fn produced(topic: &str, partition: i32, offset: i64) -> String {
     format!("produced to {topic}-{partition} at offset {offset}")
@@ -75,7 +76,10 @@ pub fn preferred_election(results: impl IntoIterator<Item = Elected>) -> String 
     }
     let why = first_failure.map_or(String::new(), |w| format!(" ({w})"));
     format!(
-        "preferred-leader election: {moved} leaders moved, {failed} partitions could not move{why}, {already} already led by their preferred replica"
+        "preferred-leader election: {} moved, {} could not move{why}, {} already led by their preferred replica",
+        count(moved, "leader"),
+        count(failed, "partition"),
+        count(already, "partition")
     )
 }
 
@@ -189,11 +193,17 @@ pub fn producer_acks(acks: i16) -> String {
 }
 
 pub fn member_added(group: &str, members: usize) -> String {
-    format!("a consumer joins {group} ({members} members): the group rebalances")
+    format!(
+        "a consumer joins {group} ({}): the group rebalances",
+        count(members, "member")
+    )
 }
 
 pub fn member_removed(group: &str, members: usize) -> String {
-    format!("a consumer leaves {group} ({members} members left): the group rebalances")
+    format!(
+        "a consumer leaves {group} ({} left): the group rebalances",
+        count(members, "member")
+    )
 }
 
 pub fn group_paused(group: &str) -> String {
@@ -212,7 +222,7 @@ mod tests {
     fn an_election_counts_what_moved_failed_and_needed_nothing() {
         assert_eq!(
             preferred_election([Elected::Moved, Elected::Already, Elected::Already]),
-            "preferred-leader election: 1 leaders moved, 0 partitions could not move, 2 already led by their preferred replica"
+            "preferred-leader election: 1 leader moved, 0 partitions could not move, 2 partitions already led by their preferred replica"
         );
         assert_eq!(
             preferred_election([
@@ -220,7 +230,7 @@ mod tests {
                 Elected::Moved,
                 Elected::Failed("orders-2: PREFERRED_LEADER_NOT_AVAILABLE".into()),
             ]),
-            "preferred-leader election: 1 leaders moved, 2 partitions could not move (orders-1: PREFERRED_LEADER_NOT_AVAILABLE), 0 already led by their preferred replica"
+            "preferred-leader election: 1 leader moved, 2 partitions could not move (orders-1: PREFERRED_LEADER_NOT_AVAILABLE), 0 partitions already led by their preferred replica"
         );
     }
 

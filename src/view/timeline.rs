@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
+use super::words::count;
 use super::{BrokerId, BrokerStatus, EventClass, Refusals, Severity, ViewEvent};
 
 /// One timeline line before it is given a time.
@@ -350,9 +351,12 @@ pub fn group_rebalanced(group: &str, generation: Option<i32>, members: usize, de
         Severity::Info,
         match generation {
             Some(generation) => {
-                format!("group {group} rebalanced: generation {generation}, {members} members ({detail})")
+                format!(
+                    "group {group} rebalanced: generation {generation}, {} ({detail})",
+                    count(members, "member")
+                )
             }
-            None => format!("group {group} rebalanced: {members} members ({detail})"),
+            None => format!("group {group} rebalanced: {} ({detail})", count(members, "member")),
         },
     )
 }
@@ -372,7 +376,7 @@ pub fn group_state_changed(group: &str, from: &str, to: &str) -> Line {
 pub fn group_appeared(group: &str, state: &str, members: usize) -> Line {
     (
         Severity::Info,
-        format!("group {group} appeared: {state}, {members} members"),
+        format!("group {group} appeared: {state}, {}", count(members, "member")),
     )
 }
 
@@ -386,7 +390,12 @@ pub fn group_gone(group: &str) -> Line {
 pub fn attached(cluster: &str, bootstrap: &str, brokers: usize, topics: usize, groups: usize) -> Line {
     (
         Severity::Info,
-        format!("attached to {cluster} via {bootstrap}: {brokers} brokers, {topics} topics, {groups} groups"),
+        format!(
+            "attached to {cluster} via {bootstrap}: {}, {}, {}",
+            count(brokers, "broker"),
+            count(topics, "topic"),
+            count(groups, "group")
+        ),
     )
 }
 
@@ -394,7 +403,7 @@ pub fn attached(cluster: &str, bootstrap: &str, brokers: usize, topics: usize, g
 pub fn events_dropped(n: u64) -> Line {
     (
         Severity::Warn,
-        format!("{n} events were dropped: the console fell behind"),
+        format!("{} dropped: the console fell behind", count(n, "event")),
     )
 }
 
