@@ -15,12 +15,11 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::Paragraph;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::app::{App, Screen};
 use super::explain::wrap;
-use super::keymap::Binding;
 use super::text::{fit, rate};
 use super::theme::Theme;
 use crate::view::explain;
@@ -34,13 +33,7 @@ const CROSSING_MS: i64 = 2000;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i32, now: DateTime<Utc>) {
     let t = &app.theme;
     let tp = partition_name(topic, partition);
-    let back = app.keymap.hint(Binding::Back);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(t.focused_border)
-        .title(Line::styled(format!(" Records flowing · {tp} · {back} back "), t.title));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = super::replica_log::picture_frame(frame, area, app, "Records flowing", &tp);
     let Some(flow) = Flow::of(&app.view, topic, partition) else {
         let text = format!("{tp} is not in the cluster's metadata now (deleted?)");
         frame.render_widget(Paragraph::new(Line::styled(text, t.warn)), inner);

@@ -24,16 +24,23 @@ use crate::view::{PartitionRow, ReplicaRow};
 /// Width of the label column left of the strips: `★ broker 12  in ISR `.
 const LABEL: usize = 22;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i32) {
-    let t = &app.theme;
-    let tp = partition_name(topic, partition);
+/// The frame of a partition's picture (`L`, `D`): its name, the partition and the key
+/// back, drawn on `area`; returns the area inside.
+pub(super) fn picture_frame(frame: &mut Frame, area: Rect, app: &App, what: &str, tp: &str) -> Rect {
     let back = app.keymap.hint(Binding::Back);
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(t.focused_border)
-        .title(Line::styled(format!(" Replicated log · {tp} · {back} back "), t.title));
+        .border_style(app.theme.focused_border)
+        .title(Line::styled(format!(" {what} · {tp} · {back} back "), app.theme.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    inner
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i32) {
+    let t = &app.theme;
+    let tp = partition_name(topic, partition);
+    let inner = picture_frame(frame, area, app, "Replicated log", &tp);
     let Some(p) = app
         .view
         .partitions

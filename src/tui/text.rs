@@ -83,31 +83,6 @@ pub fn fit_end(text: &str, width: usize) -> String {
     std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
-/// `text` shortened at a word boundary to `width` display columns, with `…` when shortened:
-/// for sentences, so no word is cut in two. Empty when not even the first word fits.
-pub fn fit_words(text: &str, width: usize) -> String {
-    if cleaned_width(text) <= width {
-        return text.chars().map(clean).collect();
-    }
-    let room = width.saturating_sub(1);
-    let mut out = String::new();
-    for word in text.split(' ') {
-        let next = if out.is_empty() {
-            word.to_string()
-        } else {
-            format!("{out} {word}")
-        };
-        if cleaned_width(&next) > room {
-            break;
-        }
-        out = next;
-    }
-    if out.is_empty() {
-        return out;
-    }
-    out.chars().map(clean).chain(std::iter::once('…')).collect()
-}
-
 /// One item of a legend or a row of key hints: its spans, a shorter form, and how much it
 /// matters (the higher, the longer it stays on a narrow screen).
 pub struct Item<'a> {
