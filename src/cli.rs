@@ -228,13 +228,17 @@ impl RecordArgs {
 pub struct ReplayArgs {
     /// A recording written by `kdeck record`.
     pub file: PathBuf,
-    /// Replay on a simulated clock without a screen. This is the only replay there is: without
-    /// the flag it runs the same way.
+    /// Replay on a simulated clock without a screen and compare the new timeline with the
+    /// recorded one (exit 1 when they differ). Without it the recording plays in the
+    /// console, one step per recorded action (n next, . play, F freeze).
     #[arg(long)]
     pub headless: bool,
     /// Configuration file (default: the one the recording names, else the platform's).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Also write the console's frames to FILE as an asciicast v2 recording (asciinema).
+    #[arg(long, value_name = "FILE", conflicts_with = "headless")]
+    pub cast: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -269,6 +273,10 @@ pub enum ScenarioCommand {
         /// Configuration file (default: kdeck/kdeck.toml in the platform config directory).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Also write the console's frames to FILE as an asciicast v2 recording (asciinema),
+        /// for slides or a web page.
+        #[arg(long, value_name = "FILE", conflicts_with = "headless")]
+        cast: Option<PathBuf>,
     },
 }
 

@@ -116,6 +116,7 @@ fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
             headless,
             dir,
             config,
+            cast,
         } => {
             let dir = dir.or_else(scenario::user_dir);
             let found = scenario::find(&name, dir.as_deref())?;
@@ -139,19 +140,34 @@ fn scenario_command(what: cli::ScenarioCommand) -> Result<()> {
                 }
                 Ok(())
             } else {
-                run_scenario_console(translated, &config)
+                run_scenario_console(
+                    translated,
+                    scenario::driver::ClusterRecipe::Setup,
+                    &config,
+                    cast.as_deref(),
+                )
             }
         }
     }
 }
 
-/// The console on a scenario's cluster, in trainer mode.
-fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> Result<()> {
+/// The console on a scenario's cluster, in trainer mode (a recording played in the console
+/// is one too: see `record::present`); its frames also go to `cast` when given.
+fn run_scenario_console(
+    scenario: scenario::Scenario,
+    recipe: scenario::driver::ClusterRecipe,
+    config: &KdeckConfig,
+    cast: Option<&std::path::Path>,
+) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!("the console needs a terminal (stdin and stdout); add --headless to print the scenario instead");
+        anyhow::bail!("the console needs a terminal (stdin and stdout); add --headless to run without it");
     }
     tui::check_config(config)?;
+    // A cast that cannot be written is said before the console opens.
+    let cast = cast
+        .map(|path| tui::cast::Cast::create(path, &scenario.title))
+        .transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -162,9 +178,9 @@ fn run_scenario_console(scenario: scenario::Scenario, config: &KdeckConfig) -> R
     let log_dir = console_log_dir();
     let log_path = log_dir.join("kdeck.log");
     let _flush_guard = log_to_file(&log_dir);
-    let (driver, link, first) = scenario::driver::spawn(scenario, config.clone())?;
+    let (driver, link, first) = scenario::driver::spawn_on(scenario, recipe, config.clone())?;
     let source = first as Arc<dyn view::ClusterSource>;
-    let result = runtime.block_on(tui::run_with(source, config, Some(log_path), Some(link)));
+    let result = runtime.block_on(tui::run_with(source, config, Some(log_path), Some(link), cast));
     driver.shutdown();
     result
 }
@@ -256,11 +272,25 @@ fn record_console(args: &cli::RecordArgs) -> Result<()> {
     Ok(())
 }
 
-/// `kdeck replay FILE`: exit code 1 when the new run's timeline differs.
+/// `kdeck replay FILE`: the recording in the console, step by step; with `--headless`,
+/// exit code 1 when the new run's timeline differs.
 fn replay(args: &cli::ReplayArgs) -> Result<()> {
     let recording = record::Recording::read(&args.file)?;
     let config_path = args.config.clone().or_else(|| recording.recording.config.clone());
     let config = KdeckConfig::load(config_path.as_deref())?;
+    if !args.headless {
+        let name = args
+            .file
+            .file_name()
+            .map_or_else(|| args.file.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let shown = record::present::as_scenario(&recording, &name)?;
+        return run_scenario_console(
+            shown,
+            record::present::recipe(&recording),
+            &config,
+            args.cast.as_deref(),
+        );
+    }
     let new = record::replay::run_blocking(&recording, &config, &mut |line| out::line(line))?;
     let diffs = record::diff(&recording, &new);
     for line in record::report(&recording, &diffs) {
@@ -349,6 +379,8 @@ fn log_to_file(dir: &std::path::Path) -> tracing_appender::non_blocking::WorkerG
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KDECK_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(writer)
         .with_ansi(false)
-        .init();
+        .try_init()
+        // Only a second console in one process would find one set; its log goes to the first.
+        .unwrap_or_else(|e| eprintln!("kdeck: logging to {}: {e}", dir.display()));
     guard
 }

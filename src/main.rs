@@ -5,10 +5,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = kdeck::cli::Cli::parse();
     // The console logs to a file of its own (set up in `kdeck::run`); `kdeck serve` is
-    // headless, so its log is its output; everything else logs to stderr.
-    // The console logs to a file of its own: `kdeck record`, and a scenario presented in the
-    // console, are the console.
+    // headless, so its log is its output; everything else logs to stderr. `kdeck record`,
+    // a scenario presented in the console and a recording replayed in it are the console.
     let console = matches!(cli.command, Some(kdeck::cli::Command::Record(_)))
+        || matches!(&cli.command, Some(kdeck::cli::Command::Replay(r)) if !r.headless)
         || matches!(
             &cli.command,
             Some(kdeck::cli::Command::Scenario {

@@ -30,6 +30,7 @@
 //! An action is replayable when it submitted a cluster command; a confirmation's answer
 //! performs the action it confirmed, so replay uses `performs` where it is given.
 
+pub mod present;
 pub mod replay;
 
 use std::collections::BTreeMap;

@@ -56,8 +56,18 @@ impl Drop for Driver {
     }
 }
 
-/// A fresh cluster for `scenario` in a new temporary directory.
-pub async fn start_cluster(scenario: &Scenario, config: &KdeckConfig) -> Result<Arc<Embedded>> {
+/// The cluster a presentation starts on, and starts again on when the trainer goes back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterRecipe {
+    /// The scenario's own setup: its brokers, topics, producers and groups.
+    Setup,
+    /// The console's own cluster as `kdeck record` started it: its brokers, with the demo
+    /// traffic or without (a recording played in the console).
+    Console { brokers: i32, demo: bool },
+}
+
+/// A fresh cluster for `scenario` in a new temporary directory, made as `recipe` says.
+pub async fn start_cluster(scenario: &Scenario, recipe: &ClusterRecipe, config: &KdeckConfig) -> Result<Arc<Embedded>> {
     let args = ClusterArgs {
         data_dir: None,
         ephemeral: true,
@@ -65,13 +75,35 @@ pub async fn start_cluster(scenario: &Scenario, config: &KdeckConfig) -> Result<
         no_demo: true,
         config: None,
     };
-    let dir = DataDir::prepare(&args)?;
-    Ok(Arc::new(start_embedded(config, &scenario.setup, dir).await?))
+    match recipe {
+        ClusterRecipe::Setup => {
+            let dir = DataDir::prepare(&args)?;
+            Ok(Arc::new(start_embedded(config, &scenario.setup, dir).await?))
+        }
+        ClusterRecipe::Console { brokers, demo } => {
+            let args = ClusterArgs {
+                brokers: Some(*brokers),
+                no_demo: !demo,
+                ..args
+            };
+            let dir = DataDir::prepare(&args)?;
+            Ok(Arc::new(Embedded::start_in(config, &args, dir).await?))
+        }
+    }
 }
 
 /// Starts `scenario` on a fresh cluster on the driver's own thread and runtime; returns
 /// the driver, the console's link to it, and the first cluster (to show at once).
 pub fn spawn(scenario: Scenario, config: KdeckConfig) -> Result<(Driver, TrainerLink, Arc<Embedded>)> {
+    spawn_on(scenario, ClusterRecipe::Setup, config)
+}
+
+/// [`spawn`] on the cluster `recipe` makes.
+pub fn spawn_on(
+    scenario: Scenario,
+    recipe: ClusterRecipe,
+    config: KdeckConfig,
+) -> Result<(Driver, TrainerLink, Arc<Embedded>)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -84,7 +116,7 @@ pub fn spawn(scenario: Scenario, config: KdeckConfig) -> Result<(Driver, Trainer
         .name("kdeck-scenario".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let first = match start_cluster(&scenario, &config)
+                let first = match start_cluster(&scenario, &recipe, &config)
                     .await
                     .with_context(|| format!("setting up scenario {}", scenario.name))
                 {
@@ -98,7 +130,7 @@ pub fn spawn(scenario: Scenario, config: KdeckConfig) -> Result<(Driver, Trainer
                 let _ = first_tx.send(Ok(first));
                 let mut current = current;
                 tokio::select! {
-                    () = drive(&scenario, &config, &mut current, controls, &updates_tx) => {}
+                    () = drive(&scenario, &recipe, &config, &mut current, controls, &updates_tx) => {}
                     _ = stop => {}
                 }
                 current.shutdown().await;
@@ -129,6 +161,7 @@ pub fn back_from(shown: Option<usize>) -> Option<usize> {
 
 async fn drive(
     scenario: &Scenario,
+    recipe: &ClusterRecipe,
     config: &KdeckConfig,
     current: &mut Arc<Embedded>,
     mut controls: mpsc::UnboundedReceiver<ScenarioControl>,
@@ -177,7 +210,7 @@ async fn drive(
                 let _ = tx.send(TrainerUpdate::Replaying { to });
                 // The old cluster goes first: the new one takes the same Kafka ports.
                 current.shutdown().await;
-                match start_cluster(scenario, config).await {
+                match start_cluster(scenario, recipe, config).await {
                     Ok(fresh) => {
                         *current = Arc::clone(&fresh);
                         let _ = tx.send(TrainerUpdate::Source(Arc::clone(&fresh) as Arc<dyn ClusterSource>));

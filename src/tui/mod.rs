@@ -7,6 +7,7 @@
 pub mod action;
 pub mod app;
 pub mod brokers;
+pub mod cast;
 pub mod dialog;
 pub mod events;
 pub mod explain;
@@ -115,6 +116,8 @@ pub struct Console {
     outcomes: OutcomeSender,
     /// Where the trainer's scenario controls go, in trainer mode.
     pub scenario: Option<mpsc::UnboundedSender<ScenarioControl>>,
+    /// Where each frame is also written (`--cast FILE`).
+    pub cast: Option<cast::Cast>,
 }
 
 impl Console {
@@ -125,6 +128,7 @@ impl Console {
             source,
             outcomes,
             scenario: None,
+            cast: None,
         };
         let effects = console.app.start();
         console.perform(effects);
@@ -194,7 +198,14 @@ impl Console {
     /// Draws a frame and keeps its layout for the next clicks and keys.
     pub fn draw<B: Backend>(&mut self, terminal: &mut Terminal<B>, now: DateTime<Utc>) -> Result<(), B::Error> {
         let mut layout = layout::FrameLayout::default();
-        terminal.draw(|frame| layout = layout::draw(frame, &self.app, now))?;
+        let completed = terminal.draw(|frame| layout = layout::draw(frame, &self.app, now))?;
+        if let Some(cast) = self.cast.as_mut()
+            && let Err(e) = cast.frame(completed.buffer)
+        {
+            // The console goes on without its cast rather than stopping the class.
+            tracing::warn!(error = %e, cast = %cast.path().display(), frames = cast.frames(), "writing the cast failed; it stops here");
+            self.cast = None;
+        }
         self.app.layout = layout;
         Ok(())
     }
@@ -233,7 +244,7 @@ pub fn new_console(
 
 /// Runs the console until the user quits. The terminal is restored on return and on panic.
 pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path: Option<PathBuf>) -> Result<()> {
-    run_with(source, config, log_path, None).await
+    run_with(source, config, log_path, None, None).await
 }
 
 /// A scenario presented in the console: where its controls go and what it says.
@@ -242,14 +253,17 @@ pub struct TrainerLink {
     pub updates: mpsc::UnboundedReceiver<TrainerUpdate>,
 }
 
-/// [`run`], in trainer mode when `trainer` is given.
+/// [`run`], in trainer mode when `trainer` is given, writing its frames to `cast` when
+/// given.
 pub async fn run_with(
     source: Arc<dyn ClusterSource>,
     config: &KdeckConfig,
     log_path: Option<PathBuf>,
     trainer: Option<TrainerLink>,
+    cast: Option<cast::Cast>,
 ) -> Result<()> {
     let (mut console, outcomes) = new_console(source, config, log_path)?;
+    console.cast = cast;
     let mut updates = None;
     if let Some(link) = trainer {
         console.scenario = Some(link.controls);
@@ -291,7 +305,14 @@ pub async fn run_console(
     }
     ratatui::restore();
     let _ = reader.await;
-    result.map(|()| console)
+    let cast = console.cast.take().map(|cast| {
+        let path = cast.path().to_path_buf();
+        cast.finish()
+            .with_context(|| format!("finishing the cast {}", path.display()))
+    });
+    result?;
+    cast.transpose()?;
+    Ok(console)
 }
 
 /// Turns SIGTERM and SIGHUP into [`Input::Stop`] (Ctrl-C is a key in raw mode).
