@@ -228,6 +228,18 @@ impl Player {
             }
         }
         let (reached, waited, took) = self.wait(&step, source, &base, &mut cursor, &mut events, out).await;
+        // The story on screen stays true while the trainer talks: nothing moves until the
+        // next step (or the trainer's own thaw). The checks are read from the held cluster,
+        // so the values they show are the ones its panes show.
+        if !step.keep_running {
+            match perform(source, crate::view::Command::Hold(true)).await {
+                Ok(_) => {
+                    self.held = true;
+                    settled_view(source).await;
+                }
+                Err(e) => errors.push(format!("holding the cluster: {e}")),
+            }
+        }
         let view = source.views().borrow().clone();
         self.learn_hw(&view);
         events.extend(cursor.take_new(&view).into_iter().map(|e| e.text.clone()));
@@ -241,14 +253,6 @@ impl Player {
                 )
             })
             .collect();
-        // The story on screen stays true while the trainer talks: nothing moves until the
-        // next step (or the trainer's own thaw).
-        if !step.keep_running {
-            match perform(source, crate::view::Command::Hold(true)).await {
-                Ok(_) => self.held = true,
-                Err(e) => errors.push(format!("holding the cluster: {e}")),
-            }
-        }
         let report = StepReport {
             index,
             waited,
@@ -321,6 +325,24 @@ impl Player {
             }
         }
     }
+}
+
+/// Waits for the views published after a hold: the first that shows it held, then the
+/// next (what was in flight when the clock stopped has landed); at most two seconds.
+async fn settled_view(source: &dyn ClusterSource) {
+    let mut views = source.views();
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        let mut seen_held = 0;
+        while seen_held < 2 {
+            if views.changed().await.is_err() {
+                return;
+            }
+            if views.borrow_and_update().controls.is_some_and(|c| c.held) {
+                seen_held += 1;
+            }
+        }
+    })
+    .await;
 }
 
 /// Submits a command and waits for its outcome.
