@@ -4,6 +4,9 @@
 //! an insta snapshot. A change in the engine that changes a story shows up here as a diff
 //! to read.
 
+#[macro_use]
+mod shipped;
+
 use kdeck::config::KdeckConfig;
 use kdeck::scenario::{self, headless};
 
@@ -42,22 +45,7 @@ macro_rules! scenario_tests {
     };
 }
 
-scenario_tests! {
-    leader_crash => "leader-crash",
-    second_crash => "second-crash",
-    unclean_election => "unclean-election",
-    slow_follower => "slow-follower",
-    controlled_shutdown => "controlled-shutdown",
-    preferred_leader => "preferred-leader",
-    balanced_election => "balanced-election",
-    group_rebalance => "group-rebalance",
-    consumer_lag => "consumer-lag",
-    keyed_order => "keyed-order",
-    coordinator_failover => "coordinator-failover",
-    diverged_follower => "diverged-follower",
-    leader_isolated => "leader-isolated",
-    controller_failover => "controller-failover",
-}
+shipped!(scenario_tests);
 
 #[test]
 fn every_shipped_scenario_parses_and_there_are_at_least_two_in_chinese() {

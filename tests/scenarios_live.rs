@@ -5,6 +5,9 @@
 //! that says `keep_running` lets the cluster run on and must tell the same story for any
 //! pause too. The seeds and the pauses they drew are in each failure's message.
 
+#[macro_use]
+mod shipped;
+
 use std::time::Duration;
 
 use kdeck::config::KdeckConfig;
@@ -72,22 +75,7 @@ macro_rules! presented_tests {
     };
 }
 
-presented_tests! {
-    leader_crash => "leader-crash",
-    second_crash => "second-crash",
-    unclean_election => "unclean-election",
-    slow_follower => "slow-follower",
-    controlled_shutdown => "controlled-shutdown",
-    preferred_leader => "preferred-leader",
-    balanced_election => "balanced-election",
-    group_rebalance => "group-rebalance",
-    consumer_lag => "consumer-lag",
-    keyed_order => "keyed-order",
-    coordinator_failover => "coordinator-failover",
-    diverged_follower => "diverged-follower",
-    leader_isolated => "leader-isolated",
-    controller_failover => "controller-failover",
-}
+shipped!(presented_tests);
 
 #[test]
 fn the_pauses_cover_zero_to_two_minutes() {
