@@ -194,6 +194,18 @@ fn a_caption_too_tall_for_the_terminal_keeps_its_checks_and_keys() {
     assert!(screen.contains("✓ acknowledged records lost = 0 (lost 0)"), "{screen}");
     assert!(screen.contains("n next"), "{screen}");
     assert!(screen.contains("not shown: a taller terminal"), "{screen}");
+    // The words fill the band to its last row: no empty row while lines are left out.
+    let band: Vec<&str> = screen
+        .lines()
+        .skip_while(|l| !l.starts_with("┌ ["))
+        .skip(1)
+        .take_while(|l| !l.starts_with('└'))
+        .collect();
+    assert!(!band.is_empty(), "{screen}");
+    assert!(
+        band.iter().all(|l| !l.trim_matches(['│', ' ', '|']).is_empty()),
+        "an empty row in the caption band:\n{screen}"
+    );
 }
 
 #[test]

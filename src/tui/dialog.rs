@@ -119,17 +119,12 @@ pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text:
         let checks: Vec<&str> = body.iter().copied().filter(is_check).collect();
         let words: Vec<&str> = body.iter().copied().filter(|l| !is_check(l)).collect();
         let fixed = checks.iter().map(rows).sum::<usize>() + rows(keys) + 1;
-        let mut budget = room.saturating_sub(fixed);
-        let mut left_out = 0;
-        for w in &words {
-            let wrapped = super::text::wrap(w, inner);
-            if wrapped.len() <= budget && left_out == 0 {
-                budget -= wrapped.len();
-                kept.extend(wrapped);
-            } else {
-                left_out += 1;
-            }
-        }
+        // The words' rows from the top fill what is left, to the last row: a band never
+        // shows empty rows while it says lines were left out.
+        let budget = room.saturating_sub(fixed);
+        let word_rows: Vec<String> = words.iter().flat_map(|w| super::text::wrap(w, inner)).collect();
+        let left_out = word_rows.len().saturating_sub(budget);
+        kept.extend(word_rows.into_iter().take(budget));
         if left_out > 0 {
             kept.push(crate::view::lang::count(
                 app.lang,
