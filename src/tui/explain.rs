@@ -47,27 +47,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
     );
 }
 
-/// A line cut at spaces into pieces of at most `width` characters; the pieces after the
-/// first are indented two more than the line, so a sentence reads as one. A number stays
-/// on the line of its unit.
+/// A line cut into pieces of at most `width` columns; the pieces after the first are
+/// indented two more than the line, so a sentence reads as one. A number stays on the line
+/// of its unit.
 pub fn wrap(line: &str, width: usize) -> Vec<String> {
-    let line = &crate::view::words::keep_units(line);
-    let indent = line.chars().take_while(|c| *c == ' ').count();
-    let hang = " ".repeat(indent + 2);
-    let mut out = Vec::new();
-    let mut current = " ".repeat(indent);
-    for word in line.split(' ').filter(|w| !w.is_empty()) {
-        let fresh = current.trim().is_empty();
-        if !fresh && current.chars().count() + 1 + word.chars().count() > width {
-            out.push(std::mem::replace(&mut current, hang.clone()));
-        } else if !fresh {
-            current.push(' ');
-        }
-        current.push_str(word);
-    }
-    out.push(current);
-    // Kept together while wrapping; shown as the plain space it was.
-    out.into_iter()
-        .map(|l| l.replace(crate::view::words::NBSP, " "))
-        .collect()
+    super::text::wrap_hanging(line, width, 2)
 }

@@ -259,17 +259,27 @@ fn break_units(line: &str) -> Vec<(String, bool)> {
 }
 
 /// `line` wrapped to `width` display columns (unicode-width: a CJK character takes two):
-/// breaks at spaces and between wide characters, never before closing punctuation nor
-/// inside a word unless the word alone is wider than the line. Continuation lines keep the
-/// line's indentation. Control characters become `·`.
+/// breaks at spaces and between wide characters, never before closing punctuation, never
+/// between a number and its unit ("4.7 s"), nor inside a word unless the word alone is
+/// wider than the line. Continuation lines keep the line's indentation. Control characters
+/// become `·`.
 pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    wrap_hanging(line, width, 0)
+}
+
+/// [`wrap`] with continuation lines indented `hang` columns more than the first, so that a
+/// wrapped sentence reads as one among others (the explanations).
+pub fn wrap_hanging(line: &str, width: usize, hang: usize) -> Vec<String> {
+    use crate::view::words::{NBSP, keep_units};
     let width = width.max(1);
-    let line: String = line.chars().map(clean).collect();
+    let line: String = keep_units(line).chars().map(clean).collect();
     let indent = line.chars().take_while(|c| *c == ' ').count().min(width / 2);
+    let first = " ".repeat(indent);
+    let mut used = indent;
+    let indent = (indent + hang).min(width / 2);
     let pad = " ".repeat(indent);
     let mut out = Vec::new();
-    let mut current = pad.clone();
-    let mut used = indent;
+    let mut current = first;
     let mut gap = String::new();
     let mut fresh = true;
     for (unit, space) in break_units(line.trim_start_matches(' ')) {
@@ -307,7 +317,8 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
         fresh = false;
     }
     out.push(current);
-    out
+    // Kept together while wrapping; shown as the plain space it was.
+    out.into_iter().map(|l| l.replace(NBSP, " ")).collect()
 }
 
 #[cfg(test)]
@@ -324,7 +335,8 @@ mod tests {
         // A word wider than the line is cut where the line ends.
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         // A non-breaking space keeps a number with its unit.
-        assert_eq!(wrap("after 4.7\u{a0}s", 8), vec!["after", "4.7\u{a0}s"]);
+        assert_eq!(wrap("after 4.7 s", 9), vec!["after", "4.7 s"]);
+        assert_eq!(wrap("after 4.7\u{a0}s", 8), vec!["after", "4.7 s"]);
     }
 
     #[test]
