@@ -408,6 +408,7 @@ impl App {
                     cluster_at: now,
                     severity: Severity::Error,
                     text: text.clone(),
+                    msg: None,
                     class: EventClass::Other,
                 });
                 self.say(text, Severity::Error, now);

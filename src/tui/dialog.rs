@@ -131,11 +131,9 @@ pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text:
             }
         }
         if left_out > 0 {
-            kept.push(crate::view::lang::count(
-                app.lang,
-                left_out,
-                "… {n} line not shown: a taller terminal shows the whole caption",
-                "… {n} lines not shown: a taller terminal shows the whole caption",
+            kept.push(app.lang.fmt(
+                "… {lines} not shown: a taller terminal shows the whole caption",
+                &[("lines", &app.lang.count(left_out, "line"))],
             ));
         }
         kept.extend(checks.iter().flat_map(|l| super::text::wrap(l, inner)));

@@ -726,6 +726,7 @@ mod tests {
             cluster_at: DateTime::<Utc>::UNIX_EPOCH,
             severity: Severity::Warn,
             text: text.into(),
+            msg: None,
             class,
         }
     }

@@ -9,7 +9,9 @@ use std::fmt::Display;
 pub const NBSP: char = '\u{a0}';
 
 /// `n` and `noun`, plural unless `n` is one: `count(1, "topic")` is "1 topic",
-/// `count(0, "topic")` "0 topics", `count(2, "entry")` "2 entries".
+/// `count(0, "topic")` "0 topics", `count(2, "entry")` "2 entries". The one plural rule:
+/// a count in another language ([`Msg::count`](super::lang::Msg::count)) takes its id from
+/// it.
 pub fn count<N: Display>(n: N, noun: &str) -> String {
     let n = n.to_string();
     if n == "1" {
