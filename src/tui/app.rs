@@ -482,7 +482,12 @@ impl App {
         self.view
             .brokers
             .iter()
-            .filter(|b| f.is_empty() || b.id.to_string().contains(f) || b.status.label().contains(f))
+            .filter(|b| {
+                f.is_empty()
+                    || b.id.to_string().contains(f)
+                    || b.status.label().contains(f)
+                    || self.lang.tr(b.status.label()).contains(f)
+            })
             .collect()
     }
 
@@ -555,9 +560,10 @@ impl App {
         let events = self.timeline();
         let f = self.filter(Pane::Events);
         if !f.is_empty() {
+            // What the pane shows matches, and the English words too.
             return events
                 .into_iter()
-                .filter(|e| e.text.contains(f))
+                .filter(|e| e.text.contains(f) || super::events::said(self.lang, e).contains(f))
                 .map(EventRow::Event)
                 .collect();
         }
@@ -578,10 +584,15 @@ impl App {
                 None => rows.push(EventRow::Event(event.clone())),
                 Some((_, incident)) if incident.members.first() == Some(&i) => {
                     let expanded = self.expanded.contains(&incident.at);
+                    let summary = if self.lang.is_english() {
+                        incident.summary.clone()
+                    } else {
+                        incident.summary_in(self.lang, &super::events::said(self.lang, event))
+                    };
                     rows.push(EventRow::Incident {
                         at: incident.at,
                         severity: incident.severity,
-                        summary: incident.summary.clone(),
+                        summary,
                         events: incident.members.len(),
                         expanded,
                     });

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, FixedOffset, Utc};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 use unicode_width::UnicodeWidthStr;
@@ -11,10 +11,12 @@ use unicode_width::UnicodeWidthStr;
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, scroll};
+use super::layout::Width::Length;
+use super::layout::{Column, block, headers, scroll};
 use super::pane::{PaneLayout, PaneView};
 use super::text::fit;
-use crate::view::{TailMode, TailRecord};
+use crate::view::lang::Lang;
+use crate::view::{SeekPosition, TailMode, TailRecord};
 
 /// A record field as one line of text: UTF-8 as is, binary as hex.
 pub fn preview(bytes: &Option<bytes::Bytes>) -> String {
@@ -72,27 +74,43 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let Some(tail) = &app.tail else {
         let block = block(app, Pane::Messages, String::new());
-        frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
+        frame.render_widget(
+            Paragraph::new(app.lang.tr("no topic selected"))
+                .style(t.dim)
+                .block(block),
+            area,
+        );
         return PaneLayout::plain(Pane::Messages, area);
     };
+    let lang = app.lang;
     let messages = app.visible_messages();
     let spec = &tail.spec;
-    let partition = spec.partition.map_or("all partitions".to_string(), |p| format!("p{p}"));
-    let mode = match (&tail.frozen, tail.follow, spec.mode) {
-        (Some(_), ..) => "FROZEN".to_string(),
-        (None, true, _) => "following".to_string(),
-        (None, false, TailMode::Ring) => "scrolling".to_string(),
-        (None, false, TailMode::Window) => "browsing".to_string(),
-    };
+    let partition = spec
+        .partition
+        .map_or(lang.tr("all partitions").to_string(), |p| format!("p{p}"));
+    let mode = lang.tr(match (&tail.frozen, tail.follow, spec.mode) {
+        (Some(_), ..) => "FROZEN",
+        (None, true, _) => "following",
+        (None, false, TailMode::Ring) => "scrolling",
+        (None, false, TailMode::Window) => "browsing",
+    });
+    let start = start_label(lang, &spec.start);
     // A search's progress comes first: it is what the user waits for.
     let mut info = match tail.search_progress() {
         Some((scanned, matched, done)) => format!(
-            "search: scanned {scanned}, matched {matched}{} · {} · {partition} · from {}",
-            if done { ", done" } else { "…" },
+            "{} · {} · {partition} · {}",
+            lang.fmt(
+                if done {
+                    "search: scanned {scanned}, matched {matched}, done"
+                } else {
+                    "search: scanned {scanned}, matched {matched}…"
+                },
+                &[("scanned", &scanned), ("matched", &matched)]
+            ),
             spec.topic,
-            spec.start
+            lang.fmt("from {start}", &[("start", &start)]),
         ),
-        None => format!("{} · {partition} · {} · {mode}", spec.topic, spec.start),
+        None => format!("{} · {partition} · {start} · {mode}", spec.topic),
     };
     if let Some(e) = tail.error() {
         info.push_str(&format!(" · {e}"));
@@ -129,25 +147,31 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
                 row
             }
         });
-    let header = Row::new(vec![
-        Cell::from(Line::from("P").right_aligned()),
-        Cell::from(Line::from("OFFSET").right_aligned()),
-        Cell::from("TIME"),
-        Cell::from("KEY"),
-        Cell::from("VALUE"),
-        Cell::from("HDRS"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(3),
-        Constraint::Length(8),
-        Constraint::Length(12),
-        Constraint::Length(key_width as u16),
-        Constraint::Length(value_width as u16),
-        Constraint::Length(4),
-    ];
-    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let columns = headers(
+        app,
+        &[
+            Column::right("P", Length(3)).kept(),
+            Column::right("OFFSET", Length(8)),
+            Column::left("TIME", Length(12)),
+            Column::left("KEY", Length(key_width as u16)),
+            Column::left("VALUE", Length(value_width as u16)),
+            Column::left("HDRS", Length(4)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
+}
+
+/// Where a tail starts, in `lang` (English: as [`SeekPosition`] displays it).
+fn start_label(lang: &Lang, start: &SeekPosition) -> String {
+    match start {
+        SeekPosition::Beginning => lang.tr("beginning").to_string(),
+        SeekPosition::End => lang.tr("end").to_string(),
+        SeekPosition::Last(n) => lang.fmt("last {n}", &[("n", n)]),
+        SeekPosition::Offset(o) => lang.fmt("offset {offset}", &[("offset", o)]),
+        SeekPosition::Timestamp(_) => start.to_string(),
+    }
 }
 
 /// The body of a record for the detail view: pretty JSON when it parses, the text when it
