@@ -7,6 +7,7 @@ mod tui_fixture;
 use crossterm::event::KeyCode;
 use kdeck::scenario::driver::updates_of;
 use kdeck::scenario::player::PlayerEvent;
+use kdeck::tui::app::EventRow;
 use kdeck::tui::{ScenarioControl, TrainerUpdate};
 use tokio::sync::mpsc;
 use tui_fixture::{harness, now};
@@ -211,10 +212,13 @@ fn a_held_step_says_held_in_the_header() {
 }
 
 /// The whole trainer screen in Chinese: a real run of leader-crash's first two steps in zh
-/// (captions, why, commands, checks with what they saw), shown with the console's chrome
-/// (header, caption keys, footer); the catalogue lacks nothing they asked for.
+/// (captions, why, commands, checks with what they saw, and the events the cluster told of
+/// them), shown with the console's chrome (header, panes, caption keys, footer), then the
+/// Events pane maximised with the crash's incident open, then the help; the catalogue lacks
+/// nothing any of them asked for.
 #[tokio::test(start_paused = true)]
 async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
+    use kdeck::view::ClusterSource;
     use kdeck::view::lang::Lang;
     let scenario = kdeck::scenario::find("leader-crash", None)
         .expect("shipped")
@@ -237,7 +241,14 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
         let report = player.step(&cluster, &tx).await.expect("a step");
         assert!(report.passed(), "{report:?}");
     }
+    let events = cluster.views().borrow().events.clone();
     cluster.shutdown().await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.text.starts_with("broker ") && e.text.contains(" fenced: ")),
+        "the crash's fence is among the events: {events:#?}"
+    );
     while let Ok(event) = rx.try_recv() {
         // The console opens explanations itself; this test shows the caption.
         if !matches!(event, PlayerEvent::Console(_)) {
@@ -252,12 +263,120 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
         held: true,
         ..tui_fixture::controls()
     });
+    // The fixture's panes (a killed broker, every replica role), the run's own events.
+    view.events = events;
     h.console.set_view(std::sync::Arc::new(view));
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["原因：", "已定格", "下一步", "有了新的领导者", "领导者 broker"] {
+    for words in [
+        // The caption, the header and the keys.
+        "原因：",
+        "已定格",
+        "下一步",
+        "有了新的领导者",
+        "领导者 broker",
+        // Panes: titles, legends, column headers, broker states.
+        "1 Broker",
+        "3 分区",
+        "★ 领导者 ● 同步",
+        "状态",
+        "纪元",
+        "已杀死",
+        "在线",
+        // The crash, folded into one line of the Events pane.
+        "6 事件",
+        "下线：已杀死",
+        "秒后被隔离",
+    ] {
         assert!(screen.contains(words), "{words} missing from\n{screen}");
     }
+    // Every event of the crash, one by one: the Events pane maximised, its incident open
+    // and the cursor on its last event.
+    h.press(KeyCode::Char('6'));
+    h.press(KeyCode::Char('Z'));
+    let rows = h.app.event_rows();
+    let (at, members) = rows
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| match r {
+            EventRow::Incident { events, .. } => Some((i, *events)),
+            _ => None,
+        })
+        .expect("the crash is an incident");
+    h.press(KeyCode::Char('g'));
+    for _ in 0..at {
+        h.press(KeyCode::Down);
+    }
+    h.press(KeyCode::Enter);
+    for _ in 0..members {
+        h.press(KeyCode::Down);
+    }
+    let events = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in [
+        "▾ broker",
+        "被隔离：会话超时内没有心跳",
+        "的领导者：",
+        "（领导者不可用）",
+    ] {
+        assert!(events.contains(words), "{words} missing from\n{events}");
+    }
+    assert!(!events.contains(" fenced: "), "an event left in English:\n{events}");
+    h.press(KeyCode::Char('?'));
+    let help = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["按键", "当前面板：事件", "深入：", "本帮助"] {
+        assert!(help.contains(words), "{words} missing from\n{help}");
+    }
     assert_eq!(Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
+/// The Chinese help over the trainer's screen at 100x30: titles, keys and descriptions.
+#[test]
+fn the_help_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('?'));
+    assert_draw!("trainer_help_zh", h, 100, 30);
+}
+
+/// `D`'s line in the help (the longest description) shows whole at 100x30, in English and
+/// in Chinese: the help scrolls to it and wraps what is longer than the line.
+#[test]
+fn the_flow_key_reads_whole_in_the_help_in_both_languages() {
+    use kdeck::tui::keymap::{Binding, Meaning};
+    for lang in [None, Some("zh")] {
+        let mut h = harness();
+        present(
+            &mut h,
+            vec![TrainerUpdate::Loaded {
+                title: "A leader crashes".into(),
+                steps: 4,
+                lang: lang.map(String::from),
+            }],
+        );
+        let describe = kdeck::view::lang::Lang::get(lang)
+            .tr(Binding::Flow.describe())
+            .to_string();
+        h.press(KeyCode::Char('?'));
+        let mut seen = false;
+        for _ in 0..80 {
+            let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+            if screen
+                .lines()
+                .any(|l| l.contains(&format!("D{}{describe}", " ".repeat(15))))
+            {
+                seen = true;
+                break;
+            }
+            h.press(KeyCode::Down);
+        }
+        assert!(seen, "{lang:?}: \"{describe}\" never shows whole");
+    }
 }
 
 #[test]
