@@ -379,6 +379,38 @@ fn the_flow_key_reads_whole_in_the_help_in_both_languages() {
     }
 }
 
+/// The partition pictures in Chinese at 100x30 (page-views-1: a leader, a broker down, a
+/// follower out of the ISR): `L`'s strips, labels, sentences and legend, `D`'s boxes,
+/// arrows' labels and rules; the catalogue lacks nothing they asked for.
+#[test]
+fn the_partition_pictures_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('L'));
+    assert_draw!("replica_log_zh", h, 100, 30);
+    let log = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["复制日志", "在 ISR 中", "不同步", "已提交", "纪元："] {
+        assert!(log.contains(words), "{words} missing from\n{log}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('D'));
+    assert_draw!("flow_zh", h, 100, 30);
+    let flow = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["消息流动", "生产者", "消费者组", "一批消息"] {
+        assert!(flow.contains(words), "{words} missing from\n{flow}");
+    }
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
 #[test]
 fn the_flow_picture_opens_in_the_projector_layout_and_n_still_steps_the_scenario() {
     let mut h = harness();

@@ -6,6 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use unicode_width::UnicodeWidthChar;
 
 use super::action::ExplainTarget;
 use super::app::App;
@@ -27,10 +28,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
     let total = lines.len();
     let shown = popup.height.saturating_sub(2) as usize;
     let scroll = scroll.min(total.saturating_sub(shown) as u16);
+    let lang = app.lang;
     let more = if total > shown {
-        " · ↑↓ PgUp PgDn scroll"
+        format!(" · {}", lang.tr("↑↓ PgUp PgDn scroll"))
     } else {
-        ""
+        String::new()
     };
     frame.render_widget(Clear, popup);
     frame.render_widget(
@@ -39,7 +41,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
                 .borders(Borders::ALL)
                 .border_style(t.focused_border)
                 .title(Line::styled(
-                    format!(" Why · {}{more} · Esc close ", explanation.title),
+                    format!(
+                        " {} · {}{more} · {} ",
+                        lang.tr("Why"),
+                        explanation.title,
+                        lang.tr("Esc close")
+                    ),
                     t.title,
                 )),
         ),
@@ -49,11 +56,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
 
 /// A line cut at spaces into pieces of at most `width` characters; the pieces after the
 /// first are indented two more than the line, so a sentence reads as one. A number stays
-/// on the line of its unit.
+/// on the line of its unit. CJK text breaks between characters, by display width.
 pub fn wrap(line: &str, width: usize) -> Vec<String> {
     let line = &crate::view::words::keep_units(line);
     let indent = line.chars().take_while(|c| *c == ' ').count();
     let hang = " ".repeat(indent + 2);
+    if line.chars().any(|c| c.width() == Some(2)) {
+        // CJK text: broken between characters, by display width.
+        let pieces = super::text::wrap(line.trim_start_matches(' '), width.saturating_sub(indent + 2).max(1));
+        return pieces
+            .into_iter()
+            .enumerate()
+            .map(|(i, piece)| {
+                let pad = if i == 0 { " ".repeat(indent) } else { hang.clone() };
+                format!("{pad}{piece}").replace(crate::view::words::NBSP, " ")
+            })
+            .collect();
+    }
     let mut out = Vec::new();
     let mut current = " ".repeat(indent);
     for word in line.split(' ').filter(|w| !w.is_empty()) {
