@@ -411,6 +411,34 @@ fn the_partition_pictures_in_chinese() {
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 
+/// Killing a broker from the Chinese console asks in Chinese; a message's detail speaks it
+/// too.
+#[test]
+fn a_confirmation_and_a_message_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('x'));
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["确认", "杀死 broker 0（硬崩溃，不做受控关闭）？", "y：是"] {
+        assert!(screen.contains(words), "{words} missing from\n{screen}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Enter);
+    let detail = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["主题-分区", "时间戳", "值（"] {
+        assert!(detail.contains(words), "{words} missing from\n{detail}");
+    }
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
 #[test]
 fn the_flow_picture_opens_in_the_projector_layout_and_n_still_steps_the_scenario() {
     let mut h = harness();

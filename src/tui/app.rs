@@ -1420,34 +1420,40 @@ impl App {
         };
         let broker = |id| self.view.brokers.iter().find(|b| b.id == id).map(|b| b.status);
         let down = |s: Option<BrokerStatus>| matches!(s, Some(BrokerStatus::Stopped | BrokerStatus::Killed));
+        let lang = self.lang;
+        let of_broker = |english: &str, id: &i32| lang.fmt(english, &[("broker", id)]);
         match &action {
             Action::KillBroker { broker: id } | Action::StopBroker { broker: id } if down(broker(*id)) => {
-                self.hint(&format!("broker {id} is already down"), now)
+                self.hint(&of_broker("broker {broker} is already down", id), now)
             }
             Action::KillBroker { broker: id } => self.submit_destructive(
                 command,
-                format!("Kill broker {id} (hard crash, no controlled shutdown)?"),
+                of_broker("Kill broker {broker} (hard crash, no controlled shutdown)?", id),
                 now,
                 effects,
             ),
             Action::StopBroker { broker: id } => self.submit_destructive(
                 command,
-                format!("Stop broker {id} (controlled shutdown: leaders move first)?"),
+                of_broker("Stop broker {broker} (controlled shutdown: leaders move first)?", id),
                 now,
                 effects,
             ),
-            Action::StartBroker { broker: id } if !down(broker(*id)) => {
-                self.hint(&format!("broker {id} is running; kill (x) or stop (s) it first"), now)
-            }
+            Action::StartBroker { broker: id } if !down(broker(*id)) => self.hint(
+                &of_broker("broker {broker} is running; kill (x) or stop (s) it first", id),
+                now,
+            ),
             Action::PauseBroker { broker: id } if down(broker(*id)) => {
-                self.hint(&format!("broker {id} is down; restart it with r"), now)
+                self.hint(&of_broker("broker {broker} is down; restart it with r", id), now)
             }
             Action::DeleteTopic { topic } if self.is_internal(topic) => self.hint(
-                &format!("{topic} is an internal topic (the cluster's own state): it cannot be deleted"),
+                &lang.fmt(
+                    "{topic} is an internal topic (the cluster's own state): it cannot be deleted",
+                    &[("topic", topic)],
+                ),
                 now,
             ),
             Action::DeleteTopic { topic } => {
-                let question = format!("Delete topic {topic} and all its data?");
+                let question = lang.fmt("Delete topic {topic} and all its data?", &[("topic", topic)]);
                 self.submit_destructive(command, question, now, effects)
             }
             Action::SetMinInsync { .. }

@@ -82,10 +82,11 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     let lines = vec![
         Line::styled(question.to_string(), t.warn),
         Line::raw(""),
-        Line::styled("y: yes    n / Esc / Enter: no", t.dim),
+        Line::styled(app.lang.tr("y: yes    n / Esc / Enter: no").to_string(), t.dim),
     ];
-    let area = popup(area, (question.chars().count() as u16 + 4).max(40), 5);
-    draw_popup(frame, area, app, lines, " Confirm ".to_string());
+    let width = u16::try_from(unicode_width::UnicodeWidthStr::width(question)).unwrap_or(u16::MAX);
+    let area = popup(area, width.saturating_add(4).max(40), 5);
+    draw_popup(frame, area, app, lines, format!(" {} ", app.lang.tr("Confirm")));
 }
 
 /// The rows a caption's text takes at `width` columns (its frame included), wrapped as

@@ -272,39 +272,41 @@ fn indent_json(text: &str) -> Vec<String> {
 
 pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord) {
     let t = &app.theme;
+    let lang = app.lang;
     let popup = centered(area, 90, 80);
     let topic = app.tail.as_ref().map_or("", |t| t.spec.topic.as_str());
+    // Labels in a column of 17 display columns (wider when a translation needs it).
+    let labels = ["topic-partition", "offset", "timestamp", "key"].map(|l| lang.tr(l));
+    let column = labels.iter().map(|l| l.width() + 2).max().unwrap_or(0).max(17);
+    let label = |l: &str| Span::styled(format!("{l}{}", " ".repeat(column.saturating_sub(l.width()))), t.dim);
     let mut lines = vec![
         Line::from(vec![
-            Span::styled("topic-partition  ", t.dim),
+            label(labels[0]),
             Span::raw(format!("{topic}-{}", record.partition)),
         ]),
+        Line::from(vec![label(labels[1]), Span::raw(record.offset.to_string())]),
         Line::from(vec![
-            Span::styled("offset           ", t.dim),
-            Span::raw(record.offset.to_string()),
-        ]),
-        Line::from(vec![
-            Span::styled("timestamp        ", t.dim),
+            label(labels[2]),
             Span::raw(format!(
                 "{} ({} ms)",
                 local_time(record.timestamp, app.tz, "%Y-%m-%d %H:%M:%S%.3f %:z"),
                 record.timestamp
             )),
         ]),
-        Line::from(vec![
-            Span::styled("key              ", t.dim),
-            Span::raw(preview(&record.key)),
-        ]),
+        Line::from(vec![label(labels[3]), Span::raw(preview(&record.key))]),
     ];
-    lines.push(Line::styled("headers", t.dim));
+    lines.push(Line::styled(lang.tr("headers").to_string(), t.dim));
     if record.headers.is_empty() {
-        lines.push(Line::raw("  (none)"));
+        lines.push(Line::raw(format!("  {}", lang.tr("(none)"))));
     }
     for (k, v) in &record.headers {
         lines.push(Line::raw(format!("  {k} = {}", preview(v))));
     }
     let size = record.value.as_ref().map_or(0, |v| v.len());
-    lines.push(Line::styled(format!("value ({size} bytes)"), t.dim));
+    lines.push(Line::styled(
+        lang.fmt("value ({size} bytes)", &[("size", &size)]),
+        t.dim,
+    ));
     let body_width = popup.width.saturating_sub(4) as usize;
     lines.extend(pretty(&record.value).into_iter().map(|l| {
         let l = if l.width() > body_width { fit(&l, body_width) } else { l };
@@ -316,7 +318,7 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(t.focused_border)
-                .title(" Message · Esc close "),
+                .title(format!(" {} · {} ", lang.tr("Message"), lang.tr("Esc close"))),
         ),
         popup,
     );
