@@ -219,6 +219,37 @@ mod same_sentence_from_both_sources {
         TopicPartition::new("orders", 0)
     }
 
+    /// The controller's reason for an ISR shrink becomes the view's words: the fenced
+    /// broker's number stays out of the catalogue's id.
+    #[test]
+    fn a_shrink_because_of_a_fence_is_said_as_the_fence() {
+        let line = describe(&EventKind::IsrShrunk {
+            tp: tp(),
+            removed: vec![1],
+            isr: vec![0, 2],
+            reason: "broker 1 fenced: missed heartbeats for the session timeout".into(),
+        });
+        assert_eq!(
+            line.text(),
+            "ISR orders-0 shrank: -[1] -> [0,2] (broker 1 fenced: missed heartbeats for the session timeout)"
+        );
+        assert_eq!(
+            crate::view::lang::Lang::get(Some("zh")).say(&line.msg),
+            "orders-0 的 ISR 收缩：-[1] → [0,2]（broker 1 被隔离：会话超时内没有心跳）"
+        );
+        let shutdown = describe(&EventKind::IsrShrunk {
+            tp: tp(),
+            removed: vec![1],
+            isr: vec![0, 2],
+            reason: "broker 1 controlled shutdown".into(),
+        });
+        assert_eq!(shutdown.msg.args.last().map(|(n, _)| *n), Some("reason"));
+        assert_eq!(
+            crate::view::lang::Lang::get(Some("zh")).say(&shutdown.msg),
+            "orders-0 的 ISR 收缩：-[1] → [0,2]（broker 1 受控关闭）"
+        );
+    }
+
     #[test]
     fn a_preferred_leader_election() {
         let embedded = describe(&EventKind::LeaderElected {

@@ -1195,6 +1195,132 @@ mod tests {
         );
     }
 
+    /// Each sentence's English, byte for byte as recordings and golden traces keep it.
+    #[test]
+    fn every_sentence_says_in_english_what_the_traces_keep() {
+        let said = |l: Line| l.text();
+        let cases = [
+            (said(broker_started(1, 7)), "broker 1 started (broker epoch 7)"),
+            (
+                said(broker_controlled_shutdown(2)),
+                "broker 2 controlled shutdown: its leaderships move before it stops",
+            ),
+            (
+                said(broker_fenced(0, "missed heartbeats for the session timeout")),
+                "broker 0 fenced: missed heartbeats for the session timeout",
+            ),
+            (said(broker_unfenced(0)), "broker 0 unfenced: back in service"),
+            (
+                said(broker_down(1, GONE_FROM_METADATA)),
+                "broker 1 down: gone from the cluster's metadata",
+            ),
+            (said(broker_paused(1)), "broker 1 paused"),
+            (said(broker_resumed(1)), "broker 1 resumed"),
+            (said(broker_joined(3)), "broker 3 joined the cluster"),
+            (
+                said(broker_unreachable(2)),
+                "broker 2 unreachable: kdeck cannot connect to it",
+            ),
+            (said(broker_reachable_again(2)), "broker 2 reachable again"),
+            (said(broker_status(2, BrokerStatus::Stopped)), "broker 2 stopped"),
+            (
+                said(controller_moved(Some(1), 1)),
+                "controller back on broker 1 (its broker returned)",
+            ),
+            (said(controller_moved(Some(0), 2)), "controller moved: broker 0 -> 2"),
+            (said(controller_moved(None, 2)), "controller is broker 2"),
+            (said(no_controller(1)), "no controller (was broker 1)"),
+            (
+                said(topic_created("orders", 3, 2)),
+                "topic orders created: 3 partitions, RF 2",
+            ),
+            (said(topic_deleted("orders")), "topic orders deleted"),
+            (
+                said(partition_offline("orders", 1, &[2])),
+                "orders-1 OFFLINE: no live in-sync replica (ISR [2])",
+            ),
+            (
+                said(follower_truncated("orders", 0, 2, 120, 100)),
+                "broker 2 truncated orders-0 from 120 to 100 (diverged from the leader's epoch)",
+            ),
+            (
+                said(produce_rejected("orders", 0, "NotEnoughReplicas", "no")),
+                "produce to orders-0 rejected: NotEnoughReplicas: no",
+            ),
+            (
+                produce_refused_run("orders-0", 88, 4.24, "NOT_ENOUGH_REPLICAS").english(),
+                "produce to orders-0 refused x88 over 4.2 s: NOT_ENOUGH_REPLICAS",
+            ),
+            (
+                said(link_changed("0", "controller", Some(Msg::new("cut")))),
+                "link 0-controller cut",
+            ),
+            (said(link_changed("0", "1", None)), "link 0-1 up again"),
+            (
+                said(broker_isolated(1)),
+                "broker 1 cut off from the cluster (clients still reach it)",
+            ),
+            (said(links_healed()), "every link healed"),
+            (said(clock_frozen()), "clock frozen: no timer runs, nothing times out"),
+            (said(clock_thawed(12.345)), "clock running again after 12.3 s frozen"),
+            (said(slow_motion(1)), "clock back to real time"),
+            (said(slow_motion(5)), "slow motion x5"),
+            (
+                said(setting_changed("min.insync.replicas", Some("orders"), "1")),
+                "min.insync.replicas of orders set to 1",
+            ),
+            (
+                said(setting_changed("auto.leader.rebalance.enable", None, "false")),
+                "auto.leader.rebalance.enable set to false",
+            ),
+            (
+                said(group_member_removed("billing", "m-1", "left the group")),
+                "group billing: member m-1 removed (left the group)",
+            ),
+            (
+                said(group_state_changed("billing", "Stable", "Dead")),
+                "group billing: Stable -> Dead",
+            ),
+            (
+                said(group_appeared("billing", "Stable", 1)),
+                "group billing appeared: Stable, 1 member",
+            ),
+            (said(group_gone("billing")), "group billing is gone"),
+            (
+                said(attached("prod", "10.0.0.1:9092", 1, 2, 0)),
+                "attached to prod via 10.0.0.1:9092: 1 broker, 2 topics, 0 groups",
+            ),
+            (said(events_dropped(1)), "1 event dropped: the console fell behind"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text, expected);
+        }
+    }
+
+    /// An incident says its steps in Chinese from the same tally as its English summary.
+    #[test]
+    fn an_incident_says_its_steps_in_another_language() {
+        let events = vec![
+            event(0.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(3.0, EventClass::Fenced(1), "broker 1 fenced"),
+            event(3.0, led("orders-0", Some(1), 2), "leader orders-0: 1 -> 2"),
+            event(3.0, shrunk("orders-1", 1), "ISR orders-1 shrank"),
+            event(20.0, EventClass::Recovered(1), "broker 1 unfenced"),
+            event(21.0, expanded("orders-1", 1), "ISR orders-1 expanded"),
+        ];
+        let incident = &incidents(&events)[0];
+        assert_eq!(
+            incident.summary,
+            "broker 1 down: killed -> fenced after 3.0 s -> 1 leader moved, 1 ISR shrank -> back after 20.0 s, 1 ISR rejoined"
+        );
+        let zh = Lang::get(Some("zh"));
+        let first = zh.say(&broker_down(1, "killed").msg);
+        assert_eq!(
+            incident.summary_in(zh, &first),
+            "broker 1 下线：已杀死 → 3.0 秒后被隔离 → 1 个领导者转移，1 个 ISR 收缩 → 20.0 秒后恢复，重新加入 1 个 ISR"
+        );
+    }
+
     #[test]
     fn a_rebalance_names_the_generation_when_known() {
         assert_eq!(
