@@ -411,10 +411,10 @@ fn the_partition_pictures_in_chinese() {
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 
-/// Killing a broker from the Chinese console asks in Chinese; a message's detail speaks it
-/// too.
+/// Killing a broker from the Chinese console asks in Chinese; a message's detail, the
+/// produce dialog and a terminal too small speak it too.
 #[test]
-fn a_confirmation_and_a_message_in_chinese() {
+fn a_confirmation_a_message_and_a_dialog_in_chinese() {
     let mut h = harness();
     present(
         &mut h,
@@ -436,6 +436,16 @@ fn a_confirmation_and_a_message_in_chinese() {
     for words in ["主题-分区", "时间戳", "值（"] {
         assert!(detail.contains(words), "{words} missing from\n{detail}");
     }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('p'));
+    let dialog = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["向 page-views 生产", "分区: ", "留空：按键的哈希选择", "Enter 提交"] {
+        assert!(dialog.contains(words), "{words} missing from\n{dialog}");
+    }
+    h.press(KeyCode::Esc);
+    let small = tui_fixture::text(&tui_fixture::draw(&mut h.console, 60, 20));
+    assert!(small.contains("终端太小：60x20"), "{small}");
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 

@@ -47,9 +47,14 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         panes: Vec::new(),
     };
     if layout.too_small {
-        let text = format!(
-            "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
-            area.width, area.height
+        let text = app.lang.fmt(
+            "terminal too small: {width}x{height}, kdeck needs at least {min_width}x{min_height} (q quits)",
+            &[
+                ("width", &area.width),
+                ("height", &area.height),
+                ("min_width", &MIN_WIDTH),
+                ("min_height", &MIN_HEIGHT),
+            ],
         );
         frame.render_widget(Paragraph::new(Line::styled(text, app.theme.warn)), area);
         return layout;
