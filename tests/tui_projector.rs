@@ -385,6 +385,7 @@ fn happened(wall: i64, cluster: i64, class: EventClass, text: &str) -> ViewEvent
         cluster_at: now() - chrono::Duration::seconds(cluster),
         severity: Severity::Warn,
         text: text.into(),
+        msg: None,
         class,
     }
 }
@@ -452,6 +453,7 @@ fn refused(secs_ago_ms: i64) -> ViewEvent {
         cluster_at: at,
         severity: Severity::Error,
         text: "produce to clicks-1 rejected: NotEnoughReplicas: the ISR is smaller than min.insync.replicas; nothing was written".into(),
+        msg: None,
         class: EventClass::ProduceRejected(Refusals {
             partition: "clicks-1".into(),
             error: "NOT_ENOUGH_REPLICAS".into(),

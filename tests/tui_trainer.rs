@@ -7,6 +7,7 @@ mod tui_fixture;
 use crossterm::event::KeyCode;
 use kdeck::scenario::driver::updates_of;
 use kdeck::scenario::player::PlayerEvent;
+use kdeck::tui::app::EventRow;
 use kdeck::tui::{ScenarioControl, TrainerUpdate};
 use tokio::sync::mpsc;
 use tui_fixture::{harness, now};
@@ -223,10 +224,13 @@ fn a_held_step_says_held_in_the_header() {
 }
 
 /// The whole trainer screen in Chinese: a real run of leader-crash's first two steps in zh
-/// (captions, why, commands, checks with what they saw), shown with the console's chrome
-/// (header, caption keys, footer); the catalogue lacks nothing they asked for.
+/// (captions, why, commands, checks with what they saw, and the events the cluster told of
+/// them), shown with the console's chrome (header, panes, caption keys, footer), then the
+/// Events pane maximised with the crash's incident open, then the help; the catalogue lacks
+/// nothing any of them asked for.
 #[tokio::test(start_paused = true)]
 async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
+    use kdeck::view::ClusterSource;
     use kdeck::view::lang::Lang;
     let scenario = kdeck::scenario::find("leader-crash", None)
         .expect("shipped")
@@ -249,7 +253,14 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
         let report = player.step(&cluster, &tx).await.expect("a step");
         assert!(report.passed(), "{report:?}");
     }
+    let events = cluster.views().borrow().events.clone();
     cluster.shutdown().await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.text.starts_with("broker ") && e.text.contains(" fenced: ")),
+        "the crash's fence is among the events: {events:#?}"
+    );
     while let Ok(event) = rx.try_recv() {
         // The console opens explanations itself; this test shows the caption.
         if !matches!(event, PlayerEvent::Console(_)) {
@@ -264,12 +275,190 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
         held: true,
         ..tui_fixture::controls()
     });
+    // The fixture's panes (a killed broker, every replica role), the run's own events.
+    view.events = events;
     h.console.set_view(std::sync::Arc::new(view));
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["原因：", "已定格", "下一步", "有了新的领导者", "领导者 broker"] {
+    for words in [
+        // The caption, the header and the keys.
+        "原因：",
+        "已定格",
+        "下一步",
+        "有了新的领导者",
+        "领导者 broker",
+        // Panes: titles, legends, column headers, broker states.
+        "1 Broker",
+        "3 分区",
+        "★ 领导者 ● 同步",
+        "状态",
+        "纪元",
+        "已杀死",
+        "在线",
+        // The crash, folded into one line of the Events pane.
+        "6 事件",
+        "下线：已杀死",
+        "秒后被隔离",
+    ] {
         assert!(screen.contains(words), "{words} missing from\n{screen}");
     }
+    // Every event of the crash, one by one: the Events pane maximised, its incident open
+    // and the cursor on its last event.
+    h.press(KeyCode::Char('6'));
+    h.press(KeyCode::Char('Z'));
+    let rows = h.app.event_rows();
+    let (at, members) = rows
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| match r {
+            EventRow::Incident { events, .. } => Some((i, *events)),
+            _ => None,
+        })
+        .expect("the crash is an incident");
+    h.press(KeyCode::Char('g'));
+    for _ in 0..at {
+        h.press(KeyCode::Down);
+    }
+    h.press(KeyCode::Enter);
+    for _ in 0..members {
+        h.press(KeyCode::Down);
+    }
+    let events = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in [
+        "▾ broker",
+        "被隔离：会话超时内没有心跳",
+        "的领导者：",
+        "（领导者不可用）",
+    ] {
+        assert!(events.contains(words), "{words} missing from\n{events}");
+    }
+    assert!(!events.contains(" fenced: "), "an event left in English:\n{events}");
+    h.press(KeyCode::Char('?'));
+    let help = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["按键", "当前面板：事件", "深入：", "本帮助"] {
+        assert!(help.contains(words), "{words} missing from\n{help}");
+    }
     assert_eq!(Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
+/// The Chinese help over the trainer's screen at 100x30: titles, keys and descriptions.
+#[test]
+fn the_help_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('?'));
+    assert_draw!("trainer_help_zh", h, 100, 30);
+}
+
+/// `D`'s line in the help (the longest description) shows whole at 100x30, in English and
+/// in Chinese: the help scrolls to it and wraps what is longer than the line.
+#[test]
+fn the_flow_key_reads_whole_in_the_help_in_both_languages() {
+    use kdeck::tui::keymap::{Binding, Meaning};
+    for lang in [None, Some("zh")] {
+        let mut h = harness();
+        present(
+            &mut h,
+            vec![TrainerUpdate::Loaded {
+                title: "A leader crashes".into(),
+                steps: 4,
+                lang: lang.map(String::from),
+            }],
+        );
+        let describe = kdeck::view::lang::Lang::get(lang)
+            .tr(Binding::Flow.describe())
+            .to_string();
+        h.press(KeyCode::Char('?'));
+        let mut seen = false;
+        for _ in 0..80 {
+            let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+            if screen
+                .lines()
+                .any(|l| l.contains(&format!("D{}{describe}", " ".repeat(15))))
+            {
+                seen = true;
+                break;
+            }
+            h.press(KeyCode::Down);
+        }
+        assert!(seen, "{lang:?}: \"{describe}\" never shows whole");
+    }
+}
+
+/// The partition pictures in Chinese at 100x30 (page-views-1: a leader, a broker down, a
+/// follower out of the ISR): `L`'s strips, labels, sentences and legend, `D`'s boxes,
+/// arrows' labels and rules; the catalogue lacks nothing they asked for.
+#[test]
+fn the_partition_pictures_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('L'));
+    assert_draw!("replica_log_zh", h, 100, 30);
+    let log = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["复制日志", "在 ISR 中", "不同步", "已提交", "纪元："] {
+        assert!(log.contains(words), "{words} missing from\n{log}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('D'));
+    assert_draw!("flow_zh", h, 100, 30);
+    let flow = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["消息流动", "生产者", "消费者组", "一批消息"] {
+        assert!(flow.contains(words), "{words} missing from\n{flow}");
+    }
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
+/// Killing a broker from the Chinese console asks in Chinese; a message's detail, the
+/// produce dialog and a terminal too small speak it too.
+#[test]
+fn a_confirmation_a_message_and_a_dialog_in_chinese() {
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        }],
+    );
+    h.press(KeyCode::Char('x'));
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["确认", "杀死 broker 0（硬崩溃，不做受控关闭）？", "y：是"] {
+        assert!(screen.contains(words), "{words} missing from\n{screen}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('5'));
+    h.press(KeyCode::Enter);
+    let detail = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["主题-分区", "时间戳", "值（"] {
+        assert!(detail.contains(words), "{words} missing from\n{detail}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('p'));
+    let dialog = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    for words in ["向 page-views 生产", "分区: ", "留空：按键的哈希选择", "Enter 提交"] {
+        assert!(dialog.contains(words), "{words} missing from\n{dialog}");
+    }
+    h.press(KeyCode::Esc);
+    let small = tui_fixture::text(&tui_fixture::draw(&mut h.console, 60, 20));
+    assert!(small.contains("终端太小：60x20"), "{small}");
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 
 #[test]

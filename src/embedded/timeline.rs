@@ -5,8 +5,9 @@ use crate::engine::{ClockChange, ElectionReason, EventKind, LinkFault, LiveSetti
 use chrono::{DateTime, Utc};
 
 use crate::kafka::screaming_snake;
+use crate::view::lang::Msg;
 use crate::view::timeline::{self, ElectionCause, Line};
-use crate::view::{EventClass, Refusals};
+use crate::view::{BrokerId, EventClass, Refusals};
 
 /// The part an engine event plays in an incident; `cluster_at` is when it happened on the
 /// cluster's clock.
@@ -91,7 +92,13 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             removed,
             isr,
             reason,
-        } => timeline::isr_shrunk(&tp.topic, tp.partition, removed, isr, Some(reason)),
+        } => timeline::isr_shrunk(
+            &tp.topic,
+            tp.partition,
+            removed,
+            isr,
+            Some(shrink_reason(reason, removed)),
+        ),
         EventKind::IsrExpanded { tp, added, isr } => timeline::isr_expanded(&tp.topic, tp.partition, added, isr),
         EventKind::FollowerTruncated { tp, broker, from, to } => {
             timeline::follower_truncated(&tp.topic, tp.partition, *broker, *from, *to)
@@ -100,7 +107,7 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             timeline::produce_rejected(&tp.topic, tp.partition, &format!("{error:?}"), reason)
         }
         EventKind::LinkChanged { a, b, fault } => {
-            timeline::link_changed(&node_label(*a), &node_label(*b), fault.map(link_fault_label).as_deref())
+            timeline::link_changed(&node_label(*a), &node_label(*b), fault.map(link_fault_label))
         }
         EventKind::BrokerIsolated { broker } => timeline::broker_isolated(*broker),
         EventKind::LinksHealed => timeline::links_healed(),
@@ -130,6 +137,21 @@ pub(super) fn describe(kind: &EventKind) -> Line {
     }
 }
 
+/// Why the controller shrank an ISR, as the view's words: a fenced broker's reason or its
+/// controlled shutdown (the controller says them as `broker 1 fenced: {reason}` and `broker 1
+/// controlled shutdown`), else the controller's words as they are.
+fn shrink_reason(reason: &str, removed: &[BrokerId]) -> Msg {
+    for &broker in removed {
+        if let Some(why) = reason.strip_prefix(&format!("broker {broker} fenced: ")) {
+            return timeline::fenced_because(broker, why);
+        }
+        if reason == format!("broker {broker} {}", crate::engine::CONTROLLED_SHUTDOWN) {
+            return timeline::shut_down_in_control(broker);
+        }
+    }
+    Msg::words(reason)
+}
+
 /// A node as the timeline names it: a broker by its id.
 fn node_label(node: NodeId) -> String {
     match node {
@@ -139,11 +161,11 @@ fn node_label(node: NodeId) -> String {
     }
 }
 
-fn link_fault_label(fault: LinkFault) -> String {
+fn link_fault_label(fault: LinkFault) -> Msg {
     match fault {
-        LinkFault::Cut => "cut".into(),
-        LinkFault::Delay(d) => format!("delayed {} ms", d.as_millis()),
-        LinkFault::Drop { one_in } => format!("dropping 1 request in {one_in}"),
+        LinkFault::Cut => Msg::new("cut"),
+        LinkFault::Delay(d) => Msg::new("delayed {ms} ms").with("ms", d.as_millis()),
+        LinkFault::Drop { one_in } => Msg::new("dropping 1 request in {n}").with("n", one_in),
     }
 }
 
@@ -197,6 +219,37 @@ mod same_sentence_from_both_sources {
         TopicPartition::new("orders", 0)
     }
 
+    /// The controller's reason for an ISR shrink becomes the view's words: the fenced
+    /// broker's number stays out of the catalogue's id.
+    #[test]
+    fn a_shrink_because_of_a_fence_is_said_as_the_fence() {
+        let line = describe(&EventKind::IsrShrunk {
+            tp: tp(),
+            removed: vec![1],
+            isr: vec![0, 2],
+            reason: "broker 1 fenced: missed heartbeats for the session timeout".into(),
+        });
+        assert_eq!(
+            line.text(),
+            "ISR orders-0 shrank: -[1] -> [0,2] (broker 1 fenced: missed heartbeats for the session timeout)"
+        );
+        assert_eq!(
+            crate::view::lang::Lang::get(Some("zh")).say(&line.msg),
+            "orders-0 的 ISR 收缩：-[1] → [0,2]（broker 1 被隔离：会话超时内没有心跳）"
+        );
+        let shutdown = describe(&EventKind::IsrShrunk {
+            tp: tp(),
+            removed: vec![1],
+            isr: vec![0, 2],
+            reason: "broker 1 controlled shutdown".into(),
+        });
+        assert_eq!(shutdown.msg.args.last().map(|(n, _)| *n), Some("reason"));
+        assert_eq!(
+            crate::view::lang::Lang::get(Some("zh")).say(&shutdown.msg),
+            "orders-0 的 ISR 收缩：-[1] → [0,2]（broker 1 受控关闭）"
+        );
+    }
+
     #[test]
     fn a_preferred_leader_election() {
         let embedded = describe(&EventKind::LeaderElected {
@@ -208,7 +261,7 @@ mod same_sentence_from_both_sources {
             isr: vec![0, 1, 2],
         });
         assert_eq!(
-            embedded,
+            (embedded.severity, embedded.text()),
             (
                 Severity::Info,
                 "leader orders-0: 1 -> 0, epoch 6 (preferred leader)".to_string()
@@ -238,7 +291,7 @@ mod same_sentence_from_both_sources {
     #[test]
     fn an_isr_shrink_and_expansion() {
         let reason = "follower fell behind by more than replica.lag.time.max.ms";
-        let (severity, embedded) = describe(&EventKind::IsrShrunk {
+        let embedded = describe(&EventKind::IsrShrunk {
             tp: tp(),
             removed: vec![1],
             isr: vec![0, 2],
@@ -247,8 +300,8 @@ mod same_sentence_from_both_sources {
         let inferred = remote(row(Some(0), 4, &[0, 1, 2]), row(Some(0), 4, &[0, 2]));
         assert_eq!(inferred.len(), 1);
         // An external cluster does not tell why; the rest of the sentence is the same.
-        assert_eq!(severity, inferred[0].0);
-        assert_eq!(embedded, format!("{} ({reason})", inferred[0].1));
+        assert_eq!(embedded.severity, inferred[0].severity);
+        assert_eq!(embedded.text(), format!("{} ({reason})", inferred[0].text()));
         let expanded = describe(&EventKind::IsrExpanded {
             tp: tp(),
             added: vec![1],

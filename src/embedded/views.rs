@@ -143,12 +143,13 @@ impl ViewBuilder {
             }
             _ => {}
         }
-        let (severity, text) = describe(&event.kind);
+        let line = describe(&event.kind);
         self.timeline.push(ViewEvent {
             at,
             cluster_at: event.cluster_at,
-            severity,
-            text,
+            severity: line.severity,
+            text: line.text(),
+            msg: Some(line.msg),
             class: classify(&event.kind, event.cluster_at),
         });
     }

@@ -229,6 +229,7 @@ impl ExplainTarget {
                         cluster_at: view.taken_at,
                         severity: crate::view::Severity::Info,
                         text: text.clone(),
+                        msg: None,
                         class: crate::view::EventClass::Other,
                     });
                 explain::event(view, &event)

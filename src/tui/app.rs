@@ -408,6 +408,7 @@ impl App {
                     cluster_at: now,
                     severity: Severity::Error,
                     text: text.clone(),
+                    msg: None,
                     class: EventClass::Other,
                 });
                 self.say(text, Severity::Error, now);
@@ -481,7 +482,12 @@ impl App {
         self.view
             .brokers
             .iter()
-            .filter(|b| f.is_empty() || b.id.to_string().contains(f) || b.status.label().contains(f))
+            .filter(|b| {
+                f.is_empty()
+                    || b.id.to_string().contains(f)
+                    || b.status.label().contains(f)
+                    || self.lang.tr(b.status.label()).contains(f)
+            })
             .collect()
     }
 
@@ -554,9 +560,10 @@ impl App {
         let events = self.timeline();
         let f = self.filter(Pane::Events);
         if !f.is_empty() {
+            // What the pane shows matches, and the English words too.
             return events
                 .into_iter()
-                .filter(|e| e.text.contains(f))
+                .filter(|e| e.text.contains(f) || super::events::said(self.lang, e).contains(f))
                 .map(EventRow::Event)
                 .collect();
         }
@@ -577,10 +584,15 @@ impl App {
                 None => rows.push(EventRow::Event(event.clone())),
                 Some((_, incident)) if incident.members.first() == Some(&i) => {
                     let expanded = self.expanded.contains(&incident.at);
+                    let summary = if self.lang.is_english() {
+                        incident.summary.clone()
+                    } else {
+                        incident.summary_in(self.lang, &super::events::said(self.lang, event))
+                    };
                     rows.push(EventRow::Incident {
                         at: incident.at,
                         severity: incident.severity,
-                        summary: incident.summary.clone(),
+                        summary,
                         events: incident.members.len(),
                         expanded,
                     });
@@ -1408,34 +1420,40 @@ impl App {
         };
         let broker = |id| self.view.brokers.iter().find(|b| b.id == id).map(|b| b.status);
         let down = |s: Option<BrokerStatus>| matches!(s, Some(BrokerStatus::Stopped | BrokerStatus::Killed));
+        let lang = self.lang;
+        let of_broker = |english: &str, id: &i32| lang.fmt(english, &[("broker", id)]);
         match &action {
             Action::KillBroker { broker: id } | Action::StopBroker { broker: id } if down(broker(*id)) => {
-                self.hint(&format!("broker {id} is already down"), now)
+                self.hint(&of_broker("broker {broker} is already down", id), now)
             }
             Action::KillBroker { broker: id } => self.submit_destructive(
                 command,
-                format!("Kill broker {id} (hard crash, no controlled shutdown)?"),
+                of_broker("Kill broker {broker} (hard crash, no controlled shutdown)?", id),
                 now,
                 effects,
             ),
             Action::StopBroker { broker: id } => self.submit_destructive(
                 command,
-                format!("Stop broker {id} (controlled shutdown: leaders move first)?"),
+                of_broker("Stop broker {broker} (controlled shutdown: leaders move first)?", id),
                 now,
                 effects,
             ),
-            Action::StartBroker { broker: id } if !down(broker(*id)) => {
-                self.hint(&format!("broker {id} is running; kill (x) or stop (s) it first"), now)
-            }
+            Action::StartBroker { broker: id } if !down(broker(*id)) => self.hint(
+                &of_broker("broker {broker} is running; kill (x) or stop (s) it first", id),
+                now,
+            ),
             Action::PauseBroker { broker: id } if down(broker(*id)) => {
-                self.hint(&format!("broker {id} is down; restart it with r"), now)
+                self.hint(&of_broker("broker {broker} is down; restart it with r", id), now)
             }
             Action::DeleteTopic { topic } if self.is_internal(topic) => self.hint(
-                &format!("{topic} is an internal topic (the cluster's own state): it cannot be deleted"),
+                &lang.fmt(
+                    "{topic} is an internal topic (the cluster's own state): it cannot be deleted",
+                    &[("topic", topic)],
+                ),
                 now,
             ),
             Action::DeleteTopic { topic } => {
-                let question = format!("Delete topic {topic} and all its data?");
+                let question = lang.fmt("Delete topic {topic} and all its data?", &[("topic", topic)]);
                 self.submit_destructive(command, question, now, effects)
             }
             Action::SetMinInsync { .. }

@@ -5,14 +5,15 @@
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, flashing, rows_in, scroll, spaced_row};
+use super::layout::Width::{Length, Min};
+use super::layout::{Column, block, flashing, headers, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, rate, sparkline};
 use crate::view::{BrokerRow, Throughput};
@@ -102,7 +103,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             };
             let row = Row::new(vec![
                 Cell::from(id),
-                Cell::from(Span::styled(b.status.label(), state_style)),
+                Cell::from(Span::styled(app.lang.tr(b.status.label()).to_string(), state_style)),
                 Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
                 Cell::from(Line::from(b.replicas.to_string()).right_aligned()),
                 Cell::from(Line::from(Span::styled(format!("{skew:+.0}%"), skew_style)).right_aligned()),
@@ -116,29 +117,21 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
                 row
             }
         });
-    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
-    let header = Row::new(vec![
-        Cell::from("ID"),
-        Cell::from("STATE"),
-        right("LEAD"),
-        right("REPL"),
-        right("SKEW"),
-        right(if messages { "IN MSG/S" } else { "IN" }),
-        right("OUT"),
-        Cell::from("RATE"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(4),
-        Constraint::Length(7),
-        Constraint::Length(4),
-        Constraint::Length(4),
-        Constraint::Length(5),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Min(4),
-    ];
-    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let columns = headers(
+        app,
+        &[
+            Column::left("ID", Length(4)).kept(),
+            Column::left("STATE", Length(7)),
+            Column::right("LEAD", Length(4)),
+            Column::right("REPL", Length(4)),
+            Column::right("SKEW", Length(5)),
+            Column::right(if messages { "IN MSG/S" } else { "IN" }, Length(10)),
+            Column::right("OUT", Length(10)),
+            Column::left("RATE", Min(4)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
 }
 
@@ -146,7 +139,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
     let t = &app.theme;
     let brokers = app.visible_brokers();
-    let block = block(app, Pane::Brokers, "◆ controller".into());
+    let block = block(app, Pane::Brokers, format!("◆ {}", app.lang.tr("controller")));
     let inner = block.inner(area);
     let height = rows_in(inner.height.saturating_sub(1), 2);
     let cursor = app.cursor(Pane::Brokers);
@@ -165,7 +158,7 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) 
         };
         let row = spaced_row(Row::new(vec![
             Cell::from(id),
-            Cell::from(Span::styled(b.status.label().to_uppercase(), state_style)),
+            Cell::from(Span::styled(app.lang.tr(b.status.label()).to_uppercase(), state_style)),
             Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
         ]));
         if i == cursor && app.focus == Pane::Brokers {
@@ -174,15 +167,20 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) 
             row
         }
     });
-    let header = Row::new(vec![
-        Cell::from("BROKER"),
-        Cell::from("STATE"),
-        Cell::from(Line::from("LEADERS").right_aligned()),
-    ])
-    .style(t.column_header);
-    let widths = [Constraint::Length(6), Constraint::Length(7), Constraint::Length(7)];
+    let columns = headers(
+        app,
+        &[
+            Column::left("BROKER", Length(6)),
+            Column::left("STATE", Length(7)),
+            Column::right("LEADERS", Length(7)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        Table::new(rows, columns.widths)
+            .header(header)
+            .column_spacing(3)
+            .block(block),
         area,
     );
     layout

@@ -5,10 +5,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use unicode_width::UnicodeWidthChar;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
+use super::action::SeekBy;
 use super::app::App;
-use super::overlay::Dialog;
+use super::overlay::{Dialog, DialogKind};
 
 /// The dialog's width, frame included.
 const DIALOG_WIDTH: u16 = 72;
@@ -49,32 +50,50 @@ fn popup(area: Rect, width: u16, height: u16) -> Rect {
 
 pub fn draw_dialog(frame: &mut Frame, area: Rect, app: &App, dialog: &Dialog) {
     let t = &app.theme;
+    let lang = app.lang;
     let value_width = usize::from(DIALOG_WIDTH.min(area.width)).saturating_sub(2 + LABEL_WIDTH);
     let mut lines = Vec::new();
     for (i, f) in dialog.fields.iter().enumerate() {
         let focused = i == dialog.focus;
         let cursor = if focused { "▏" } else { "" };
+        let label = lang.tr(f.label);
+        let pad = " ".repeat((LABEL_WIDTH - 2).saturating_sub(UnicodeWidthStr::width(label)));
         lines.push(Line::from(vec![
-            Span::styled(format!("{:>19}: ", f.label), if focused { t.title } else { t.dim }),
+            Span::styled(format!("{pad}{label}: "), if focused { t.title } else { t.dim }),
             Span::styled(
                 format!("{}{cursor}", field_window(&f.value, value_width)),
                 if focused { t.selected } else { t.text },
             ),
         ]));
         if !f.hint.is_empty() {
-            lines.push(Line::styled(format!("{:>21}{}", "", f.hint), t.dim));
+            lines.push(Line::styled(format!("{:>21}{}", "", lang.tr(f.hint)), t.dim));
         }
     }
     lines.push(Line::raw(""));
     if let Some(e) = &dialog.error {
         lines.push(Line::styled(e.clone(), t.error));
     }
-    lines.push(Line::styled("Enter submit · Tab next field · Esc cancel", t.dim));
+    lines.push(Line::styled(
+        lang.tr("Enter submit · Tab next field · Esc cancel").to_string(),
+        t.dim,
+    ));
     // Every line is shown: a long error wraps and the dialog grows to hold it.
     let inner = usize::from(DIALOG_WIDTH.min(area.width).saturating_sub(2)).max(1);
     let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
     let area = popup(area, DIALOG_WIDTH, rows as u16 + 2);
-    draw_popup(frame, area, app, lines, format!(" {} ", dialog.title));
+    draw_popup(frame, area, app, lines, format!(" {} ", dialog_title(app, dialog)));
+}
+
+/// A dialog's title in the console's language (English: the dialog's own).
+fn dialog_title(app: &App, dialog: &Dialog) -> String {
+    let lang = app.lang;
+    match &dialog.kind {
+        _ if lang.is_english() => dialog.title.clone(),
+        DialogKind::Produce { topic } => lang.fmt("Produce to {topic}", &[("topic", topic)]),
+        DialogKind::CreateTopic => lang.tr("Create topic").to_string(),
+        DialogKind::Seek { by: SeekBy::Offset, .. } => lang.tr("Seek to offset").to_string(),
+        DialogKind::Seek { by: SeekBy::Time, .. } => lang.tr("Seek to time").to_string(),
+    }
 }
 
 pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
@@ -82,10 +101,11 @@ pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     let lines = vec![
         Line::styled(question.to_string(), t.warn),
         Line::raw(""),
-        Line::styled("y: yes    n / Esc / Enter: no", t.dim),
+        Line::styled(app.lang.tr("y: yes    n / Esc / Enter: no").to_string(), t.dim),
     ];
-    let area = popup(area, (question.chars().count() as u16 + 4).max(40), 5);
-    draw_popup(frame, area, app, lines, " Confirm ".to_string());
+    let width = u16::try_from(question.width()).unwrap_or(u16::MAX);
+    let area = popup(area, width.saturating_add(4).max(40), 5);
+    draw_popup(frame, area, app, lines, format!(" {} ", app.lang.tr("Confirm")));
 }
 
 /// The rows a caption's text takes at `width` columns (its frame included), wrapped as
@@ -126,11 +146,9 @@ pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text:
         let left_out = word_rows.len().saturating_sub(budget);
         kept.extend(word_rows.into_iter().take(budget));
         if left_out > 0 {
-            kept.push(crate::view::lang::count(
-                app.lang,
-                left_out,
-                "… {n} line not shown: a taller terminal shows the whole caption",
-                "… {n} lines not shown: a taller terminal shows the whole caption",
+            kept.push(app.lang.fmt(
+                "… {lines} not shown: a taller terminal shows the whole caption",
+                &[("lines", &app.lang.count(left_out, "line"))],
             ));
         }
         kept.extend(checks.iter().flat_map(|l| super::text::wrap(l, inner)));

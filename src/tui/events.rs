@@ -5,13 +5,13 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
-use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::{App, EventRow};
 use super::keymap::Binding;
 use super::pane::{PaneLayout, PaneView};
-use crate::view::words::{NBSP, count, keep_units};
+use crate::view::ViewEvent;
+use crate::view::lang::Lang;
 
 /// The time prefix of each line, `HH:MM:SS `.
 const TIME_WIDTH: usize = 9;
@@ -50,7 +50,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let height = inner.height as usize;
     let text_width = (inner.width as usize).saturating_sub(TIME_WIDTH).max(1);
     if events.is_empty() && app.projector() && app.filter(Pane::Events).is_empty() {
-        let quiet = Paragraph::new(Line::styled("no incidents in the timeline", t.dim));
+        let quiet = Paragraph::new(Line::styled(app.lang.tr("no incidents in the timeline"), t.dim));
         frame.render_widget(quiet.block(block), area);
         return PaneLayout::plain(Pane::Events, area);
     }
@@ -74,7 +74,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let mut wrapped: Vec<Vec<String>> = Vec::new();
     let mut used = 0;
     while start > 0 {
-        let rows = wrap(&row_text(&events[start - 1]), text_width);
+        let rows = wrap(&row_text(app.lang, &events[start - 1]), text_width);
         if used + rows.len() > height && used > 0 {
             break;
         }
@@ -83,7 +83,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         start -= 1;
     }
     while end < events.len() {
-        let rows = wrap(&row_text(&events[end]), text_width);
+        let rows = wrap(&row_text(app.lang, &events[end]), text_width);
         if used + rows.len() > height {
             break;
         }
@@ -122,12 +122,12 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     PaneLayout::text(Pane::Events, area, start, end - start, events.len())
 }
 
-/// What a row says: an incident its summary behind ▸ (folded) or ▾ (open), an event of an
-/// open incident indented under it.
-fn row_text(row: &EventRow) -> String {
+/// What a row says in `lang`: an incident its summary behind ▸ (folded) or ▾ (open), an
+/// event of an open incident indented under it.
+fn row_text(lang: &Lang, row: &EventRow) -> String {
     match row {
-        EventRow::Event(e) => e.text.clone(),
-        EventRow::Member(e, _) => format!("  {}", e.text),
+        EventRow::Event(e) => said(lang, e),
+        EventRow::Member(e, _) => format!("  {}", said(lang, e)),
         EventRow::Incident {
             summary,
             events,
@@ -135,60 +135,28 @@ fn row_text(row: &EventRow) -> String {
             ..
         } => {
             let mark = if *expanded { "▾" } else { "▸" };
-            format!("{mark} {summary} ({})", count(*events, "event"))
+            let summary = lang.fmt(
+                "{summary} ({events})",
+                &[("summary", summary), ("events", &lang.count(*events, "event"))],
+            );
+            format!("{mark} {summary}")
         }
     }
 }
 
+/// What an event says in `lang`: its message, or its English text when the console has it
+/// only in English (or speaks English).
+pub fn said(lang: &Lang, event: &ViewEvent) -> String {
+    match &event.msg {
+        Some(msg) if !lang.is_english() => lang.say(msg),
+        _ => event.text.clone(),
+    }
+}
+
 /// `text` in lines of at most `width` columns, broken between words where it can be (never
-/// between a number and its unit).
+/// between a number and its unit), and between the characters of CJK text.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let text = &keep_units(text);
-    // An indented text keeps its indent on every line.
-    let body = text.trim_start_matches(' ');
-    let indent = text.len() - body.len();
-    if indent > 0 && indent < width {
-        let pad = " ".repeat(indent);
-        return wrap(body, width - indent)
-            .into_iter()
-            .map(|l| format!("{pad}{l}"))
-            .collect();
-    }
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut used = 0;
-    for word in text.split(' ') {
-        let w = word.width();
-        let gap = usize::from(!line.is_empty());
-        if used + gap + w <= width {
-            if gap == 1 {
-                line.push(' ');
-            }
-            line.push_str(word);
-            used += gap + w;
-            continue;
-        }
-        if !line.is_empty() {
-            lines.push(std::mem::take(&mut line));
-            used = 0;
-        }
-        // A word longer than the line is cut where the line ends.
-        for c in word.chars() {
-            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-            if used + cw > width {
-                lines.push(std::mem::take(&mut line));
-                used = 0;
-            }
-            line.push(c);
-            used += cw;
-        }
-    }
-    if !line.is_empty() || lines.is_empty() {
-        lines.push(line);
-    }
-    // Kept together while wrapping; shown as the plain space it was.
-    lines.into_iter().map(|l| l.replace(NBSP, " ")).collect()
+    super::text::wrap(text, width)
 }
 
 #[cfg(test)]
@@ -212,6 +180,10 @@ mod tests {
         assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
         assert_eq!(wrap("", 10), vec![""]);
         assert_eq!(wrap("副本 同步 列表", 5), vec!["副本", "同步", "列表"]);
+        assert_eq!(
+            wrap("分区离线，没有存活的同步副本", 10),
+            vec!["分区离线，", "没有存活的", "同步副本"]
+        );
         assert_eq!(
             wrap("  leader orders-0: 1 -> 2", 12),
             vec!["  leader", "  orders-0:", "  1 -> 2"]

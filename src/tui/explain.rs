@@ -27,10 +27,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
     let total = lines.len();
     let shown = popup.height.saturating_sub(2) as usize;
     let scroll = scroll.min(total.saturating_sub(shown) as u16);
+    let lang = app.lang;
     let more = if total > shown {
-        " · ↑↓ PgUp PgDn scroll"
+        format!(" · {}", lang.tr("↑↓ PgUp PgDn scroll"))
     } else {
-        ""
+        String::new()
     };
     frame.render_widget(Clear, popup);
     frame.render_widget(
@@ -39,7 +40,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
                 .borders(Borders::ALL)
                 .border_style(t.focused_border)
                 .title(Line::styled(
-                    format!(" Why · {}{more} · Esc close ", explanation.title),
+                    format!(
+                        " {} · {}{more} · {} ",
+                        lang.tr("Why"),
+                        explanation.title,
+                        lang.tr("Esc close")
+                    ),
                     t.title,
                 )),
         ),

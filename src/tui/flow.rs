@@ -23,6 +23,7 @@ use super::explain::wrap;
 use super::text::{fit, rate};
 use super::theme::Theme;
 use crate::view::explain;
+use crate::view::lang::Lang;
 use crate::view::timeline::{ids, partition_name};
 use crate::view::{BrokerId, BrokerStatus, ClusterView, LinkState, ReplicaRole};
 
@@ -33,9 +34,10 @@ const CROSSING_MS: i64 = 2000;
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i32, now: DateTime<Utc>) {
     let t = &app.theme;
     let tp = partition_name(topic, partition);
+    let lang = app.lang;
     let inner = super::replica_log::picture_frame(frame, area, app, "Records flowing", &tp);
     let Some(flow) = Flow::of(&app.view, topic, partition) else {
-        let text = format!("{tp} is not in the cluster's metadata now (deleted?)");
+        let text = lang.fmt(super::replica_log::NOT_IN_METADATA, &[("partition", &tp)]);
         frame.render_widget(Paragraph::new(Line::styled(text, t.warn)), inner);
         return;
     };
@@ -44,10 +46,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i3
         .view
         .partitions_of(topic)
         .filter(|p| p.partition == partition)
-        .flat_map(|p| p.replicas.iter().map(|r| explain::replica_line(&app.view, p, r)))
+        .flat_map(|p| {
+            p.replicas
+                .iter()
+                .map(|r| lang.say(&explain::replica_said(&app.view, p, r)))
+        })
         .collect();
-    notes.extend(flow.rules());
-    let lines = picture(&flow, t, clock, &notes, inner.width as usize, inner.height as usize);
+    notes.extend(flow.rules().iter().map(|r| lang.tr(r).to_string()));
+    let lines = picture(
+        &flow,
+        t,
+        lang,
+        clock,
+        &notes,
+        inner.width as usize,
+        inner.height as usize,
+    );
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
@@ -111,21 +125,25 @@ impl Fetch {
         matches!(self, Fetch::InSync | Fetch::OutOfIsr | Fetch::Slow(_))
     }
 
-    /// The label over its arrow, longest first.
-    fn labels(self) -> Vec<String> {
+    /// The label over its arrow in `lang`, longest first.
+    fn labels(self, lang: &Lang) -> Vec<String> {
+        let tr = |english: &str| lang.tr(english).to_string();
         match self {
-            Fetch::InSync => vec!["fetching".into()],
-            Fetch::OutOfIsr => vec!["out of ISR".into(), "not in ISR".into()],
+            Fetch::InSync => vec![tr("fetching")],
+            Fetch::OutOfIsr => vec![tr("out of ISR"), tr("not in ISR")],
             Fetch::Slow(ms) => vec![
-                format!("slow link {ms} ms"),
-                format!("slow {ms} ms"),
-                format!("{ms} ms"),
+                lang.fmt("slow link {ms} ms", &[("ms", &ms)]),
+                lang.fmt("slow {ms} ms", &[("ms", &ms)]),
+                lang.fmt("{ms} ms", &[("ms", &ms)]),
             ],
-            Fetch::Cut => vec!["link cut".into(), "cut".into()],
-            Fetch::Fenced => vec!["fenced".into()],
-            Fetch::Paused => vec!["paused".into()],
-            Fetch::Offline(status) => vec![format!("offline ({status})"), "offline".into()],
-            Fetch::NoLeader => vec!["no leader".into()],
+            Fetch::Cut => vec![tr("link cut"), tr("cut")],
+            Fetch::Fenced => vec![tr("fenced")],
+            Fetch::Paused => vec![tr("paused")],
+            Fetch::Offline(status) => vec![
+                lang.fmt("offline ({status})", &[("status", &lang.tr(status))]),
+                tr("offline"),
+            ],
+            Fetch::NoLeader => vec![tr("no leader")],
         }
     }
 }
@@ -501,9 +519,11 @@ fn columns(width: usize) -> [usize; 5] {
 
 /// The picture in `width` x `height` cells at the cluster's clock `clock_ms`.
 /// `notes`: sentences for the rows left under the groups, each whole or not at all.
+/// `lang`: the language of its words.
 pub fn picture(
     flow: &Flow,
     t: &Theme,
+    lang: &Lang,
     clock_ms: i64,
     notes: &[String],
     width: usize,
@@ -512,7 +532,7 @@ pub fn picture(
     let mut c = Canvas::new(width, height, t.text);
     let [pw, g1, lw, g2, fw] = columns(width);
     let (lx, fx) = (pw + g1, pw + g1 + lw + g2);
-    header(&mut c, flow, t, width);
+    header(&mut c, flow, t, lang, width);
 
     // Rows: the header, a blank, the boxes from row 2, the arrow down and the groups' box.
     // What the boxes need below the header: the leader's box, the arrow down, and a groups
@@ -533,14 +553,14 @@ pub fn picture(
     let leader_h = (shown.max(1) * slot).max(6);
     let top = 2;
 
-    producers(&mut c, flow, t, clock_ms, pw, g1, top);
-    leader(&mut c, flow, t, lx, lw, top, leader_h);
+    producers(&mut c, flow, (t, lang), clock_ms, pw, g1, top);
+    leader(&mut c, flow, (t, lang), lx, lw, top, leader_h);
     for (i, f) in flow.followers.iter().take(shown).enumerate() {
         follower(
             &mut c,
             flow,
             f,
-            t,
+            (t, lang),
             clock_ms,
             (lx + lw, g2, fx, fw),
             top + i * slot,
@@ -548,12 +568,12 @@ pub fn picture(
         );
     }
     if shown < n {
-        let text = format!("+{} more not drawn", n - shown);
+        let text = lang.fmt("+{n} more not drawn", &[("n", &(n - shown))]);
         c.text(fx, top + leader_h - 1, &text, fw, t.dim);
     }
     let y = top + leader_h;
-    let end = consumers(&mut c, flow, t, clock_ms, (lx, lw), y, down, height);
-    legend(&mut c, flow, t, top + 6, lx.saturating_sub(1));
+    let end = consumers(&mut c, flow, (t, lang), clock_ms, (lx, lw), y, down, height);
+    legend(&mut c, flow, (t, lang), top + 6, lx.saturating_sub(1));
     let mut y = end + 1;
     for note in notes {
         let lines = wrap(&format!(" {note}"), width);
@@ -569,19 +589,19 @@ pub fn picture(
 }
 
 /// Row 0: the partition as the leader sees it, and how the clock runs.
-fn header(c: &mut Canvas, flow: &Flow, t: &Theme, width: usize) {
+fn header(c: &mut Canvas, flow: &Flow, t: &Theme, lang: &Lang, width: usize) {
     let clock = match flow.clock {
-        Some((true, _)) => "clock frozen: nothing moves".to_string(),
-        Some((false, f)) if f > 1 => format!("slow motion x{f}"),
+        Some((true, _)) => lang.tr("clock frozen: nothing moves").to_string(),
+        Some((false, f)) if f > 1 => lang.fmt("slow motion x{factor}", &[("factor", &f)]),
         _ => String::new(),
     };
     let room = width.saturating_sub(clock.width() + 2);
     let mut parts = vec![match &flow.leader {
-        Some(l) => format!("leader {}", l.broker),
-        None => "no leader".into(),
+        Some(l) => lang.fmt("leader {broker}", &[("broker", &l.broker)]),
+        None => lang.tr("no leader").to_string(),
     }];
     if let Some(l) = &flow.leader {
-        parts.push(format!("epoch {}", l.epoch));
+        parts.push(lang.fmt("epoch {epoch}", &[("epoch", &l.epoch)]));
     }
     parts.push(format!(
         "HW {}",
@@ -609,28 +629,36 @@ fn header(c: &mut Canvas, flow: &Flow, t: &Theme, width: usize) {
 }
 
 /// The producers' box and the produce / ack arrows to the leader.
-fn producers(c: &mut Canvas, flow: &Flow, t: &Theme, clock_ms: i64, pw: usize, g1: usize, top: usize) {
+fn producers(c: &mut Canvas, flow: &Flow, (t, lang): (&Theme, &Lang), clock_ms: i64, pw: usize, g1: usize, top: usize) {
+    let tr = |english: &str| lang.tr(english).to_string();
     let p = &flow.producers;
-    c.frame(0, top, pw, 6, (" producers ", t.title), t.border);
+    c.frame(
+        0,
+        top,
+        pw,
+        6,
+        (&format!(" {} ", lang.tr("producers")), t.title),
+        t.border,
+    );
     let room = pw.saturating_sub(2);
     let who = match p.who {
-        "scenario" => vec!["scenario workload".to_string(), "scenario".into()],
-        "demo" => vec!["demo workload".to_string(), "demo".into()],
-        _ => vec!["any Kafka client".to_string(), "clients".into()],
+        "scenario" => vec![tr("scenario workload"), tr("scenario")],
+        "demo" => vec![tr("demo workload"), tr("demo")],
+        _ => vec![tr("any Kafka client"), tr("clients")],
     };
     let r = rate(p.rate);
     let acks = acks_name(p.acks);
     let last = match (&p.error, p.acked) {
-        (Some((name, n)), _) => vec![format!("{name} {n}"), format!("errors {n}")],
-        (None, Some(n)) => vec![format!("acked {n}"), format!("{n} acked")],
+        (Some((name, n)), _) => vec![format!("{name} {n}"), lang.fmt("errors {n}", &[("n", n)])],
+        (None, Some(n)) => vec![lang.fmt("acked {n}", &[("n", &n)]), lang.fmt("{n} acked", &[("n", &n)])],
         (None, None) => vec![String::new()],
     };
     let lines = [
         pick(&who, room),
-        pick(&[format!("{r} to topic"), r], room),
+        pick(&[lang.fmt("{rate} to topic", &[("rate", &r)]), r], room),
         match p.acks {
             Some(_) => pick(&[format!("acks={acks}")], room),
-            None => pick(&["acks not known".into(), "acks ?".into()], room),
+            None => pick(&[tr("acks not known"), "acks ?".into()], room),
         },
         pick(&last, room),
     ];
@@ -642,11 +670,11 @@ fn producers(c: &mut Canvas, flow: &Flow, t: &Theme, clock_ms: i64, pw: usize, g
     let (x, len) = (pw, g1);
     let label_room = len.saturating_sub(1);
     if !flow.leader_up() {
-        let what = if flow.leader.is_some() {
+        let what = lang.tr(if flow.leader.is_some() {
             "leader down"
         } else {
             "no leader"
-        };
+        });
         c.text(x + 1, top, what, label_room, t.error);
         arrow(c, x, top + 1, len, true, Shaft::Broken(t.error), ('■', t.title), &[]);
         return;
@@ -660,13 +688,13 @@ fn producers(c: &mut Canvas, flow: &Flow, t: &Theme, clock_ms: i64, pw: usize, g
             Vec::new()
         }
     };
-    c.text(x + 1, top, &pick(&["produce".into()], label_room), label_room, t.dim);
+    c.text(x + 1, top, &pick(&[tr("produce")], label_room), label_room, t.dim);
     arrow(c, x, top + 1, len, true, Shaft::Solid(t.dim), ('■', t.title), &at(0));
     if p.acks == Some(0) {
         c.text(
             x + 1,
             top + 3,
-            &pick(&["no acks".into(), "none".into()], label_room),
+            &pick(&[tr("no acks"), tr("none")], label_room),
             label_room,
             t.dim,
         );
@@ -679,17 +707,13 @@ fn producers(c: &mut Canvas, flow: &Flow, t: &Theme, clock_ms: i64, pw: usize, g
             vec![
                 "✗ NOT_ENOUGH_REPLICAS".to_string(),
                 "✗ ISR < min.insync".into(),
-                "✗ refused".into(),
+                format!("✗ {}", lang.tr("refused")),
             ],
         )
     } else {
         let label = match p.acks {
-            Some(-1) => vec![
-                "ack once ISR has it".to_string(),
-                "ack after ISR".into(),
-                "ISR ack".into(),
-            ],
-            Some(1) => vec!["ack from leader".to_string(), "leader ack".into()],
+            Some(-1) => vec![tr("ack once ISR has it"), tr("ack after ISR"), tr("ISR ack")],
+            Some(1) => vec![tr("ack from leader"), tr("leader ack")],
             _ => vec!["acks".to_string()],
         };
         ('✓', t.ok, label)
@@ -718,18 +742,19 @@ fn acks_name(acks: Option<i16>) -> String {
 }
 
 /// The leader's box: epoch, log end, HW, ISR.
-fn leader(c: &mut Canvas, flow: &Flow, t: &Theme, x: usize, w: usize, top: usize, h: usize) {
+fn leader(c: &mut Canvas, flow: &Flow, (t, lang): (&Theme, &Lang), x: usize, w: usize, top: usize, h: usize) {
+    let tr = |english: &str| lang.tr(english).to_string();
     let room = w.saturating_sub(2);
     let Some(l) = &flow.leader else {
-        c.frame(x, top, w, h, (" no leader ", t.error), t.error);
+        c.frame(x, top, w, h, (&format!(" {} ", lang.tr("no leader")), t.error), t.error);
         c.text(
             x + 1,
             top + 1,
-            &pick(&["offline: no".into(), "offline".into()], room),
+            &pick(&[tr("offline: no"), tr("offline")], room),
             room,
             t.error,
         );
-        c.text(x + 1, top + 2, &pick(&["reads or writes".into()], room), room, t.error);
+        c.text(x + 1, top + 2, &pick(&[tr("reads or writes")], room), room, t.error);
         return;
     };
     let (glyph, style) = if l.offline {
@@ -739,8 +764,11 @@ fn leader(c: &mut Canvas, flow: &Flow, t: &Theme, x: usize, w: usize, top: usize
     };
     let title = pick(
         &[
-            format!(" {glyph} leader broker {} ", l.broker),
-            format!(" {glyph} leader b{} ", l.broker),
+            format!(
+                " {glyph} {} ",
+                lang.fmt("leader broker {broker}", &[("broker", &l.broker)])
+            ),
+            format!(" {glyph} {} ", lang.fmt("leader b{broker}", &[("broker", &l.broker)])),
             format!(" {glyph} b{} ", l.broker),
         ],
         room,
@@ -754,19 +782,25 @@ fn leader(c: &mut Canvas, flow: &Flow, t: &Theme, x: usize, w: usize, top: usize
         if l.offline { t.error } else { t.border },
     );
     let mut lines = vec![
-        vec![format!("epoch {}", l.epoch), format!("e{}", l.epoch)],
+        vec![
+            lang.fmt("epoch {epoch}", &[("epoch", &l.epoch)]),
+            format!("e{}", l.epoch),
+        ],
         vec![format!("LEO {}", l.log_end.map_or("?".into(), |o| o.to_string()))],
         vec![format!(
             "HW {}",
             flow.high_watermark.map_or("-".into(), |o| o.to_string())
         )],
-        vec![format!("ISR {}", ids(&flow.isr)), format!("ISR of {}", flow.isr.len())],
+        vec![
+            format!("ISR {}", ids(&flow.isr)),
+            lang.fmt("ISR of {n}", &[("n", &flow.isr.len())]),
+        ],
     ];
     if let Some(m) = flow.min_insync {
         lines.push(vec![format!("min.insync {m}"), format!("min ISR {m}")]);
     }
     if l.offline {
-        lines.insert(0, vec!["broker down".into(), "down".into()]);
+        lines.insert(0, vec![tr("broker down"), tr("down")]);
     }
     for (i, options) in lines.iter().take(h.saturating_sub(2)).enumerate() {
         let s = if l.offline && i == 0 { t.error } else { t.text };
@@ -780,7 +814,7 @@ fn follower(
     c: &mut Canvas,
     flow: &Flow,
     f: &Follower,
-    t: &Theme,
+    (t, lang): (&Theme, &Lang),
     clock_ms: i64,
     (gx, g2, fx, fw): (usize, usize, usize, usize),
     top: usize,
@@ -788,7 +822,7 @@ fn follower(
 ) {
     let room = fw.saturating_sub(2);
     let role_style = t.role(f.role);
-    let isr = if f.in_isr { "in ISR" } else { "out of ISR" };
+    let isr = lang.tr(if f.in_isr { "in ISR" } else { "out of ISR" });
     let glyph = f.role.glyph();
     let title = pick(
         &[
@@ -810,9 +844,9 @@ fn follower(
     );
     let leo = format!("LEO {}", f.log_end.map_or("?".into(), |o| o.to_string()));
     let behind = match f.behind {
-        Some(0) => vec!["caught up".to_string()],
-        Some(b) => vec![format!("{b} behind"), format!("-{b}")],
-        None if f.log_end.is_none() => vec!["log end unknown".to_string(), "unknown".into()],
+        Some(0) => vec![lang.tr("caught up").to_string()],
+        Some(b) => vec![lang.fmt("{n} behind", &[("n", &b)]), format!("-{b}")],
+        None if f.log_end.is_none() => vec![lang.tr("log end unknown").to_string(), lang.tr("unknown").to_string()],
         None => vec![String::new()],
     };
     if slot >= 4 {
@@ -837,7 +871,7 @@ fn follower(
     c.text(
         gx + 1,
         top,
-        &pick(&f.fetch.labels(), label_room),
+        &pick(&f.fetch.labels(lang), label_room),
         label_room,
         label_style,
     );
@@ -858,9 +892,13 @@ fn follower(
     if broken {
         return;
     }
-    let from = f
-        .log_end
-        .map(|o| vec![format!("fetch from {o}"), format!("from {o}"), o.to_string()]);
+    let from = f.log_end.map(|o| {
+        vec![
+            lang.fmt("fetch from {offset}", &[("offset", &o)]),
+            lang.fmt("from {offset}", &[("offset", &o)]),
+            o.to_string(),
+        ]
+    });
     if slot >= 4 {
         let back = match shaft {
             Shaft::Dashed(s) => Shaft::Dashed(s),
@@ -878,7 +916,7 @@ fn follower(
 fn consumers(
     c: &mut Canvas,
     flow: &Flow,
-    t: &Theme,
+    (t, lang): (&Theme, &Lang),
     clock_ms: i64,
     (lx, lw): (usize, usize),
     y: usize,
@@ -904,8 +942,8 @@ fn consumers(
     let hw = flow.high_watermark.map_or("-".into(), |h| h.to_string());
     let label = pick(
         &[
-            format!("consumers read up to the HW ({hw})"),
-            format!("read up to HW {hw}"),
+            lang.fmt("consumers read up to the HW ({hw})", &[("hw", &hw)]),
+            lang.fmt("read up to HW {hw}", &[("hw", &hw)]),
             format!("HW {hw}"),
         ],
         room,
@@ -920,10 +958,20 @@ fn consumers(
     let w = c.width.saturating_sub(lx);
     let room = w.saturating_sub(2);
     let count = flow.groups.len().max(1).min(rows);
-    c.frame(lx, top, w, count + 2, (" consumer groups ", t.title), t.border);
+    c.frame(
+        lx,
+        top,
+        w,
+        count + 2,
+        (&format!(" {} ", lang.tr("consumer groups")), t.title),
+        t.border,
+    );
     if flow.groups.is_empty() {
         let text = pick(
-            &[format!("no group reads {}", flow.topic), "no group reads it".into()],
+            &[
+                lang.fmt("no group reads {topic}", &[("topic", &flow.topic)]),
+                lang.tr("no group reads it").to_string(),
+            ],
             room,
         );
         c.text(lx + 1, top + 1, &text, room, t.dim);
@@ -935,30 +983,38 @@ fn consumers(
             c.text(
                 lx + 1,
                 top + 1 + i,
-                &format!("+{} more groups", hidden + 1),
+                &lang.fmt("+{n} more groups", &[("n", &(hidden + 1))]),
                 room,
                 t.dim,
             );
             break;
         }
-        group_line(c, g, t, lx + 1, top + 1 + i, room);
+        group_line(c, g, (t, lang), lx + 1, top + 1 + i, room);
     }
     top + count + 2
 }
 
 /// One group: its id (cut first), then what it has read of the partition.
-fn group_line(c: &mut Canvas, g: &Group, t: &Theme, x: usize, y: usize, room: usize) {
+fn group_line(c: &mut Canvas, g: &Group, (t, lang): (&Theme, &Lang), x: usize, y: usize, room: usize) {
     let committed = g.committed.map_or("-".into(), |o| o.to_string());
     let lag = g.lag.map_or("-".into(), |l| l.to_string());
-    let members = match g.members {
-        1 => "1 member".to_string(),
-        n => format!("{n} members"),
+    let members = lang.count(g.members, "member");
+    let said = |english: &str| {
+        lang.fmt(
+            english,
+            &[
+                ("committed", &committed),
+                ("lag", &lag),
+                ("members", &members),
+                ("state", &g.state),
+            ],
+        )
     };
     let rests = [
-        format!("  committed {committed} · lag {lag} · {members} · {}", g.state),
-        format!("  committed {committed} · lag {lag} · {}", g.state),
-        format!("  at {committed} · lag {lag}"),
-        format!(" lag {lag}"),
+        format!("  {}", said("committed {committed} · lag {lag} · {members} · {state}")),
+        format!("  {}", said("committed {committed} · lag {lag} · {state}")),
+        format!("  {}", said("at {committed} · lag {lag}")),
+        format!(" {}", said("lag {lag}")),
     ];
     let id_min = g.id.width().min(8);
     let rest = rests
@@ -974,19 +1030,16 @@ fn group_line(c: &mut Canvas, g: &Group, t: &Theme, x: usize, y: usize, room: us
 }
 
 /// Under the producers: what the glyphs mean.
-fn legend(c: &mut Canvas, flow: &Flow, t: &Theme, top: usize, room: usize) {
+fn legend(c: &mut Canvas, flow: &Flow, (t, lang): (&Theme, &Lang), top: usize, room: usize) {
+    let tr = |english: &str| lang.tr(english).to_string();
     let mut lines: Vec<(char, Style, Vec<String>)> = vec![
-        ('■', t.title, vec!["a batch of records".into(), "records".into()]),
-        ('✓', t.ok, vec!["ack to the producer".into(), "ack".into()]),
-        (
-            '◆',
-            t.in_sync,
-            vec!["follower's fetch offset".into(), "fetch offset".into()],
-        ),
-        ('╌', t.warn, vec!["slow or broken link".into(), "bad link".into()]),
+        ('■', t.title, vec![tr("a batch of records"), tr("records")]),
+        ('✓', t.ok, vec![tr("ack to the producer"), tr("ack")]),
+        ('◆', t.in_sync, vec![tr("follower's fetch offset"), tr("fetch offset")]),
+        ('╌', t.warn, vec![tr("slow or broken link"), tr("bad link")]),
     ];
     if !flow.moves() && !flow.frozen() {
-        lines.push((' ', t.dim, vec!["no traffic: still".into(), "still".into()]));
+        lines.push((' ', t.dim, vec![tr("no traffic: still"), tr("still")]));
     }
     for (i, (glyph, style, text)) in lines.into_iter().enumerate() {
         let y = top + 1 + i;
@@ -1112,6 +1165,7 @@ mod tests {
         picture(
             &flow,
             &Theme::monochrome(),
+            Lang::english(),
             clock_at(v, now),
             &flow.rules(),
             width,

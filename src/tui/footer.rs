@@ -42,10 +42,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
     let line = if app.overlay() == Some(&Overlay::Filter) {
+        let lang = app.lang;
         Line::from(vec![
-            Span::styled(format!(" filter {}: ", app.focus.title()), t.title),
+            Span::styled(
+                format!(
+                    " {}: ",
+                    lang.fmt("filter {pane}", &[("pane", &lang.tr(app.focus.title()))])
+                ),
+                t.title,
+            ),
             Span::raw(app.filter(app.focus).to_string()),
-            Span::styled("▏  Enter keep · Esc clear", t.dim),
+            Span::styled(format!("▏  {}", lang.tr("Enter keep · Esc clear")), t.dim),
         ])
     } else {
         let mut spans = Vec::new();
@@ -55,14 +62,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         if !filter.is_empty() {
             let searching =
                 app.focus == super::Pane::Messages && app.tail.as_ref().is_some_and(|t| t.search_progress().is_some());
-            let what = if searching { "search" } else { "filter" };
-            let text = format!(" {what} \"{filter}\" (Esc clears) ");
-            used += text.chars().count();
+            let text = app.lang.fmt(
+                if searching {
+                    "search \"{filter}\" (Esc clears)"
+                } else {
+                    "filter \"{filter}\" (Esc clears)"
+                },
+                &[("filter", &filter)],
+            );
+            let text = format!(" {text} ");
+            used += unicode_width::UnicodeWidthStr::width(text.as_str());
             spans.push(Span::styled(text, t.warn));
         }
         if let Some(status) = app.status.as_ref().filter(|s| s.current(now)) {
             let text = fit_sentence(&status.text, width.saturating_sub(2) * 2 / 3);
-            used += text.chars().count() + 4;
+            used += unicode_width::UnicodeWidthStr::width(text.as_str()) + 4;
             spans.push(Span::styled(format!(" {text}  "), t.severity(status.severity)));
             spans.push(Span::styled("│", t.dim));
         }

@@ -9,10 +9,10 @@ use ratatui::widgets::{Cell, Row, Table};
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, rows_in, scroll, spaced_row};
+use super::layout::Width::{Length, Min};
+use super::layout::{Column, block, headers, rows_in, scroll, spaced_row};
 use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
-use crate::view::words::count;
 
 pub struct GroupsPane;
 
@@ -52,7 +52,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     }
     let t = &app.theme;
     let groups = app.visible_groups();
-    let block = block(app, Pane::Groups, count(app.view.groups.len(), "group"));
+    let block = block(app, Pane::Groups, app.lang.count(app.view.groups.len(), "group"));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let list_height = (groups.len() as u16 + 1).clamp(2, inner.height / 2);
@@ -77,22 +77,18 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
             ]);
             if i == cursor { row.style(t.selected) } else { row }
         });
-    let header = Row::new(vec![
-        Cell::from("GROUP"),
-        Cell::from("STATE"),
-        Cell::from(Line::from("MEMB").right_aligned()),
-        Cell::from(Line::from("LAG").right_aligned()),
-        Cell::from("TREND"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(id_width as u16),
-        Constraint::Length(11),
-        Constraint::Length(4),
-        Constraint::Length(6),
-        Constraint::Length(8),
-    ];
-    frame.render_widget(Table::new(rows, widths).header(header), parts[0]);
+    let columns = headers(
+        app,
+        &[
+            Column::left("GROUP", Length(id_width as u16)),
+            Column::left("STATE", Length(11)),
+            Column::right("MEMB", Length(4)),
+            Column::right("LAG", Length(6)),
+            Column::left("TREND", Length(8)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header), parts[0]);
 
     let Some(group) = app.selected_group() else {
         return layout;
@@ -120,22 +116,18 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
             Cell::from(Span::styled(member, t.dim)),
         ])
     });
-    let header = Row::new(vec![
-        Cell::from("PARTITION"),
-        Cell::from(Line::from("COMMITTED").right_aligned()),
-        Cell::from(Line::from("END").right_aligned()),
-        Cell::from(Line::from("LAG").right_aligned()),
-        Cell::from("MEMBER"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(16),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(6),
-        Constraint::Min(6),
-    ];
-    frame.render_widget(Table::new(rows, widths).header(header), parts[1]);
+    let columns = headers(
+        app,
+        &[
+            Column::left("PARTITION", Length(16)),
+            Column::right("COMMITTED", Length(9)),
+            Column::right("END", Length(8)),
+            Column::right("LAG", Length(6)),
+            Column::left("MEMBER", Min(6)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header), parts[1]);
     layout
 }
 
@@ -143,7 +135,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let groups = app.visible_groups();
-    let block = block(app, Pane::Groups, count(app.view.groups.len(), "group"));
+    let block = block(app, Pane::Groups, app.lang.count(app.view.groups.len(), "group"));
     let inner = block.inner(area);
     let height = rows_in(inner.height.saturating_sub(1), 2);
     let cursor = app.cursor(Pane::Groups);
@@ -160,19 +152,20 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         ]));
         if i == cursor { row.style(t.selected) } else { row }
     });
-    let header = Row::new(vec![
-        Cell::from("GROUP"),
-        Cell::from("STATE"),
-        Cell::from(Line::from("LAG").right_aligned()),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(id_width as u16),
-        Constraint::Length(11),
-        Constraint::Length(8),
-    ];
+    let columns = headers(
+        app,
+        &[
+            Column::left("GROUP", Length(id_width as u16)),
+            Column::left("STATE", Length(11)),
+            Column::right("LAG", Length(8)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        Table::new(rows, columns.widths)
+            .header(header)
+            .column_spacing(3)
+            .block(block),
         area,
     );
     layout

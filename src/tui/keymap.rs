@@ -78,7 +78,7 @@ impl Meaning for Binding {
         )
     }
 
-    /// What the help overlay says.
+    /// What the help overlay says (in English: the id of its translation in the catalogue).
     fn describe(self) -> &'static str {
         match self {
             Binding::Quit => "quit (an embedded cluster shuts down cleanly)",
@@ -95,7 +95,7 @@ impl Meaning for Binding {
             Binding::Filter => "filter the focused pane by substring",
             Binding::Explain => "explain the selection: why this HW, ISR, leader, fencing, rebalance, failure",
             Binding::ReplicaLog => "the selected partition's replicated log: one strip per replica",
-            Binding::Flow => "records flowing through the selected partition: producers, leader, followers, groups",
+            Binding::Flow => "records through the selected partition: producers, leader, followers, groups",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",

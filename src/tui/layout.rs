@@ -47,9 +47,14 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         panes: Vec::new(),
     };
     if layout.too_small {
-        let text = format!(
-            "terminal too small: {}x{}, kdeck needs at least {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
-            area.width, area.height
+        let text = app.lang.fmt(
+            "terminal too small: {width}x{height}, kdeck needs at least {min_width}x{min_height} (q quits)",
+            &[
+                ("width", &area.width),
+                ("height", &area.height),
+                ("min_width", &MIN_WIDTH),
+                ("min_height", &MIN_HEIGHT),
+            ],
         );
         frame.render_widget(Paragraph::new(Line::styled(text, app.theme.warn)), area);
         return layout;
@@ -224,12 +229,15 @@ fn place(frame: &mut Frame, app: &App, pane: Pane, area: Rect, now: DateTime<Utc
 pub fn block<'a>(app: &App, pane: Pane, info: String) -> Block<'a> {
     let focused = app.focus == pane;
     let filter = app.filter(pane);
-    let mut title = format!(" {} {} ", pane.index() + 1, view_of(pane).title());
+    let mut title = format!(" {} {} ", pane.index() + 1, app.lang.tr(view_of(pane).title()));
     if !info.is_empty() {
         title.push_str(&format!("· {info} "));
     }
     if !filter.is_empty() {
-        title.push_str(&format!("· filter \"{filter}\" "));
+        title.push_str(&format!(
+            "· {} ",
+            app.lang.fmt("filter \"{filter}\"", &[("filter", &filter)])
+        ));
     }
     Block::default()
         .borders(Borders::ALL)
@@ -243,6 +251,78 @@ pub fn block<'a>(app: &App, pane: Pane, info: String) -> Block<'a> {
             title,
             if focused { app.theme.title } else { app.theme.text },
         ))
+}
+
+/// A table's column headers in the console's language, each with its column's width: the
+/// width asked for, or the header's display width when a translation is wider (a header is
+/// never cut, least of all inside a wide character). A header marked `keep` is a name kept
+/// in every language (HW, LEO, ISR).
+pub struct Headers<'a> {
+    pub cells: Vec<ratatui::widgets::Cell<'a>>,
+    pub widths: Vec<Constraint>,
+}
+
+/// One column: its header, how wide it is at least, and how its header is aligned.
+#[derive(Clone, Copy)]
+pub struct Column {
+    pub header: &'static str,
+    pub width: Width,
+    pub right: bool,
+    /// A name shown as it is in every language.
+    pub keep: bool,
+}
+
+/// How wide a column is: exactly (unless its header needs more), or at least.
+#[derive(Clone, Copy)]
+pub enum Width {
+    Length(u16),
+    Min(u16),
+}
+
+impl Column {
+    pub fn left(header: &'static str, width: Width) -> Column {
+        Column {
+            header,
+            width,
+            right: false,
+            keep: false,
+        }
+    }
+
+    pub fn right(header: &'static str, width: Width) -> Column {
+        Column {
+            right: true,
+            ..Column::left(header, width)
+        }
+    }
+
+    /// The column with its header kept as it is in every language.
+    pub fn kept(self) -> Column {
+        Column { keep: true, ..self }
+    }
+}
+
+/// The headers and widths of `columns` in `app`'s language.
+pub fn headers<'a>(app: &App, columns: &[Column]) -> Headers<'a> {
+    let mut out = Headers {
+        cells: Vec::new(),
+        widths: Vec::new(),
+    };
+    for c in columns {
+        let text = if c.keep { c.header } else { app.lang.tr(c.header) }.to_string();
+        let need = u16::try_from(unicode_width::UnicodeWidthStr::width(text.as_str())).unwrap_or(u16::MAX);
+        out.widths.push(match c.width {
+            Width::Length(n) => Constraint::Length(n.max(need)),
+            Width::Min(n) => Constraint::Min(n.max(need)),
+        });
+        let line = Line::from(text);
+        out.cells.push(ratatui::widgets::Cell::from(if c.right {
+            line.right_aligned()
+        } else {
+            line
+        }));
+    }
+    out
 }
 
 /// The first row to show so that `cursor` is visible in `height` rows.

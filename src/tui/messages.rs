@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, FixedOffset, Utc};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 use unicode_width::UnicodeWidthStr;
@@ -11,10 +11,12 @@ use unicode_width::UnicodeWidthStr;
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, scroll};
+use super::layout::Width::Length;
+use super::layout::{Column, block, headers, scroll};
 use super::pane::{PaneLayout, PaneView};
 use super::text::fit;
-use crate::view::{TailMode, TailRecord};
+use crate::view::lang::Lang;
+use crate::view::{SeekPosition, TailMode, TailRecord};
 
 /// A record field as one line of text: UTF-8 as is, binary as hex.
 pub fn preview(bytes: &Option<bytes::Bytes>) -> String {
@@ -72,27 +74,43 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let Some(tail) = &app.tail else {
         let block = block(app, Pane::Messages, String::new());
-        frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
+        frame.render_widget(
+            Paragraph::new(app.lang.tr("no topic selected"))
+                .style(t.dim)
+                .block(block),
+            area,
+        );
         return PaneLayout::plain(Pane::Messages, area);
     };
+    let lang = app.lang;
     let messages = app.visible_messages();
     let spec = &tail.spec;
-    let partition = spec.partition.map_or("all partitions".to_string(), |p| format!("p{p}"));
-    let mode = match (&tail.frozen, tail.follow, spec.mode) {
-        (Some(_), ..) => "FROZEN".to_string(),
-        (None, true, _) => "following".to_string(),
-        (None, false, TailMode::Ring) => "scrolling".to_string(),
-        (None, false, TailMode::Window) => "browsing".to_string(),
-    };
+    let partition = spec
+        .partition
+        .map_or(lang.tr("all partitions").to_string(), |p| format!("p{p}"));
+    let mode = lang.tr(match (&tail.frozen, tail.follow, spec.mode) {
+        (Some(_), ..) => "FROZEN",
+        (None, true, _) => "following",
+        (None, false, TailMode::Ring) => "scrolling",
+        (None, false, TailMode::Window) => "browsing",
+    });
+    let start = start_label(lang, &spec.start);
     // A search's progress comes first: it is what the user waits for.
     let mut info = match tail.search_progress() {
         Some((scanned, matched, done)) => format!(
-            "search: scanned {scanned}, matched {matched}{} · {} · {partition} · from {}",
-            if done { ", done" } else { "…" },
+            "{} · {} · {partition} · {}",
+            lang.fmt(
+                if done {
+                    "search: scanned {scanned}, matched {matched}, done"
+                } else {
+                    "search: scanned {scanned}, matched {matched}…"
+                },
+                &[("scanned", &scanned), ("matched", &matched)]
+            ),
             spec.topic,
-            spec.start
+            lang.fmt("from {start}", &[("start", &start)]),
         ),
-        None => format!("{} · {partition} · {} · {mode}", spec.topic, spec.start),
+        None => format!("{} · {partition} · {start} · {mode}", spec.topic),
     };
     if let Some(e) = tail.error() {
         info.push_str(&format!(" · {e}"));
@@ -129,25 +147,31 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
                 row
             }
         });
-    let header = Row::new(vec![
-        Cell::from(Line::from("P").right_aligned()),
-        Cell::from(Line::from("OFFSET").right_aligned()),
-        Cell::from("TIME"),
-        Cell::from("KEY"),
-        Cell::from("VALUE"),
-        Cell::from("HDRS"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(3),
-        Constraint::Length(8),
-        Constraint::Length(12),
-        Constraint::Length(key_width as u16),
-        Constraint::Length(value_width as u16),
-        Constraint::Length(4),
-    ];
-    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let columns = headers(
+        app,
+        &[
+            Column::right("P", Length(3)).kept(),
+            Column::right("OFFSET", Length(8)),
+            Column::left("TIME", Length(12)),
+            Column::left("KEY", Length(key_width as u16)),
+            Column::left("VALUE", Length(value_width as u16)),
+            Column::left("HDRS", Length(4)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
+}
+
+/// Where a tail starts, in `lang` (English: as [`SeekPosition`] displays it).
+fn start_label(lang: &Lang, start: &SeekPosition) -> String {
+    match start {
+        SeekPosition::Beginning => lang.tr("beginning").to_string(),
+        SeekPosition::End => lang.tr("end").to_string(),
+        SeekPosition::Last(n) => lang.fmt("last {n}", &[("n", n)]),
+        SeekPosition::Offset(o) => lang.fmt("offset {offset}", &[("offset", o)]),
+        SeekPosition::Timestamp(_) => start.to_string(),
+    }
 }
 
 /// The body of a record for the detail view: pretty JSON when it parses, the text when it
@@ -248,39 +272,41 @@ fn indent_json(text: &str) -> Vec<String> {
 
 pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord) {
     let t = &app.theme;
+    let lang = app.lang;
     let popup = centered(area, 90, 80);
     let topic = app.tail.as_ref().map_or("", |t| t.spec.topic.as_str());
+    // Labels in a column of 17 display columns (wider when a translation needs it).
+    let labels = ["topic-partition", "offset", "timestamp", "key"].map(|l| lang.tr(l));
+    let column = labels.iter().map(|l| l.width() + 2).max().unwrap_or(0).max(17);
+    let label = |l: &str| Span::styled(format!("{l}{}", " ".repeat(column.saturating_sub(l.width()))), t.dim);
     let mut lines = vec![
         Line::from(vec![
-            Span::styled("topic-partition  ", t.dim),
+            label(labels[0]),
             Span::raw(format!("{topic}-{}", record.partition)),
         ]),
+        Line::from(vec![label(labels[1]), Span::raw(record.offset.to_string())]),
         Line::from(vec![
-            Span::styled("offset           ", t.dim),
-            Span::raw(record.offset.to_string()),
-        ]),
-        Line::from(vec![
-            Span::styled("timestamp        ", t.dim),
+            label(labels[2]),
             Span::raw(format!(
                 "{} ({} ms)",
                 local_time(record.timestamp, app.tz, "%Y-%m-%d %H:%M:%S%.3f %:z"),
                 record.timestamp
             )),
         ]),
-        Line::from(vec![
-            Span::styled("key              ", t.dim),
-            Span::raw(preview(&record.key)),
-        ]),
+        Line::from(vec![label(labels[3]), Span::raw(preview(&record.key))]),
     ];
-    lines.push(Line::styled("headers", t.dim));
+    lines.push(Line::styled(lang.tr("headers").to_string(), t.dim));
     if record.headers.is_empty() {
-        lines.push(Line::raw("  (none)"));
+        lines.push(Line::raw(format!("  {}", lang.tr("(none)"))));
     }
     for (k, v) in &record.headers {
         lines.push(Line::raw(format!("  {k} = {}", preview(v))));
     }
     let size = record.value.as_ref().map_or(0, |v| v.len());
-    lines.push(Line::styled(format!("value ({size} bytes)"), t.dim));
+    lines.push(Line::styled(
+        lang.fmt("value ({size} bytes)", &[("size", &size)]),
+        t.dim,
+    ));
     let body_width = popup.width.saturating_sub(4) as usize;
     lines.extend(pretty(&record.value).into_iter().map(|l| {
         let l = if l.width() > body_width { fit(&l, body_width) } else { l };
@@ -292,7 +318,7 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(t.focused_border)
-                .title(" Message · Esc close "),
+                .title(format!(" {} · {} ", lang.tr("Message"), lang.tr("Esc close"))),
         ),
         popup,
     );

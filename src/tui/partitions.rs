@@ -4,14 +4,16 @@
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, flashing, rows_in, scroll, spaced_row};
+use super::layout::Width::{Length, Min};
+use super::layout::{Column, block, flashing, headers, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::theme::Theme;
 use crate::view::{PartitionRow, ReplicaRole};
@@ -92,16 +94,21 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
     let t = &app.theme;
     let Some(topic) = app.selected_topic() else {
         let block = block(app, Pane::Partitions, String::new());
-        frame.render_widget(Paragraph::new("no topic selected").style(t.dim).block(block), area);
+        frame.render_widget(
+            Paragraph::new(app.lang.tr("no topic selected"))
+                .style(t.dim)
+                .block(block),
+            area,
+        );
         return PaneLayout::plain(Pane::Partitions, area);
     };
     if app.projector() {
         return draw_projector(frame, area, app, now, &topic.name);
     }
     let partitions = app.visible_partitions();
-    let legend = " · ★ leader ● in sync ○ out of sync ✗ offline";
-    let room = (area.width as usize).saturating_sub(20 + topic.name.chars().count());
-    let info = if legend.chars().count() <= room {
+    let legend = format!(" · {}", app.lang.tr("★ leader ● in sync ○ out of sync ✗ offline"));
+    let room = (area.width as usize).saturating_sub(20 + topic.name.width());
+    let info = if legend.width() <= room {
         format!("{}{legend}", topic.name)
     } else {
         topic.name.clone()
@@ -129,7 +136,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             let flash = flashing(app, p.changed_at, now);
             let leader = match p.leader {
                 Some(l) => Span::styled(l.to_string(), if flash { t.flash } else { t.leader }),
-                None => Span::styled("none", t.error),
+                None => Span::styled(app.lang.tr("none").to_string(), t.error),
             };
             let isr_style = if flash {
                 t.flash
@@ -161,34 +168,27 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
                 row
             }
         });
-    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
-    let header = Row::new(vec![
-        right("P"),
-        right("LEADER"),
-        right("EPOCH"),
-        Cell::from("REPLICAS"),
-        Cell::from("ISR"),
-        Cell::from("PREF"),
-        right("HW"),
-        right("LEO"),
-        right("START"),
-        Cell::from("BEHIND"),
-    ])
-    .style(t.column_header);
-    let widths = [
-        Constraint::Length(3),
-        Constraint::Length(6),
-        Constraint::Length(5),
-        Constraint::Length(replica_width),
-        Constraint::Length((rf * 2).saturating_sub(1).max(3) as u16),
-        Constraint::Length(4),
-        Constraint::Length(7),
-        Constraint::Length(7),
-        Constraint::Length(5),
-        Constraint::Min(8),
-    ];
+    let columns = headers(
+        app,
+        &[
+            Column::right("P", Length(3)).kept(),
+            Column::right("LEADER", Length(6)),
+            Column::right("EPOCH", Length(5)),
+            Column::left("REPLICAS", Length(replica_width)),
+            Column::left("ISR", Length((rf * 2).saturating_sub(1).max(3) as u16)).kept(),
+            Column::left("PREF", Length(4)),
+            Column::right("HW", Length(7)).kept(),
+            Column::right("LEO", Length(7)).kept(),
+            Column::right("START", Length(5)),
+            Column::left("BEHIND", Min(8)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(1).block(block),
+        Table::new(rows, columns.widths)
+            .header(header)
+            .column_spacing(1)
+            .block(block),
         area,
     );
     layout
@@ -199,9 +199,9 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, topic: &str) -> PaneLayout {
     let t = &app.theme;
     let partitions = app.visible_partitions();
-    let legend = " · ★ leader ● in sync ○ behind ✗ offline";
-    let room = (area.width as usize).saturating_sub(16 + topic.chars().count());
-    let info = if legend.chars().count() <= room {
+    let legend = format!(" · {}", app.lang.tr("★ leader ● in sync ○ behind ✗ offline"));
+    let room = (area.width as usize).saturating_sub(16 + topic.width());
+    let info = if legend.width() <= room {
         format!("{topic}{legend}")
     } else {
         topic.to_string()
@@ -224,7 +224,7 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, 
         let flash = flashing(app, p.changed_at, now);
         let leader = match p.leader {
             Some(l) => Span::styled(l.to_string(), if flash { t.flash } else { t.leader }),
-            None => Span::styled("NONE", t.error),
+            None => Span::styled(app.lang.tr("none").to_uppercase(), t.error),
         };
         let row = spaced_row(Row::new(vec![
             Cell::from(Line::from(p.partition.to_string()).right_aligned()),
@@ -238,17 +238,21 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>, 
             row
         }
     });
-    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
-    let header =
-        Row::new(vec![right("P"), right("LEADER"), Cell::from("REPLICAS"), right("HW")]).style(t.column_header);
-    let widths = [
-        Constraint::Length(3),
-        Constraint::Length(6),
-        Constraint::Length(replica_width),
-        Constraint::Length(7),
-    ];
+    let columns = headers(
+        app,
+        &[
+            Column::right("P", Length(3)).kept(),
+            Column::right("LEADER", Length(6)),
+            Column::left("REPLICAS", Length(replica_width)),
+            Column::right("HW", Length(7)).kept(),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        Table::new(rows, columns.widths)
+            .header(header)
+            .column_spacing(3)
+            .block(block),
         area,
     );
     layout

@@ -16,10 +16,11 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::app::App;
 use super::explain::wrap;
 use super::keymap::Binding;
-use super::text::{Item, by_priority};
+use super::text::{Item, by_priority, fit};
 use crate::view::explain::{self, truncation_point};
 use crate::view::timeline::{ids, partition_name};
 use crate::view::{PartitionRow, ReplicaRow};
+use unicode_width::UnicodeWidthStr;
 
 /// Width of the label column left of the strips: `★ broker 12  in ISR `.
 const LABEL: usize = 22;
@@ -28,10 +29,11 @@ const LABEL: usize = 22;
 /// back, drawn on `area`; returns the area inside.
 pub(super) fn picture_frame(frame: &mut Frame, area: Rect, app: &App, what: &str, tp: &str) -> Rect {
     let back = app.keymap.hint(Binding::Back);
+    let title = format!(" {} · {tp} · {back} {} ", app.lang.tr(what), app.lang.tr("back"));
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(app.theme.focused_border)
-        .title(Line::styled(format!(" {what} · {tp} · {back} back "), app.theme.title));
+        .title(Line::styled(title, app.theme.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     inner
@@ -47,7 +49,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, topic: &str, partition: i3
         .iter()
         .find(|p| p.topic == topic && p.partition == partition)
     else {
-        let text = format!("{tp} is not in the cluster's metadata now (deleted?)");
+        let text = app.lang.fmt(NOT_IN_METADATA, &[("partition", &tp)]);
         frame.render_widget(Paragraph::new(Line::styled(text, t.warn)), inner);
         return;
     };
@@ -119,6 +121,7 @@ impl Scale {
 fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<Line<'static>> {
     let t = &app.theme;
     let view = &app.view;
+    let lang = app.lang;
     let leader = p.leader.and_then(|l| p.replica(l));
     let lo = p
         .replicas
@@ -158,34 +161,42 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
     let scale = Scale::new(lo, focus, hi, width);
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{} ", partition_name(&p.topic, p.partition)), t.title),
-        Span::raw(format!(
-            "leader {} · epoch {} · HW {} · ISR {} · offsets {lo}-{hi}",
-            p.leader.map_or("none".into(), |l| l.to_string()),
-            p.leader_epoch,
-            p.high_watermark.map_or("-".into(), |h| h.to_string()),
-            ids(&p.isr),
+        Span::raw(lang.fmt(
+            "leader {leader} · epoch {epoch} · HW {hw} · ISR {isr} · offsets {lo}-{hi}",
+            &[
+                (
+                    "leader",
+                    &p.leader.map_or(lang.tr("none").to_string(), |l| l.to_string()),
+                ),
+                ("epoch", &p.leader_epoch),
+                ("hw", &p.high_watermark.map_or("-".into(), |h| h.to_string())),
+                ("isr", &ids(&p.isr)),
+                ("lo", &lo),
+                ("hi", &hi),
+            ],
         )),
     ])];
     if p.leader.is_none() {
-        let note = "offline: no leader, so no HW moves; each strip is shaded from its replica's own last HW";
+        let note = lang.tr("offline: no leader, so no HW moves; each strip is shaded from its replica's own last HW");
         lines.extend(wrap(note, text_width).into_iter().map(|l| Line::styled(l, t.error)));
     }
-    lines.push(axis(scale, t.dim));
+    lines.push(axis(scale, lang.tr("offsets"), t.dim));
     let cuts_any = cuts.iter().any(Option::is_some);
     let mut notes = Vec::new();
     for (r, cut) in p.replicas.iter().zip(cuts) {
         let in_isr = p.isr.contains(&r.broker);
-        let label = format!(
-            "{} broker {:<3} {}",
-            r.role.glyph(),
-            r.broker,
-            if in_isr { "in ISR" } else { "" }
-        );
-        let label = Span::styled(format!("{label:<LABEL$}"), t.role(r.role));
+        let isr = if in_isr { lang.tr("in ISR") } else { "" };
+        let mut label = format!("{} broker {:<3} {isr}", r.role.glyph(), r.broker);
+        // A space before the strip always: a longer translation loses the id's padding
+        // first, then its end.
+        if label.width() >= LABEL {
+            label = fit(&format!("{} broker {} {isr}", r.role.glyph(), r.broker), LABEL - 1);
+        }
+        let label = Span::styled(padded(&label, LABEL), t.role(r.role));
         let Some(leo) = r.log_end_offset else {
             lines.push(Line::from(vec![
                 label,
-                Span::styled("(down: its log end is not known)", t.dim),
+                Span::styled(lang.tr("(down: its log end is not known)").to_string(), t.dim),
             ]));
             lines.push(Line::raw(""));
             continue;
@@ -206,15 +217,18 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
         ]));
         if let Some(to) = cut {
             notes.extend(
-                wrap(&format!("  {}", explain::diverged(r.broker, to, leo)), text_width)
-                    .into_iter()
-                    .map(|l| Line::styled(l, t.diverged)),
+                wrap(
+                    &format!("  {}", lang.say(&explain::diverged_said(r.broker, to, leo))),
+                    text_width,
+                )
+                .into_iter()
+                .map(|l| Line::styled(l, t.diverged)),
             );
         }
     }
     lines.push(Line::raw(""));
     for r in &p.replicas {
-        let sentence = format!("  {}", explain::replica_line(view, p, r));
+        let sentence = format!("  {}", lang.say(&explain::replica_said(view, p, r)));
         lines.extend(wrap(&sentence, text_width).into_iter().map(|l| Line::styled(l, t.text)));
     }
     lines.extend(notes);
@@ -226,7 +240,7 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
         .collect();
     epochs.sort_unstable();
     epochs.dedup();
-    let mut epoch_spans = vec![Span::styled("epochs:", t.dim)];
+    let mut epoch_spans = vec![Span::styled(lang.tr("epochs:").to_string(), t.dim)];
     for e in epochs {
         epoch_spans.push(Span::raw(" "));
         epoch_spans.push(Span::styled(format!("e{e}"), t.epoch(e)));
@@ -240,36 +254,39 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
             Item::new(
                 vec![
                     Span::styled("█", t.text),
-                    Span::styled(" committed (below the HW)", t.dim),
+                    Span::styled(format!(" {}", lang.tr("committed (below the HW)")), t.dim),
                 ],
                 6,
             )
-            .or_short(vec![Span::styled("█", t.text), Span::styled(" committed", t.dim)]),
+            .or_short(vec![
+                Span::styled("█", t.text),
+                Span::styled(format!(" {}", lang.tr("committed")), t.dim),
+            ]),
             Item::new(
                 vec![
                     gap(),
                     Span::styled("░", t.uncommitted),
-                    Span::styled(" uncommitted (HW to LEO)", t.dim),
+                    Span::styled(format!(" {}", lang.tr("uncommitted (HW to LEO)")), t.dim),
                 ],
                 6,
             )
             .or_short(vec![
                 gap(),
                 Span::styled("░", t.uncommitted),
-                Span::styled(" uncommitted", t.dim),
+                Span::styled(format!(" {}", lang.tr("uncommitted")), t.dim),
             ]),
             Item::new(
                 vec![
                     gap(),
                     Span::styled("×", t.diverged),
-                    Span::styled(" diverged: not in the leader's log", t.dim),
+                    Span::styled(format!(" {}", lang.tr("diverged: not in the leader's log")), t.dim),
                 ],
                 diverged,
             )
             .or_short(vec![
                 gap(),
                 Span::styled("×", t.diverged),
-                Span::styled(" diverged", t.dim),
+                Span::styled(format!(" {}", lang.tr("diverged")), t.dim),
             ]),
             Item::new(vec![gap(), Span::styled("│HW ┘LEO", t.dim)], 3),
             Item::new([vec![gap()], epoch_spans].concat(), 1),
@@ -280,17 +297,26 @@ fn picture(app: &App, p: &PartitionRow, width: usize, text_width: usize) -> Vec<
     lines
 }
 
-/// The offsets under the header: the log start at the left, the break, the furthest end.
-fn axis(scale: Scale, style: Style) -> Line<'static> {
-    let mut text = format!("{:<LABEL$}{}", "offsets", scale.lo);
+/// `text` padded with spaces to `width` display columns (a CJK character takes two).
+fn padded(text: &str, width: usize) -> String {
+    format!("{text}{}", " ".repeat(width.saturating_sub(text.width())))
+}
+
+/// What a replica-log screen says of a partition the view does not have.
+pub(super) const NOT_IN_METADATA: &str = "{partition} is not in the cluster's metadata now (deleted?)";
+
+/// The offsets under the header (`offsets`, in the console's language): the log start at
+/// the left, the break, the furthest end.
+fn axis(scale: Scale, offsets: &str, style: Style) -> Line<'static> {
+    let mut text = format!("{}{}", padded(offsets, LABEL), scale.lo);
     if scale.broken() {
         let at = LABEL + BREAK;
-        let pad = at.saturating_sub(text.chars().count());
+        let pad = at.saturating_sub(text.width());
         text.push_str(&format!("{}┊ {}", " ".repeat(pad), scale.mid));
     }
     let end = scale.hi.to_string();
-    let at = (LABEL + scale.width).saturating_sub(end.chars().count());
-    let pad = at.saturating_sub(text.chars().count()).max(1);
+    let at = (LABEL + scale.width).saturating_sub(end.width());
+    let pad = at.saturating_sub(text.width()).max(1);
     text.push_str(&format!("{}{end}", " ".repeat(pad)));
     Line::styled(text, style)
 }

@@ -239,8 +239,8 @@ const NO_LINE_START: &[char] = &[
 ];
 
 /// The units a line breaks between: a word (letters, digits, a non-breaking space keeps a
-/// number with its unit), one wide character (CJK text breaks between any two), each with
-/// the closing punctuation that follows it; and runs of spaces.
+/// number with its unit, a wide one too), one wide character (CJK text breaks between any
+/// two), each with the closing punctuation that follows it; and runs of spaces.
 fn break_units(line: &str) -> Vec<(String, bool)> {
     let mut units: Vec<(String, bool)> = Vec::new();
     for c in line.chars() {
@@ -249,6 +249,8 @@ fn break_units(line: &str) -> Vec<(String, bool)> {
         match units.last_mut() {
             Some((u, true)) if space => u.push(c),
             Some((u, false)) if !space && NO_LINE_START.contains(&c) => u.push(c),
+            // A non-breaking space glues what follows, a wide unit too ("3.0\u{a0}秒").
+            Some((u, false)) if !space && u.ends_with(crate::view::words::NBSP) => u.push(c),
             Some((u, false)) if !space && !wide && u.chars().last().is_some_and(|l| l.width().unwrap_or(0) <= 1) => {
                 u.push(c)
             }
@@ -337,6 +339,7 @@ mod tests {
         // A non-breaking space keeps a number with its unit.
         assert_eq!(wrap("after 4.7 s", 9), vec!["after", "4.7 s"]);
         assert_eq!(wrap("after 4.7\u{a0}s", 8), vec!["after", "4.7 s"]);
+        assert_eq!(wrap("隔离于 3.0\u{a0}秒后", 8), vec!["隔离于", "3.0 秒后"]);
     }
 
     #[test]

@@ -2,17 +2,17 @@
 //! size, retention and the total lag of the groups reading it.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
 
 use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
-use super::layout::{block, rows_in, scroll, spaced_row};
+use super::layout::Width::Length;
+use super::layout::{Column, block, headers, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, fit, rate, retention};
-use crate::view::words::count;
 
 /// Where RETAIN sits among the columns.
 const RETENTION_COLUMN: usize = 6;
@@ -52,7 +52,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     }
     let t = &app.theme;
     let topics = app.visible_topics();
-    let block = block(app, Pane::Topics, count(app.view.topics.len(), "topic"));
+    let block = block(app, Pane::Topics, app.lang.count(app.view.topics.len(), "topic"));
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Topics);
@@ -96,32 +96,22 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
             let row = Row::new(cells);
             if i == cursor { row.style(t.selected) } else { row }
         });
-    let mut header = vec![
-        Cell::from("TOPIC"),
-        Cell::from(Line::from("PARTS").right_aligned()),
-        Cell::from(Line::from("RF").right_aligned()),
-        Cell::from(Line::from("URP").right_aligned()),
-        Cell::from(Line::from("MSG/S").right_aligned()),
-        Cell::from(Line::from("SIZE").right_aligned()),
-        Cell::from(Line::from("RETAIN").right_aligned()),
-        Cell::from(Line::from("LAG").right_aligned()),
-    ];
-    let mut widths = vec![
-        Constraint::Length(name_width as u16),
-        Constraint::Length(5),
-        Constraint::Length(2),
-        Constraint::Length(5),
-        Constraint::Length(8),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(7),
+    let mut columns = vec![
+        Column::left("TOPIC", Length(name_width as u16)),
+        Column::right("PARTS", Length(5)),
+        Column::right("RF", Length(2)).kept(),
+        Column::right("URP", Length(5)),
+        Column::right("MSG/S", Length(8)),
+        Column::right("SIZE", Length(9)),
+        Column::right("RETAIN", Length(8)),
+        Column::right("LAG", Length(7)),
     ];
     if !show_retention {
-        header.remove(RETENTION_COLUMN);
-        widths.remove(RETENTION_COLUMN);
+        columns.remove(RETENTION_COLUMN);
     }
-    let header = Row::new(header).style(t.column_header);
-    frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let columns = headers(app, &columns);
+    let header = Row::new(columns.cells).style(t.column_header);
+    frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
 }
 
@@ -130,7 +120,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let t = &app.theme;
     let topics = app.visible_topics();
-    let block = block(app, Pane::Topics, count(app.view.topics.len(), "topic"));
+    let block = block(app, Pane::Topics, app.lang.count(app.view.topics.len(), "topic"));
     let inner = block.inner(area);
     let height = rows_in(inner.height.saturating_sub(1), 2);
     let cursor = app.cursor(Pane::Topics);
@@ -166,16 +156,21 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         ]));
         if i == cursor { row.style(t.selected) } else { row }
     });
-    let right = |s: &'static str| Cell::from(Line::from(s).right_aligned());
-    let header = Row::new(vec![Cell::from("TOPIC"), right("PARTS"), right("RF"), right("URP")]).style(t.column_header);
-    let widths = [
-        Constraint::Length(name_width as u16),
-        Constraint::Length(5),
-        Constraint::Length(2),
-        Constraint::Length(6),
-    ];
+    let columns = headers(
+        app,
+        &[
+            Column::left("TOPIC", Length(name_width as u16)),
+            Column::right("PARTS", Length(5)),
+            Column::right("RF", Length(2)).kept(),
+            Column::right("URP", Length(6)),
+        ],
+    );
+    let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(
-        Table::new(rows, widths).header(header).column_spacing(3).block(block),
+        Table::new(rows, columns.widths)
+            .header(header)
+            .column_spacing(3)
+            .block(block),
         area,
     );
     layout

@@ -7,6 +7,7 @@
 //! What a source cannot tell (an external cluster's followers' log ends, the timing rules
 //! of [`Controls`]) is left out of the sentence or said to be unknown, never guessed.
 
+use super::lang::Msg;
 use super::timeline::{ids, partition_name};
 use super::{
     BrokerId, BrokerStatus, ClusterView, Controls, EpochStart, EventClass, GroupRow, PartitionRow, ReplicaRole,
@@ -209,10 +210,15 @@ fn epoch_end(epochs: &[EpochStart], leo: i64, requested: i32) -> Option<(i32, i6
 
 /// A diverged follower's suffix: `from`..`to` was written in an epoch the leader did not.
 pub fn diverged(broker: BrokerId, truncate_to: i64, leo: i64) -> String {
-    format!(
-        "broker {broker} diverged: offsets {truncate_to}-{} are not in the leader's log; will truncate to {truncate_to}",
-        leo - 1
-    )
+    diverged_said(broker, truncate_to, leo).english()
+}
+
+/// [`diverged`] as a message of the catalogue, for a console in another language.
+pub fn diverged_said(broker: BrokerId, truncate_to: i64, leo: i64) -> Msg {
+    Msg::new("broker {broker} diverged: offsets {to}-{last} are not in the leader's log; will truncate to {to}")
+        .with("broker", broker)
+        .with("to", truncate_to)
+        .with("last", leo - 1)
 }
 
 // ---- Whole explanations. ----
@@ -328,33 +334,43 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
 
 /// One replica in a line: role, LEO, how far behind, ISR, and why it is out.
 pub fn replica_line(view: &ClusterView, p: &PartitionRow, r: &ReplicaRow) -> String {
-    let mut text = format!("broker {} {} {}", r.broker, r.role.glyph(), r.role.label());
+    replica_said(view, p, r).english()
+}
+
+/// [`replica_line`] as a message of the catalogue: `broker 2 ○ out-of-sync` then its parts
+/// (`LEO 1150`, `HW 1150`, `51 behind`, `out of ISR: ...`), each a message, joined by
+/// `{head}: {rest}` and `{a}, {b}`.
+pub fn replica_said(view: &ClusterView, p: &PartitionRow, r: &ReplicaRow) -> Msg {
+    let head = Msg::new("broker {broker} {glyph} {role}")
+        .with("broker", r.broker)
+        .with("glyph", r.role.glyph())
+        .with_msg("role", Msg::words(r.role.label()));
+    let mut parts = Vec::new();
     match r.log_end_offset {
         Some(leo) => {
-            text.push_str(&format!(": LEO {leo}"));
+            parts.push(Msg::new("LEO {leo}").with("leo", leo));
             if let Some(hw) = r.high_watermark.filter(|_| r.role != ReplicaRole::Leader) {
-                text.push_str(&format!(", HW {hw}"));
+                parts.push(Msg::new("HW {hw}").with("hw", hw));
             }
             if let Some(behind) = p.leader_log_end().map(|l| l - leo).filter(|b| *b > 0) {
-                text.push_str(&format!(", {behind} behind"));
+                parts.push(Msg::new("{n} behind").with("n", behind));
             }
         }
-        None => text.push_str(": LEO unknown"),
+        None => parts.push(Msg::new("LEO unknown")),
     }
+    let out = |why: Msg| Msg::new("out of ISR: {why}").with_msg("why", why);
     if p.isr.contains(&r.broker) {
-        text.push_str(", in ISR");
+        parts.push(Msg::new("in ISR"));
     } else if r.role == ReplicaRole::Offline {
-        text.push_str(&format!(", out of ISR: {}", broker_state(view, r.broker)));
+        parts.push(out(Msg::words(broker_state(view, r.broker))));
     } else {
-        let why = match (r.caught_up_ms_ago, view.controls) {
-            (Some(ago), _) => format!("last caught up {} ago", seconds(ago)),
-            (None, Some(c)) => format!(
-                "not caught up for replica.lag.time.max.ms {}",
-                c.replica_lag_time_max_ms
-            ),
-            (None, None) => "not caught up".to_string(),
-        };
-        text.push_str(&format!(", out of ISR: {why}"));
+        parts.push(out(match (r.caught_up_ms_ago, view.controls) {
+            (Some(ago), _) => Msg::new("last caught up {ago} ago").with("ago", seconds(ago)),
+            (None, Some(c)) => {
+                Msg::new("not caught up for replica.lag.time.max.ms {ms}").with("ms", c.replica_lag_time_max_ms)
+            }
+            (None, None) => Msg::new("not caught up"),
+        }));
     }
     if let (Some(leader), Some(leo)) = (p.leader.and_then(|l| p.replica(l)), r.log_end_offset)
         && leader.broker != r.broker
@@ -362,9 +378,15 @@ pub fn replica_line(view: &ClusterView, p: &PartitionRow, r: &ReplicaRow) -> Str
             .log_end_offset
             .and_then(|lleo| truncation_point(&leader.epochs, lleo, &r.epochs, leo))
     {
-        text.push_str(&format!(", diverged: will truncate to {to}"));
+        parts.push(Msg::new("diverged: will truncate to {to}").with("to", to));
     }
-    text
+    let rest = parts
+        .into_iter()
+        .reduce(|a, b| Msg::new("{a}, {b}").with_msg("a", a).with_msg("b", b));
+    match rest {
+        Some(rest) => Msg::new("{head}: {rest}").with_msg("head", head).with_msg("rest", rest),
+        None => head,
+    }
 }
 
 fn why_out(view: &ClusterView, controls: Option<Controls>, r: &ReplicaRow) -> String {
@@ -726,6 +748,7 @@ mod tests {
             cluster_at: DateTime::<Utc>::UNIX_EPOCH,
             severity: Severity::Warn,
             text: text.into(),
+            msg: None,
             class,
         }
     }

@@ -4,10 +4,16 @@
 //! a template names its values (`"{partition} has a new leader"`), and a translation uses
 //! the same names in its own order.
 //!
+//! What the view says without choosing a language (a timeline event, an incident's steps)
+//! is a [`Msg`]: its template and its values. Its English text is [`Msg::english`], the same
+//! bytes a recording or a golden trace keeps; a console in another language shows
+//! [`Lang::say`].
+//!
 //! [`Lang::missing`] lists the ids a translation was asked for and lacks: the tests render
 //! every screen of trainer mode in Chinese and require it empty, so the catalogue stays
 //! complete as the console grows.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 use std::sync::{LazyLock, Mutex};
@@ -88,11 +94,26 @@ impl Lang {
 
     /// The template `english` in this language with its `{name}`s filled from `args`.
     pub fn fmt(&self, english: &str, args: &[(&str, &dyn Display)]) -> String {
-        let mut out = self.tr(english).to_string();
-        for (name, value) in args {
-            out = out.replace(&format!("{{{name}}}"), &value.to_string());
-        }
-        out
+        fill(self.tr(english), |name| {
+            args.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+        })
+    }
+
+    /// `msg` in this language: its template translated, its values filled in (a value that
+    /// is a message of its own translated too).
+    pub fn say(&self, msg: &Msg) -> String {
+        fill(self.tr(&msg.id), |name| {
+            msg.args.iter().find(|(n, _)| *n == name).map(|(_, arg)| match arg {
+                Arg::Value(v) => v.clone(),
+                Arg::Msg(m) => self.say(m),
+            })
+        })
+    }
+
+    /// A count with its noun, singular or plural ("1 topic", "3 topics"), in this language
+    /// (see [`Msg::count`]).
+    pub fn count<N: Display>(&self, n: N, noun: &str) -> String {
+        self.say(&Msg::count(n, noun))
     }
 
     /// The messages asked for that this language lacks, since the start.
@@ -122,10 +143,111 @@ fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
             let toml::Value::String(t) = t else {
                 return Err(format!("[{section}] \"{english}\": a translation is a string"));
             };
+            if out.contains_key(&english) {
+                // One id, one translation: a second would silently win.
+                return Err(format!("\"{english}\" is in the catalogue twice"));
+            }
             out.insert(english, t);
         }
     }
     Ok(out)
+}
+
+/// A message of the catalogue with its values, in no language yet: what the view says of
+/// a happening so that each console can say it in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    /// The English template, which is the catalogue's id: `"broker {broker} down: {how}"`.
+    pub id: Cow<'static, str>,
+    /// The value of each `{name}` of the template.
+    pub args: Vec<(&'static str, Arg)>,
+}
+
+/// The value of a message's `{name}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// Shown as it is in every language: a number, a name, an id, a Kafka error code.
+    Value(String),
+    /// Words of their own, translated too (a reason, a broker's state).
+    Msg(Msg),
+}
+
+impl Msg {
+    /// The message `id` (its English template), its values still to add.
+    pub fn new(id: &'static str) -> Msg {
+        Msg {
+            id: Cow::Borrowed(id),
+            args: Vec::new(),
+        }
+    }
+
+    /// English words that are a message of their own, with no values: a reason the engine
+    /// gives ("missed heartbeats for the session timeout"), a broker's state ("killed").
+    pub fn words(text: impl Into<String>) -> Msg {
+        Msg {
+            id: Cow::Owned(text.into()),
+            args: Vec::new(),
+        }
+    }
+
+    /// `n` and `noun` in the right number, by [`words::count`]'s rule: in English "1
+    /// member", "3 members"; the ids are that text with `{n}` for the number ("{n} member",
+    /// "{n} members").
+    pub fn count<N: Display>(n: N, noun: &str) -> Msg {
+        let n = n.to_string();
+        let english = super::words::count(&n, noun);
+        let rest = english.get(n.len()..).unwrap_or_default();
+        Msg {
+            id: Cow::Owned(format!("{{n}}{rest}")),
+            args: vec![("n", Arg::Value(n))],
+        }
+    }
+
+    /// The message with `{name}` shown as `value` in every language.
+    pub fn with(mut self, name: &'static str, value: impl Display) -> Msg {
+        self.args.push((name, Arg::Value(value.to_string())));
+        self
+    }
+
+    /// The message with `{name}` filled by the message `words`, translated too.
+    pub fn with_msg(mut self, name: &'static str, words: Msg) -> Msg {
+        self.args.push((name, Arg::Msg(words)));
+        self
+    }
+
+    /// The message in English: the text the view keeps (recordings and traces compare it).
+    pub fn english(&self) -> String {
+        Lang::english().say(self)
+    }
+}
+
+/// `template` with each `{name}` that `value` knows replaced by its value, in one pass (a
+/// value is never searched for placeholders itself); other braces are kept as they are.
+fn fill(template: &str, value: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let name = after.find('}').map(|end| &after[..end]).filter(|n| is_name(n));
+        match name.and_then(|n| Some((n.len(), value(n)?))) {
+            Some((len, v)) => {
+                out.push_str(&v);
+                rest = &after[len + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `text` can be a placeholder's name: letters, digits and `_`.
+fn is_name(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Names between braces in a template: what a translation must keep.
@@ -135,7 +257,7 @@ pub fn placeholders(text: &str) -> BTreeSet<String> {
     while let Some(start) = rest.find('{') {
         let after = &rest[start + 1..];
         match after.find('}') {
-            Some(end) if after[..end].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && end > 0 => {
+            Some(end) if is_name(&after[..end]) => {
                 out.insert(after[..end].to_string());
                 rest = &after[end + 1..];
             }
@@ -164,12 +286,6 @@ pub fn catalogue_errors() -> Vec<String> {
         }
     }
     out
-}
-
-/// A count with its noun, singular or plural ("1 topic", "3 topics"), in `lang`: the
-/// English forms are the ids (`"{n} topic"`, `"{n} topics"`).
-pub fn count(lang: &Lang, n: usize, one: &str, many: &str) -> String {
-    lang.fmt(if n == 1 { one } else { many }, &[("n", &n)])
 }
 
 #[cfg(test)]
@@ -205,9 +321,24 @@ mod tests {
     }
 
     #[test]
-    fn counts_agree_with_their_nouns() {
+    fn counts_agree_with_their_nouns_in_every_language() {
         let en = Lang::english();
-        assert_eq!(count(en, 1, "{n} topic", "{n} topics"), "1 topic");
-        assert_eq!(count(en, 2, "{n} topic", "{n} topics"), "2 topics");
+        assert_eq!(en.count(1, "topic"), "1 topic");
+        assert_eq!(en.count(2, "entry"), crate::view::words::count(2, "entry"));
+        assert_eq!(Msg::count(3, "member").id, "{n} members");
+        let zh = Lang::get(Some("zh"));
+        assert_eq!(zh.count(3, "member"), "3 个成员");
+    }
+
+    #[test]
+    fn a_message_says_its_values_in_one_pass() {
+        let msg = Msg::new("broker {broker} down: {how}")
+            .with("broker", 1)
+            .with_msg("how", Msg::words("killed"));
+        assert_eq!(msg.english(), "broker 1 down: killed");
+        assert_eq!(Lang::get(Some("zh")).say(&msg), "broker 1 下线：已杀死");
+        // A value is not searched for placeholders, and stray braces stay.
+        let odd = Msg::new("{a} and {b} {not a name}").with("a", "{b}").with("b", "x");
+        assert_eq!(odd.english(), "{b} and x {not a name}");
     }
 }

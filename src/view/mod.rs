@@ -314,7 +314,11 @@ pub struct ViewEvent {
     /// "fenced after 4.0 s") is measured on it. An external cluster's is `at`.
     pub cluster_at: DateTime<Utc>,
     pub severity: Severity,
+    /// What it says in English: what the scenario checks, recordings and traces read.
     pub text: String,
+    /// The same as a message of the catalogue, for a console in another language; `None`
+    /// for words the console has only in English (its own notes).
+    pub msg: Option<lang::Msg>,
     /// What part it plays in an incident (see [`timeline::incidents`]).
     pub class: EventClass,
 }

@@ -3,16 +3,35 @@
 //! cluster's are inferred by comparing two refreshes, so they know less (no broker epoch, no
 //! reason for an ISR shrink). Where both see the same happening they call the same function
 //! here and say it the same way; what only one of them can know is an optional part.
+//!
+//! Each sentence is a [`Msg`] (a template of the catalogue and its values): its English text
+//! is what the timeline keeps and recordings compare; a console in another language says
+//! the same message in its own words.
 
 use std::collections::{BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 
-use super::words::count;
+use super::lang::{Lang, Msg};
 use super::{BrokerId, BrokerStatus, EventClass, Refusals, Severity, ViewEvent};
 
-/// One timeline line before it is given a time.
-pub type Line = (Severity, String);
+/// One timeline line before it is given a time: how much it matters and what it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub severity: Severity,
+    pub msg: Msg,
+}
+
+impl Line {
+    fn new(severity: Severity, msg: Msg) -> Line {
+        Line { severity, msg }
+    }
+
+    /// What it says in English: the timeline's text.
+    pub fn text(&self) -> String {
+        self.msg.english()
+    }
+}
 
 /// The newest events, oldest first; the oldest fall out.
 #[derive(Debug, Clone)]
@@ -44,12 +63,13 @@ impl Timeline {
 
     /// Adds `line` as what happened at `at`, with the part it plays in an incident. For a
     /// source without a cluster clock of its own: both clocks read `at`.
-    pub fn say_as(&mut self, at: DateTime<Utc>, (severity, text): Line, class: EventClass) {
+    pub fn say_as(&mut self, at: DateTime<Utc>, line: Line, class: EventClass) {
         self.push(ViewEvent {
             at,
             cluster_at: at,
-            severity,
-            text,
+            severity: line.severity,
+            text: line.text(),
+            msg: Some(line.msg),
             class,
         });
     }
@@ -79,31 +99,53 @@ pub fn partition_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
 
+/// `id` about `broker`: most sentences of brokers are this.
+fn of_broker(id: &'static str, broker: BrokerId) -> Msg {
+    Msg::new(id).with("broker", broker)
+}
+
 // Brokers.
 
 pub fn broker_started(broker: BrokerId, broker_epoch: i64) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!("broker {broker} started (broker epoch {broker_epoch})"),
+        of_broker("broker {broker} started (broker epoch {epoch})", broker).with("epoch", broker_epoch),
     )
 }
 
 /// A broker in a controlled shutdown is fenced after its leaderships moved.
 pub fn broker_controlled_shutdown(broker: BrokerId) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!("broker {broker} controlled shutdown: its leaderships move before it stops"),
+        of_broker(
+            "broker {broker} controlled shutdown: its leaderships move before it stops",
+            broker,
+        ),
     )
 }
 
+/// `reason` is the controller's words ("missed heartbeats for the session timeout").
 pub fn broker_fenced(broker: BrokerId, reason: &str) -> Line {
-    (Severity::Warn, format!("broker {broker} fenced: {reason}"))
+    Line::new(Severity::Warn, fenced_because(broker, reason))
+}
+
+/// `broker 1 fenced: {reason}`: the fencing, or why an ISR lost the broker.
+pub fn fenced_because(broker: BrokerId, reason: &str) -> Msg {
+    of_broker("broker {broker} fenced: {reason}", broker).with_msg("reason", Msg::words(reason))
+}
+
+/// `broker 1 controlled shutdown`: why an ISR lost the broker.
+pub fn shut_down_in_control(broker: BrokerId) -> Msg {
+    of_broker("broker {broker} controlled shutdown", broker)
 }
 
 /// Back in service: the embedded controller unfenced it, or an external cluster lists it in
 /// its metadata again (Kafka lists only brokers it has not fenced).
 pub fn broker_unfenced(broker: BrokerId) -> Line {
-    (Severity::Info, format!("broker {broker} unfenced: back in service"))
+    Line::new(
+        Severity::Info,
+        of_broker("broker {broker} unfenced: back in service", broker),
+    )
 }
 
 /// What an external cluster tells of a broker that went down: it left the metadata.
@@ -111,69 +153,80 @@ pub const GONE_FROM_METADATA: &str = "gone from the cluster's metadata";
 
 /// A broker stopped, crashed or (external) left the metadata; `how` says which.
 pub fn broker_down(broker: BrokerId, how: &str) -> Line {
-    (Severity::Warn, format!("broker {broker} down: {how}"))
+    Line::new(
+        Severity::Warn,
+        of_broker("broker {broker} down: {how}", broker).with_msg("how", Msg::words(how)),
+    )
 }
 
 pub fn broker_paused(broker: BrokerId) -> Line {
-    (Severity::Warn, format!("broker {broker} paused"))
+    Line::new(Severity::Warn, of_broker("broker {broker} paused", broker))
 }
 
 pub fn broker_resumed(broker: BrokerId) -> Line {
-    (Severity::Info, format!("broker {broker} resumed"))
+    Line::new(Severity::Info, of_broker("broker {broker} resumed", broker))
 }
 
 /// External cluster: a broker id not seen before appeared in the metadata.
 pub fn broker_joined(broker: BrokerId) -> Line {
-    (Severity::Info, format!("broker {broker} joined the cluster"))
+    Line::new(Severity::Info, of_broker("broker {broker} joined the cluster", broker))
 }
 
 /// External cluster: in the metadata, but kdeck cannot connect to it.
 pub fn broker_unreachable(broker: BrokerId) -> Line {
-    (
+    Line::new(
         Severity::Warn,
-        format!("broker {broker} unreachable: kdeck cannot connect to it"),
+        of_broker("broker {broker} unreachable: kdeck cannot connect to it", broker),
     )
 }
 
 pub fn broker_reachable_again(broker: BrokerId) -> Line {
-    (Severity::Info, format!("broker {broker} reachable again"))
+    Line::new(Severity::Info, of_broker("broker {broker} reachable again", broker))
 }
 
 /// Any other change of a broker's status.
 pub fn broker_status(broker: BrokerId, status: BrokerStatus) -> Line {
-    (Severity::Info, format!("broker {broker} {}", status.label()))
+    Line::new(
+        Severity::Info,
+        of_broker("broker {broker} {status}", broker).with_msg("status", Msg::words(status.label())),
+    )
 }
 
 // The controller.
 
 pub fn controller_moved(from: Option<BrokerId>, to: BrokerId) -> Line {
-    (
+    Line::new(
         Severity::Warn,
         match from {
             // The role stayed with a broker that came back before another took it over.
-            Some(f) if f == to => format!("controller back on broker {to} (its broker returned)"),
-            Some(f) => format!("controller moved: broker {f} -> {to}"),
-            None => format!("controller is broker {to}"),
+            Some(f) if f == to => of_broker("controller back on broker {broker} (its broker returned)", to),
+            Some(f) => Msg::new("controller moved: broker {from} -> {to}")
+                .with("from", f)
+                .with("to", to),
+            None => of_broker("controller is broker {broker}", to),
         },
     )
 }
 
 /// External cluster: the metadata names no controller.
 pub fn no_controller(was: BrokerId) -> Line {
-    (Severity::Error, format!("no controller (was broker {was})"))
+    Line::new(Severity::Error, of_broker("no controller (was broker {broker})", was))
 }
 
 // Topics.
 
 pub fn topic_created(topic: &str, partitions: i32, replication_factor: i32) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!("topic {topic} created: {partitions} partitions, RF {replication_factor}"),
+        Msg::new("topic {topic} created: {partitions} partitions, RF {rf}")
+            .with("topic", topic)
+            .with("partitions", partitions)
+            .with("rf", replication_factor),
     )
 }
 
 pub fn topic_deleted(topic: &str) -> Line {
-    (Severity::Info, format!("topic {topic} deleted"))
+    Line::new(Severity::Info, Msg::new("topic {topic} deleted").with("topic", topic))
 }
 
 // Partitions.
@@ -213,197 +266,235 @@ pub fn leader_elected(
     leader_epoch: i32,
     cause: Option<ElectionCause>,
 ) -> Line {
-    let tp = partition_name(topic, partition);
-    let old_name = old.map_or("none".to_string(), |o| o.to_string());
-    let text = format!("leader {tp}: {old_name} -> {new}, epoch {leader_epoch}");
+    let said = |id: &'static str| {
+        let msg = Msg::new(id).with("partition", partition_name(topic, partition));
+        let msg = match old {
+            Some(o) => msg.with("old", o),
+            None => msg.with_msg("old", Msg::new("none")),
+        };
+        msg.with("new", new).with("epoch", leader_epoch)
+    };
     match cause {
         Some(cause) => {
             let (severity, why) = cause.says();
-            (severity, format!("{text} ({why})"))
+            Line::new(
+                severity,
+                said("leader {partition}: {old} -> {new}, epoch {epoch} ({why})").with_msg("why", Msg::new(why)),
+            )
         }
-        None if old.is_none() => (Severity::Info, text),
-        None => (Severity::Warn, text),
+        None => Line::new(
+            if old.is_none() { Severity::Info } else { Severity::Warn },
+            said("leader {partition}: {old} -> {new}, epoch {epoch}"),
+        ),
     }
 }
 
 pub fn partition_offline(topic: &str, partition: i32, isr: &[BrokerId]) -> Line {
-    (
+    Line::new(
         Severity::Error,
-        format!(
-            "{} OFFLINE: no live in-sync replica (ISR {})",
-            partition_name(topic, partition),
-            ids(isr)
-        ),
+        Msg::new("{partition} OFFLINE: no live in-sync replica (ISR {isr})")
+            .with("partition", partition_name(topic, partition))
+            .with("isr", ids(isr)),
     )
 }
 
-/// `removed` left the ISR, now `isr`; the reason when the source knows it.
-pub fn isr_shrunk(topic: &str, partition: i32, removed: &[BrokerId], isr: &[BrokerId], reason: Option<&str>) -> Line {
-    let text = format!(
-        "ISR {} shrank: -{} -> {}",
-        partition_name(topic, partition),
-        ids(removed),
-        ids(isr)
-    );
-    (
+/// `removed` left the ISR, now `isr`; the reason when the source knows it
+/// ([`fenced_because`], [`shut_down_in_control`], or the controller's words).
+pub fn isr_shrunk(topic: &str, partition: i32, removed: &[BrokerId], isr: &[BrokerId], reason: Option<Msg>) -> Line {
+    let said = |id: &'static str| {
+        Msg::new(id)
+            .with("partition", partition_name(topic, partition))
+            .with("removed", ids(removed))
+            .with("isr", ids(isr))
+    };
+    Line::new(
         Severity::Warn,
         match reason {
-            Some(reason) => format!("{text} ({reason})"),
-            None => text,
+            Some(reason) => said("ISR {partition} shrank: -{removed} -> {isr} ({reason})").with_msg("reason", reason),
+            None => said("ISR {partition} shrank: -{removed} -> {isr}"),
         },
     )
 }
 
 pub fn isr_expanded(topic: &str, partition: i32, added: &[BrokerId], isr: &[BrokerId]) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!(
-            "ISR {} expanded: +{} -> {} (caught up)",
-            partition_name(topic, partition),
-            ids(added),
-            ids(isr)
-        ),
+        Msg::new("ISR {partition} expanded: +{added} -> {isr} (caught up)")
+            .with("partition", partition_name(topic, partition))
+            .with("added", ids(added))
+            .with("isr", ids(isr)),
     )
 }
 
 pub fn follower_truncated(topic: &str, partition: i32, broker: BrokerId, from: i64, to: i64) -> Line {
-    (
+    Line::new(
         Severity::Warn,
-        format!(
-            "broker {broker} truncated {} from {from} to {to} (diverged from the leader's epoch)",
-            partition_name(topic, partition)
-        ),
+        of_broker(
+            "broker {broker} truncated {partition} from {from} to {to} (diverged from the leader's epoch)",
+            broker,
+        )
+        .with("partition", partition_name(topic, partition))
+        .with("from", from)
+        .with("to", to),
     )
 }
 
 /// `error` is Kafka's name of the error code.
 pub fn produce_rejected(topic: &str, partition: i32, error: &str, reason: &str) -> Line {
-    (
+    Line::new(
         Severity::Error,
-        format!(
-            "produce to {} rejected: {error}: {reason}",
-            partition_name(topic, partition)
-        ),
+        Msg::new("produce to {partition} rejected: {error}: {reason}")
+            .with("partition", partition_name(topic, partition))
+            .with("error", error)
+            .with_msg("reason", Msg::words(reason)),
     )
 }
 
 /// A run of refused produces folded into one line: `produce to orders-0 refused x88 over
 /// 4.2 s: NOT_ENOUGH_REPLICAS` (the span on the cluster's clock).
-pub fn produce_refused_run(partition: &str, count: u64, span_secs: f64, error: &str) -> String {
-    format!("produce to {partition} refused x{count} over {span_secs:.1} s: {error}")
+pub fn produce_refused_run(partition: &str, count: u64, span_secs: f64, error: &str) -> Msg {
+    Msg::new("produce to {partition} refused x{count} over {secs} s: {error}")
+        .with("partition", partition)
+        .with("count", count)
+        .with("secs", format!("{span_secs:.1}"))
+        .with("error", error)
 }
 
-/// One link set: `state` as "cut", "delayed 200 ms"..., `None` when it is healed.
-pub fn link_changed(a: &str, b: &str, state: Option<&str>) -> Line {
+/// One link between `a` and `b` set to `state` ("cut", "delayed 200 ms"...), `None` when
+/// it is healed.
+pub fn link_changed(a: &str, b: &str, state: Option<Msg>) -> Line {
+    let link = |id: &'static str| Msg::new(id).with("a", a).with("b", b);
     match state {
-        Some(state) => (Severity::Warn, format!("link {a}-{b} {state}")),
-        None => (Severity::Info, format!("link {a}-{b} up again")),
+        Some(state) => Line::new(Severity::Warn, link("link {a}-{b} {state}").with_msg("state", state)),
+        None => Line::new(Severity::Info, link("link {a}-{b} up again")),
     }
 }
 
 pub fn broker_isolated(broker: BrokerId) -> Line {
-    (
+    Line::new(
         Severity::Warn,
-        format!("broker {broker} cut off from the cluster (clients still reach it)"),
+        of_broker(
+            "broker {broker} cut off from the cluster (clients still reach it)",
+            broker,
+        ),
     )
 }
 
 pub fn links_healed() -> Line {
-    (Severity::Info, "every link healed".into())
+    Line::new(Severity::Info, Msg::new("every link healed"))
 }
 
 // The trainer's clock and settings.
 
 pub fn clock_frozen() -> Line {
-    (Severity::Warn, "clock frozen: no timer runs, nothing times out".into())
+    Line::new(
+        Severity::Warn,
+        Msg::new("clock frozen: no timer runs, nothing times out"),
+    )
 }
 
 pub fn clock_thawed(frozen_secs: f64) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!("clock running again after {frozen_secs:.1} s frozen"),
+        Msg::new("clock running again after {secs} s frozen").with("secs", format!("{frozen_secs:.1}")),
     )
 }
 
 pub fn slow_motion(factor: u32) -> Line {
     if factor <= 1 {
-        (Severity::Info, "clock back to real time".into())
+        Line::new(Severity::Info, Msg::new("clock back to real time"))
     } else {
-        (Severity::Info, format!("slow motion x{factor}"))
+        Line::new(Severity::Info, Msg::new("slow motion x{factor}").with("factor", factor))
     }
 }
 
 /// A setting changed at run time: its Kafka config name, the topic it applies to (`None`:
 /// the cluster's), the new value.
 pub fn setting_changed(config: &str, topic: Option<&str>, value: &str) -> Line {
-    match topic {
-        Some(topic) => (Severity::Info, format!("{config} of {topic} set to {value}")),
-        None => (Severity::Info, format!("{config} set to {value}")),
-    }
+    let msg = match topic {
+        Some(topic) => Msg::new("{config} of {topic} set to {value}").with("topic", topic),
+        None => Msg::new("{config} set to {value}"),
+    };
+    Line::new(Severity::Info, msg.with("config", config).with("value", value))
 }
 
 // Consumer groups.
 
+/// `id` about `group`.
+fn of_group(id: &'static str, group: &str) -> Msg {
+    Msg::new(id).with("group", group)
+}
+
 /// A group's members changed; the generation when the source knows it, and `detail` in
 /// parentheses (the assignment protocol, or who joined and left).
 pub fn group_rebalanced(group: &str, generation: Option<i32>, members: usize, detail: &str) -> Line {
-    (
+    let msg = match generation {
+        Some(generation) => of_group(
+            "group {group} rebalanced: generation {generation}, {members} ({detail})",
+            group,
+        )
+        .with("generation", generation),
+        None => of_group("group {group} rebalanced: {members} ({detail})", group),
+    };
+    Line::new(
         Severity::Info,
-        match generation {
-            Some(generation) => {
-                format!(
-                    "group {group} rebalanced: generation {generation}, {} ({detail})",
-                    count(members, "member")
-                )
-            }
-            None => format!("group {group} rebalanced: {} ({detail})", count(members, "member")),
-        },
+        msg.with_msg("members", Msg::count(members, "member"))
+            .with("detail", detail),
     )
 }
 
 pub fn group_member_removed(group: &str, member: &str, reason: &str) -> Line {
-    (
+    Line::new(
         Severity::Warn,
-        format!("group {group}: member {member} removed ({reason})"),
+        of_group("group {group}: member {member} removed ({reason})", group)
+            .with("member", member)
+            .with_msg("reason", Msg::words(reason)),
     )
 }
 
 pub fn group_state_changed(group: &str, from: &str, to: &str) -> Line {
     let severity = if to == "Dead" { Severity::Warn } else { Severity::Info };
-    (severity, format!("group {group}: {from} -> {to}"))
+    Line::new(
+        severity,
+        of_group("group {group}: {from} -> {to}", group)
+            .with("from", from)
+            .with("to", to),
+    )
 }
 
 pub fn group_appeared(group: &str, state: &str, members: usize) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!("group {group} appeared: {state}, {}", count(members, "member")),
+        of_group("group {group} appeared: {state}, {members}", group)
+            .with("state", state)
+            .with_msg("members", Msg::count(members, "member")),
     )
 }
 
 pub fn group_gone(group: &str) -> Line {
-    (Severity::Info, format!("group {group} is gone"))
+    Line::new(Severity::Info, of_group("group {group} is gone", group))
 }
 
 // The console itself.
 
 /// The first line of an external cluster's timeline.
 pub fn attached(cluster: &str, bootstrap: &str, brokers: usize, topics: usize, groups: usize) -> Line {
-    (
+    Line::new(
         Severity::Info,
-        format!(
-            "attached to {cluster} via {bootstrap}: {}, {}, {}",
-            count(brokers, "broker"),
-            count(topics, "topic"),
-            count(groups, "group")
-        ),
+        Msg::new("attached to {cluster} via {bootstrap}: {brokers}, {topics}, {groups}")
+            .with("cluster", cluster)
+            .with("bootstrap", bootstrap)
+            .with_msg("brokers", Msg::count(brokers, "broker"))
+            .with_msg("topics", Msg::count(topics, "topic"))
+            .with_msg("groups", Msg::count(groups, "group")),
     )
 }
 
 /// The console read the engine's events too slowly and `n` were lost.
 pub fn events_dropped(n: u64) -> Line {
-    (
+    Line::new(
         Severity::Warn,
-        format!("{} dropped: the console fell behind", count(n, "event")),
+        Msg::new("{events} dropped: the console fell behind").with_msg("events", Msg::count(n, "event")),
     )
 }
 
@@ -450,11 +541,13 @@ fn fold(earlier: ViewEvent, later: ViewEvent) -> ViewEvent {
         since: a.since.min(b.since),
     };
     let span = (later.cluster_at - refusals.since).num_milliseconds().max(0) as f64 / 1000.0;
+    let msg = produce_refused_run(&refusals.partition, refusals.count, span, &refusals.error);
     ViewEvent {
         at: later.at,
         cluster_at: later.cluster_at,
         severity: earlier.severity.max(later.severity),
-        text: produce_refused_run(&refusals.partition, refusals.count, span, &refusals.error),
+        text: msg.english(),
+        msg: Some(msg),
         class: EventClass::ProduceRejected(refusals),
     }
 }
@@ -475,7 +568,24 @@ pub struct Incident {
     pub members: Vec<usize>,
     /// `broker 1 down: killed -> fenced after 3.0 s -> 7 leaders moved, 19 ISRs shrank`.
     pub summary: String,
+    /// What followed the first event, step by step (`fenced after 3.0 s`; `7 leaders
+    /// moved`, `19 ISRs shrank`): the summary in other words is [`Incident::summary_in`].
+    pub steps: Vec<Vec<Msg>>,
     pub severity: Severity,
+}
+
+impl Incident {
+    /// The summary in `lang`, its first event said as `first`: the steps after it, each
+    /// step's parts joined by a comma.
+    pub fn summary_in(&self, lang: &Lang, first: &str) -> String {
+        let mut out = first.to_string();
+        for step in &self.steps {
+            let parts: Vec<String> = step.iter().map(|m| lang.say(m)).collect();
+            out.push_str(lang.tr(" -> "));
+            out.push_str(&parts.join(lang.tr(", ")));
+        }
+        out
+    }
 }
 
 #[derive(Default)]
@@ -510,6 +620,7 @@ impl Open {
                 at: e.at,
                 members: vec![i],
                 summary: String::new(),
+                steps: Vec::new(),
                 severity: e.severity,
             },
             tally: Tally::default(),
@@ -590,7 +701,14 @@ impl Open {
     }
 
     fn close(mut self, events: &[ViewEvent]) -> Incident {
-        self.incident.summary = summary(&self.incident, &self.tally, events);
+        self.incident.steps = steps(&self.tally);
+        let first = self
+            .incident
+            .members
+            .first()
+            .and_then(|i| events.get(*i))
+            .map_or(String::new(), |e| e.text.clone());
+        self.incident.summary = self.incident.summary_in(Lang::english(), &first);
         self.incident
     }
 }
@@ -644,47 +762,46 @@ pub fn incidents(events: &[ViewEvent]) -> Vec<Incident> {
     done
 }
 
-fn summary(incident: &Incident, tally: &Tally, events: &[ViewEvent]) -> String {
-    let first = incident
-        .members
-        .first()
-        .and_then(|i| events.get(*i))
-        .map_or(String::new(), |e| e.text.clone());
-    let mut steps = vec![first];
+/// The steps of an incident after its first event: when the broker was fenced, what its
+/// absence did, when it came back and what that undid.
+fn steps(tally: &Tally) -> Vec<Vec<Msg>> {
+    let plural = |n: u64, one: &'static str, many: &'static str| Msg::new(if n == 1 { one } else { many }).with("n", n);
+    let secs = |id: &'static str, s: f64| Msg::new(id).with("secs", format!("{s:.1}"));
+    let mut steps = Vec::new();
     if let Some(s) = tally.fenced_after {
-        steps.push(format!("fenced after {s:.1} s"));
+        steps.push(vec![secs("fenced after {secs} s", s)]);
     }
-    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut effects = Vec::new();
     if tally.leaders > 0 {
-        effects.push(plural(tally.leaders, "leader moved", "leaders moved"));
+        effects.push(plural(tally.leaders, "{n} leader moved", "{n} leaders moved"));
     }
     if tally.shrunk > 0 {
-        effects.push(plural(tally.shrunk, "ISR shrank", "ISRs shrank"));
+        effects.push(plural(tally.shrunk, "{n} ISR shrank", "{n} ISRs shrank"));
     }
     if tally.offline > 0 {
-        effects.push(plural(tally.offline, "partition offline", "partitions offline"));
+        effects.push(plural(tally.offline, "{n} partition offline", "{n} partitions offline"));
     }
     if tally.rejected > 0 {
-        effects.push(plural(tally.rejected, "produce rejected", "produces rejected"));
+        effects.push(plural(tally.rejected, "{n} produce rejected", "{n} produces rejected"));
     }
     if !effects.is_empty() {
-        steps.push(effects.join(", "));
+        steps.push(effects);
     }
     if let Some(s) = tally.recovered_after {
-        let mut back = format!("back after {s:.1} s");
+        let mut back = vec![secs("back after {secs} s", s)];
         if tally.expanded > 0 {
-            back.push_str(&format!(", {} rejoined", plural(tally.expanded, "ISR", "ISRs")));
+            back.push(plural(tally.expanded, "{n} ISR rejoined", "{n} ISRs rejoined"));
         }
         if tally.moved_back > 0 {
-            back.push_str(&format!(
-                ", {} back",
-                plural(tally.moved_back, "leader moved", "leaders moved")
+            back.push(plural(
+                tally.moved_back,
+                "{n} leader moved back",
+                "{n} leaders moved back",
             ));
         }
         steps.push(back);
     }
-    steps.join(" -> ")
+    steps
 }
 
 #[cfg(test)]
@@ -708,6 +825,7 @@ mod tests {
             cluster_at: time(cluster),
             severity: Severity::Warn,
             text: text.into(),
+            msg: None,
             class,
         }
     }
@@ -1003,58 +1121,215 @@ mod tests {
     fn the_event_ring_keeps_only_the_newest() {
         let mut timeline = Timeline::new(5);
         for n in 0..100 {
-            timeline.say(DateTime::<Utc>::UNIX_EPOCH, (Severity::Info, format!("event {n}")));
+            timeline.say(DateTime::<Utc>::UNIX_EPOCH, topic_deleted(&format!("t{n}")));
         }
         let texts: Vec<String> = timeline.events().into_iter().map(|e| e.text).collect();
-        assert_eq!(texts, vec!["event 95", "event 96", "event 97", "event 98", "event 99"]);
+        assert_eq!(
+            texts,
+            vec![
+                "topic t95 deleted",
+                "topic t96 deleted",
+                "topic t97 deleted",
+                "topic t98 deleted",
+                "topic t99 deleted"
+            ]
+        );
         assert_eq!(Timeline::new(0).capacity, 1, "a timeline keeps at least one event");
     }
 
     #[test]
     fn a_leader_change_says_its_cause_when_known() {
+        let said = |l: Line| (l.severity, l.text());
         assert_eq!(
-            leader_elected("orders", 0, Some(1), 0, 6, Some(ElectionCause::Preferred)),
+            said(leader_elected(
+                "orders",
+                0,
+                Some(1),
+                0,
+                6,
+                Some(ElectionCause::Preferred)
+            )),
             (
                 Severity::Info,
                 "leader orders-0: 1 -> 0, epoch 6 (preferred leader)".to_string()
             )
         );
         assert_eq!(
-            leader_elected("orders", 0, Some(1), 2, 5, None),
+            said(leader_elected("orders", 0, Some(1), 2, 5, None)),
             (Severity::Warn, "leader orders-0: 1 -> 2, epoch 5".to_string())
         );
         assert_eq!(
-            leader_elected("orders", 0, None, 2, 5, Some(ElectionCause::Unclean)).0,
-            Severity::Error
+            said(leader_elected("orders", 0, None, 2, 5, Some(ElectionCause::Unclean))),
+            (
+                Severity::Error,
+                "leader orders-0: none -> 2, epoch 5 (UNCLEAN: out-of-sync replica, data may be lost)".to_string()
+            )
         );
-        assert_eq!(leader_elected("orders", 0, None, 2, 5, None).0, Severity::Info);
+        assert_eq!(leader_elected("orders", 0, None, 2, 5, None).severity, Severity::Info);
     }
 
     #[test]
     fn an_isr_change_lists_the_replicas() {
         assert_eq!(
-            isr_shrunk("orders", 0, &[1], &[0, 2], Some("broker 1 controlled shutdown")).1,
+            isr_shrunk("orders", 0, &[1], &[0, 2], Some(shut_down_in_control(1))).text(),
             "ISR orders-0 shrank: -[1] -> [0,2] (broker 1 controlled shutdown)"
         );
         assert_eq!(
-            isr_shrunk("orders", 0, &[1], &[0, 2], None).1,
+            isr_shrunk(
+                "orders",
+                0,
+                &[1],
+                &[0, 2],
+                Some(fenced_because(1, "missed heartbeats for the session timeout"))
+            )
+            .text(),
+            "ISR orders-0 shrank: -[1] -> [0,2] (broker 1 fenced: missed heartbeats for the session timeout)"
+        );
+        assert_eq!(
+            isr_shrunk("orders", 0, &[1], &[0, 2], None).text(),
             "ISR orders-0 shrank: -[1] -> [0,2]"
         );
         assert_eq!(
-            isr_expanded("orders", 0, &[0], &[1, 2, 0]).1,
+            isr_expanded("orders", 0, &[0], &[1, 2, 0]).text(),
             "ISR orders-0 expanded: +[0] -> [1,2,0] (caught up)"
+        );
+    }
+
+    /// Each sentence's English, byte for byte as recordings and golden traces keep it.
+    #[test]
+    fn every_sentence_says_in_english_what_the_traces_keep() {
+        let said = |l: Line| l.text();
+        let cases = [
+            (said(broker_started(1, 7)), "broker 1 started (broker epoch 7)"),
+            (
+                said(broker_controlled_shutdown(2)),
+                "broker 2 controlled shutdown: its leaderships move before it stops",
+            ),
+            (
+                said(broker_fenced(0, "missed heartbeats for the session timeout")),
+                "broker 0 fenced: missed heartbeats for the session timeout",
+            ),
+            (said(broker_unfenced(0)), "broker 0 unfenced: back in service"),
+            (
+                said(broker_down(1, GONE_FROM_METADATA)),
+                "broker 1 down: gone from the cluster's metadata",
+            ),
+            (said(broker_paused(1)), "broker 1 paused"),
+            (said(broker_resumed(1)), "broker 1 resumed"),
+            (said(broker_joined(3)), "broker 3 joined the cluster"),
+            (
+                said(broker_unreachable(2)),
+                "broker 2 unreachable: kdeck cannot connect to it",
+            ),
+            (said(broker_reachable_again(2)), "broker 2 reachable again"),
+            (said(broker_status(2, BrokerStatus::Stopped)), "broker 2 stopped"),
+            (
+                said(controller_moved(Some(1), 1)),
+                "controller back on broker 1 (its broker returned)",
+            ),
+            (said(controller_moved(Some(0), 2)), "controller moved: broker 0 -> 2"),
+            (said(controller_moved(None, 2)), "controller is broker 2"),
+            (said(no_controller(1)), "no controller (was broker 1)"),
+            (
+                said(topic_created("orders", 3, 2)),
+                "topic orders created: 3 partitions, RF 2",
+            ),
+            (said(topic_deleted("orders")), "topic orders deleted"),
+            (
+                said(partition_offline("orders", 1, &[2])),
+                "orders-1 OFFLINE: no live in-sync replica (ISR [2])",
+            ),
+            (
+                said(follower_truncated("orders", 0, 2, 120, 100)),
+                "broker 2 truncated orders-0 from 120 to 100 (diverged from the leader's epoch)",
+            ),
+            (
+                said(produce_rejected("orders", 0, "NotEnoughReplicas", "no")),
+                "produce to orders-0 rejected: NotEnoughReplicas: no",
+            ),
+            (
+                produce_refused_run("orders-0", 88, 4.24, "NOT_ENOUGH_REPLICAS").english(),
+                "produce to orders-0 refused x88 over 4.2 s: NOT_ENOUGH_REPLICAS",
+            ),
+            (
+                said(link_changed("0", "controller", Some(Msg::new("cut")))),
+                "link 0-controller cut",
+            ),
+            (said(link_changed("0", "1", None)), "link 0-1 up again"),
+            (
+                said(broker_isolated(1)),
+                "broker 1 cut off from the cluster (clients still reach it)",
+            ),
+            (said(links_healed()), "every link healed"),
+            (said(clock_frozen()), "clock frozen: no timer runs, nothing times out"),
+            (said(clock_thawed(12.345)), "clock running again after 12.3 s frozen"),
+            (said(slow_motion(1)), "clock back to real time"),
+            (said(slow_motion(5)), "slow motion x5"),
+            (
+                said(setting_changed("min.insync.replicas", Some("orders"), "1")),
+                "min.insync.replicas of orders set to 1",
+            ),
+            (
+                said(setting_changed("auto.leader.rebalance.enable", None, "false")),
+                "auto.leader.rebalance.enable set to false",
+            ),
+            (
+                said(group_member_removed("billing", "m-1", "left the group")),
+                "group billing: member m-1 removed (left the group)",
+            ),
+            (
+                said(group_state_changed("billing", "Stable", "Dead")),
+                "group billing: Stable -> Dead",
+            ),
+            (
+                said(group_appeared("billing", "Stable", 1)),
+                "group billing appeared: Stable, 1 member",
+            ),
+            (said(group_gone("billing")), "group billing is gone"),
+            (
+                said(attached("prod", "10.0.0.1:9092", 1, 2, 0)),
+                "attached to prod via 10.0.0.1:9092: 1 broker, 2 topics, 0 groups",
+            ),
+            (said(events_dropped(1)), "1 event dropped: the console fell behind"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text, expected);
+        }
+    }
+
+    /// An incident says its steps in Chinese from the same tally as its English summary.
+    #[test]
+    fn an_incident_says_its_steps_in_another_language() {
+        let events = vec![
+            event(0.0, EventClass::Fault(1), "broker 1 down: killed"),
+            event(3.0, EventClass::Fenced(1), "broker 1 fenced"),
+            event(3.0, led("orders-0", Some(1), 2), "leader orders-0: 1 -> 2"),
+            event(3.0, shrunk("orders-1", 1), "ISR orders-1 shrank"),
+            event(20.0, EventClass::Recovered(1), "broker 1 unfenced"),
+            event(21.0, expanded("orders-1", 1), "ISR orders-1 expanded"),
+        ];
+        let incident = &incidents(&events)[0];
+        assert_eq!(
+            incident.summary,
+            "broker 1 down: killed -> fenced after 3.0 s -> 1 leader moved, 1 ISR shrank -> back after 20.0 s, 1 ISR rejoined"
+        );
+        let zh = Lang::get(Some("zh"));
+        let first = zh.say(&broker_down(1, "killed").msg);
+        assert_eq!(
+            incident.summary_in(zh, &first),
+            "broker 1 下线：已杀死 → 3.0 秒后被隔离 → 1 个领导者转移，1 个 ISR 收缩 → 20.0 秒后恢复，重新加入 1 个 ISR"
         );
     }
 
     #[test]
     fn a_rebalance_names_the_generation_when_known() {
         assert_eq!(
-            group_rebalanced("billing", Some(3), 2, "range").1,
+            group_rebalanced("billing", Some(3), 2, "range").text(),
             "group billing rebalanced: generation 3, 2 members (range)"
         );
         assert_eq!(
-            group_rebalanced("billing", None, 3, "+2 -1").1,
-            "group billing rebalanced: 3 members (+2 -1)"
+            group_rebalanced("billing", None, 1, "+1 -0").text(),
+            "group billing rebalanced: 1 member (+1 -0)"
         );
     }
 }

@@ -9,7 +9,9 @@ use std::fmt::Display;
 pub const NBSP: char = '\u{a0}';
 
 /// `n` and `noun`, plural unless `n` is one: `count(1, "topic")` is "1 topic",
-/// `count(0, "topic")` "0 topics", `count(2, "entry")` "2 entries".
+/// `count(0, "topic")` "0 topics", `count(2, "entry")` "2 entries". The one plural rule:
+/// a count in another language ([`Msg::count`](super::lang::Msg::count)) takes its id from
+/// it.
 pub fn count<N: Display>(n: N, noun: &str) -> String {
     let n = n.to_string();
     if n == "1" {
@@ -64,7 +66,8 @@ const UNITS: &[&str] = &[
 ];
 
 /// `text` with each space between a number and a unit after it made non-breaking, so a
-/// line is never broken (nor cut) between "4.7" and "s".
+/// line is never broken (nor cut) between "4.7" and "s"; the same before CJK words, whose
+/// number comes with a measure word or unit ("3 个", "4.7 秒").
 pub fn keep_units(text: &str) -> String {
     let words: Vec<&str> = text.split(' ').collect();
     let mut out = String::with_capacity(text.len());
@@ -75,7 +78,11 @@ pub fn keep_units(text: &str) -> String {
                 .chars()
                 .last()
                 .is_some_and(|c| c.is_ascii_digit());
-            out.push(if number_before && UNITS.contains(word) {
+            let cjk = word
+                .chars()
+                .next()
+                .is_some_and(|c| unicode_width::UnicodeWidthChar::width(c) == Some(2));
+            out.push(if number_before && (UNITS.contains(word) || cjk) {
                 NBSP
             } else {
                 ' '
@@ -114,5 +121,9 @@ mod tests {
             "back after 36.5\u{a0}s, 8 ISRs"
         );
         assert_eq!(keep_units("s is not a number"), "s is not a number");
+        assert_eq!(
+            keep_units("3.0 秒后被隔离 → 1 个领导者转移"),
+            "3.0\u{a0}秒后被隔离 → 1\u{a0}个领导者转移"
+        );
     }
 }

@@ -13,11 +13,12 @@ use kdeck::tui::Console;
 use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
+use kdeck::view::lang::Msg;
+use kdeck::view::timeline::{self, ElectionCause};
 use kdeck::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart,
     EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, Refusals, ReplicaRole, ReplicaRow,
-    Retention, SeekPosition, Severity, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow,
-    ViewEvent,
+    Retention, SeekPosition, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -262,12 +263,14 @@ pub fn view() -> ClusterView {
         }),
         _ => EventClass::Other,
     };
-    let event = |secs, severity, text: &str| ViewEvent {
+    // Said as the sources say them: in English, and as messages for another language.
+    let event = |secs, line: timeline::Line| ViewEvent {
         at: at(secs),
         cluster_at: at(secs),
-        severity,
-        text: text.into(),
-        class: class(text),
+        severity: line.severity,
+        text: line.text(),
+        class: class(&line.text()),
+        msg: Some(line.msg),
     };
     ClusterView {
         cluster_name: "training".into(),
@@ -283,31 +286,23 @@ pub fn view() -> ClusterView {
         partitions,
         groups,
         events: vec![
-            event(9, Severity::Warn, "broker 1 down: killed"),
+            event(9, timeline::broker_down(1, "killed")),
             event(
                 6,
-                Severity::Warn,
-                "broker 1 fenced: no heartbeat for 3000 ms (broker.session.timeout.ms)",
+                timeline::broker_fenced(1, "no heartbeat for 3000 ms (broker.session.timeout.ms)"),
             ),
             event(
                 6,
-                Severity::Warn,
-                "leader page-views-1: 1 -> 2, epoch 5 (leader unavailable)",
+                timeline::leader_elected("page-views", 1, Some(1), 2, 5, Some(ElectionCause::LeaderUnavailable)),
             ),
             event(
                 5,
-                Severity::Warn,
-                "ISR page-views-0 shrank: -[1] -> [0,2] (broker 1 fenced)",
+                timeline::isr_shrunk("page-views", 0, &[1], &[0, 2], Some(Msg::words("broker 1 fenced"))),
             ),
-            event(
-                4,
-                Severity::Error,
-                "clicks-1 OFFLINE: no live in-sync replica (ISR [1])",
-            ),
+            event(4, timeline::partition_offline("clicks", 1, &[1])),
             event(
                 2,
-                Severity::Error,
-                "produce to clicks-1 rejected: LeaderNotAvailable: no leader",
+                timeline::produce_rejected("clicks", 1, "LeaderNotAvailable", "no leader"),
             ),
         ],
         demo: Some(true),

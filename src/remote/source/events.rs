@@ -276,7 +276,7 @@ mod tests {
     }
 
     fn texts(old: &ClusterView, new: &ClusterView) -> Vec<String> {
-        diff(old, new).into_iter().map(|(_, t)| t).collect()
+        diff(old, new).into_iter().map(|l| l.text()).collect()
     }
 
     #[test]
@@ -292,7 +292,7 @@ mod tests {
         new.controller = Some(2);
         new.partitions = vec![partition(Some(2), 5, &[0, 2])];
         let events = diff(&old, &new);
-        let texts: Vec<&str> = events.iter().map(|(_, t)| t.as_str()).collect();
+        let texts: Vec<String> = events.iter().map(Line::text).collect();
         assert_eq!(
             texts,
             vec![
@@ -302,7 +302,7 @@ mod tests {
                 "ISR orders-0 shrank: -[1] -> [0,2]",
             ]
         );
-        assert!(events.iter().all(|(s, _)| *s == Severity::Warn));
+        assert!(events.iter().all(|l| l.severity == Severity::Warn));
     }
 
     #[test]
@@ -340,7 +340,7 @@ mod tests {
         old.partitions = vec![partition(Some(1), 5, &[1, 2])];
         let mut new = view();
         new.partitions = vec![partition(Some(0), 6, &[1, 2, 0])];
-        let events = diff(&old, &new);
+        let events: Vec<(Severity, String)> = diff(&old, &new).iter().map(|l| (l.severity, l.text())).collect();
         assert_eq!(
             events,
             vec![
@@ -364,7 +364,7 @@ mod tests {
         new.partitions = vec![partition(None, 4, &[1])];
         let events = diff(&old, &new);
         assert_eq!(
-            events[0],
+            (events[0].severity, events[0].text()),
             (
                 Severity::Error,
                 "orders-0 OFFLINE: no live in-sync replica (ISR [1])".to_string()
