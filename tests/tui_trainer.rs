@@ -482,3 +482,46 @@ fn the_flow_picture_opens_in_the_projector_layout_and_n_still_steps_the_scenario
     let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
     assert!(text.contains("Records flowing"), "{text}");
 }
+
+/// The commands a step ran and what came of them, which the cluster answers in English,
+/// are said in the scenario's language in its caption.
+#[test]
+fn a_steps_commands_and_their_outcomes_in_chinese() {
+    use kdeck::view::outcome;
+    let mut h = harness();
+    present(
+        &mut h,
+        vec![
+            TrainerUpdate::Loaded {
+                title: "领导者崩溃".into(),
+                steps: 4,
+                lang: Some("zh".into()),
+            },
+            TrainerUpdate::Step {
+                index: 1,
+                caption: "我们让领导者崩溃。".into(),
+                why: None,
+            },
+            TrainerUpdate::Command {
+                text: "kill broker 0".into(),
+                outcome: Ok(outcome::controller_broker_killed(0, 1500, 3000)),
+            },
+            TrainerUpdate::Command {
+                text: "start broker 2".into(),
+                outcome: Ok(outcome::broker_starting(2)),
+            },
+            TrainerUpdate::Command {
+                text: "pause broker 1".into(),
+                outcome: Err(outcome::topic_deleted("orders")),
+            },
+        ],
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    for said in [
+        "> broker 0 已杀死；它承载着控制器：另一个 broker 在 1500 ms 后接过控制器角色",
+        "> broker 2 启动中：恢复日志并追上进度",
+        "> 暂停 broker 1: 主题 orders 已删除",
+    ] {
+        assert!(screen.contains(said), "{said} missing from\n{screen}");
+    }
+}

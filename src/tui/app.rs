@@ -749,9 +749,10 @@ impl App {
                 t.running = true;
                 t.passed = None;
             }
+            // The sources answer in English; the caption says it in the scenario's language.
             TrainerUpdate::Command { text, outcome } => t.commands.push(match outcome {
-                Ok(said) => format!("> {said}"),
-                Err(e) => format!("> {text}: {e}"),
+                Ok(said) => format!("> {}", self.lang.sentence(&said)),
+                Err(e) => format!("> {}: {}", self.lang.sentence(&text), self.lang.sentence(&e)),
             }),
             TrainerUpdate::Checks(checks) => t.checks = checks,
             TrainerUpdate::Ended { passed } => {

@@ -110,6 +110,37 @@ impl Lang {
         })
     }
 
+    /// A sentence made in English elsewhere (a command and its outcome, which sources
+    /// answer as text) in this language: the catalogue's message it is, else the message
+    /// whose template it fits, with the values read back from the sentence (of several
+    /// that fit, the one with the most fixed words). Untranslated, and remembered by
+    /// [`Lang::missing`], when none fits.
+    pub fn sentence(&self, english: &str) -> String {
+        if self.is_english() {
+            return english.to_string();
+        }
+        if let Some(t) = self.messages.get(english) {
+            return t.clone();
+        }
+        let best = self
+            .messages
+            .iter()
+            .filter(|(id, _)| id.contains('{') && fixed_letters(id) >= SENTENCE_LETTERS)
+            .filter_map(|(id, t)| Some((fixed_len(id), read_back(id, english)?, t)))
+            .max_by_key(|(fixed, _, _)| *fixed);
+        match best {
+            Some((_, values, translation)) => fill(translation, |name| {
+                values.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_string())
+            }),
+            None => {
+                if let Ok(mut m) = self.missing.lock() {
+                    m.insert(english.to_string());
+                }
+                english.to_string()
+            }
+        }
+    }
+
     /// A count with its noun, singular or plural ("1 topic", "3 topics"), in this language
     /// (see [`Msg::count`]).
     pub fn count<N: Display>(&self, n: N, noun: &str) -> String {
@@ -245,6 +276,84 @@ fn fill(template: &str, value: impl Fn(&str) -> Option<String>) -> String {
     out
 }
 
+/// A template's pieces: the fixed text before each `{name}`, and the name (`None` after
+/// the last fixed text).
+fn pieces(template: &str) -> Vec<(&str, Option<&str>)> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    let mut fixed_from = 0;
+    let mut at = 0;
+    while let Some(start) = rest[at..].find('{').map(|s| s + at) {
+        let after = &rest[start + 1..];
+        match after.find('}').map(|end| &after[..end]).filter(|n| is_name(n)) {
+            Some(name) => {
+                out.push((&rest[fixed_from..start], Some(name)));
+                rest = &after[name.len() + 1..];
+                fixed_from = 0;
+                at = 0;
+            }
+            None => at = start + 1,
+        }
+    }
+    out.push((&rest[fixed_from..], None));
+    out
+}
+
+/// The fixed letters a template needs before a sentence is read back into it: fewer, and
+/// a template such as `{group} {state}` would fit any sentence at all.
+const SENTENCE_LETTERS: usize = 6;
+
+fn fixed_letters(template: &str) -> usize {
+    pieces(template)
+        .iter()
+        .map(|(fixed, _)| fixed.chars().filter(|c| c.is_alphabetic()).count())
+        .sum()
+}
+
+/// How much of a template is fixed text: of two that fit a sentence, the longer is the
+/// closer.
+fn fixed_len(template: &str) -> usize {
+    pieces(template).iter().map(|(fixed, _)| fixed.len()).sum()
+}
+
+/// The values of `template`'s names in `text` when `text` is that template filled in
+/// (each value not empty; a name used twice has one value), else `None`.
+fn read_back<'t>(template: &str, text: &'t str) -> Option<Vec<(String, &'t str)>> {
+    let pieces = pieces(template);
+    let mut values: Vec<(String, &'t str)> = Vec::new();
+    let (first, _) = pieces.first()?;
+    let mut rest = text.strip_prefix(first)?;
+    for window in pieces.windows(2) {
+        let (_, Some(name)) = window[0] else {
+            return None;
+        };
+        let (next, after) = window[1];
+        let value = if after.is_none() {
+            // The last fixed text ends the sentence.
+            let value = rest.strip_suffix(next)?;
+            rest = "";
+            value
+        } else if next.is_empty() {
+            // Two names side by side: no fixed text tells where one ends.
+            return None;
+        } else {
+            let end = rest.find(next)?;
+            let value = &rest[..end];
+            rest = &rest[end + next.len()..];
+            value
+        };
+        if value.is_empty() {
+            return None;
+        }
+        match values.iter().find(|(n, _)| n == name) {
+            Some((_, v)) if *v != value => return None,
+            Some(_) => {}
+            None => values.push((name.to_string(), value)),
+        }
+    }
+    rest.is_empty().then_some(values)
+}
+
 /// Whether `text` can be a placeholder's name: letters, digits and `_`.
 fn is_name(text: &str) -> bool {
     !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -310,6 +419,39 @@ mod tests {
             zh.fmt("{partition} has a new leader", &[("partition", &"orders-0")]),
             "orders-0 有了新的领导者"
         );
+    }
+
+    #[test]
+    fn a_sentence_made_in_english_is_read_back_into_its_template() {
+        let t = "broker {broker} killed; the controller fences it after {ms} ms without heartbeats";
+        assert_eq!(
+            read_back(
+                t,
+                "broker 2 killed; the controller fences it after 3000 ms without heartbeats"
+            ),
+            Some(vec![("broker".to_string(), "2"), ("ms".to_string(), "3000")])
+        );
+        // The whole sentence, or nothing.
+        assert_eq!(
+            read_back(t, "broker 2 killed; the controller fences it after 3000 ms"),
+            None
+        );
+        assert_eq!(read_back("broker {b} resumed", "broker 1 resumed, then more"), None);
+        // A name used twice has one value.
+        let twice = "broker {b} killed; fences broker {b} later";
+        assert!(read_back(twice, "broker 1 killed; fences broker 1 later").is_some());
+        assert_eq!(read_back(twice, "broker 1 killed; fences broker 2 later"), None);
+        // The last fixed text is the end, even when it also comes earlier.
+        assert_eq!(
+            read_back("link {a} {state}", "link 0-1 delayed 200 ms"),
+            Some(vec![("a".to_string(), "0-1"), ("state".to_string(), "delayed 200 ms")])
+        );
+        let zh = Lang::get(Some("zh"));
+        assert_eq!(zh.sentence("kill broker 1"), "杀死 broker 1");
+        assert_eq!(Lang::english().sentence("kill broker 1"), "kill broker 1");
+        let unknown = "an outcome no catalogue has";
+        assert_eq!(zh.sentence(unknown), unknown);
+        assert!(zh.missing().contains(&unknown.to_string()));
     }
 
     #[test]
