@@ -19,10 +19,15 @@ fn present(h: &mut tui_fixture::Harness, updates: Vec<TrainerUpdate>) {
 }
 
 fn loaded(title: &str) -> TrainerUpdate {
+    loaded_in(title, None)
+}
+
+/// A four-step scenario called `title`, in `lang`.
+fn loaded_in(title: &str, lang: Option<&str>) -> TrainerUpdate {
     TrainerUpdate::Loaded {
         title: title.into(),
         steps: 4,
-        lang: None,
+        lang: lang.map(String::from),
     }
 }
 
@@ -344,14 +349,7 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
 #[test]
 fn the_help_in_chinese() {
     let mut h = harness();
-    present(
-        &mut h,
-        vec![TrainerUpdate::Loaded {
-            title: "领导者崩溃".into(),
-            steps: 4,
-            lang: Some("zh".into()),
-        }],
-    );
+    present(&mut h, vec![loaded_in("领导者崩溃", Some("zh"))]);
     h.press(KeyCode::Char('?'));
     assert_draw!("trainer_help_zh", h, 100, 30);
 }
@@ -363,14 +361,7 @@ fn the_flow_key_reads_whole_in_the_help_in_both_languages() {
     use kdeck::tui::keymap::{Binding, Meaning};
     for lang in [None, Some("zh")] {
         let mut h = harness();
-        present(
-            &mut h,
-            vec![TrainerUpdate::Loaded {
-                title: "A leader crashes".into(),
-                steps: 4,
-                lang: lang.map(String::from),
-            }],
-        );
+        present(&mut h, vec![loaded_in("A leader crashes", lang)]);
         let describe = kdeck::view::lang::Lang::get(lang)
             .tr(Binding::Flow.describe())
             .to_string();
@@ -397,14 +388,7 @@ fn the_flow_key_reads_whole_in_the_help_in_both_languages() {
 #[test]
 fn the_partition_pictures_in_chinese() {
     let mut h = harness();
-    present(
-        &mut h,
-        vec![TrainerUpdate::Loaded {
-            title: "领导者崩溃".into(),
-            steps: 4,
-            lang: Some("zh".into()),
-        }],
-    );
+    present(&mut h, vec![loaded_in("领导者崩溃", Some("zh"))]);
     h.press(KeyCode::Char('3'));
     h.press(KeyCode::Down);
     h.press(KeyCode::Char('L'));
@@ -428,14 +412,7 @@ fn the_partition_pictures_in_chinese() {
 #[test]
 fn a_confirmation_a_message_and_a_dialog_in_chinese() {
     let mut h = harness();
-    present(
-        &mut h,
-        vec![TrainerUpdate::Loaded {
-            title: "领导者崩溃".into(),
-            steps: 4,
-            lang: Some("zh".into()),
-        }],
-    );
+    present(&mut h, vec![loaded_in("领导者崩溃", Some("zh"))]);
     h.press(KeyCode::Char('x'));
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
     for words in ["确认", "杀死 broker 0（硬崩溃，不做受控关闭）？", "y：是"] {
@@ -492,11 +469,7 @@ fn a_steps_commands_and_their_outcomes_in_chinese() {
     present(
         &mut h,
         vec![
-            TrainerUpdate::Loaded {
-                title: "领导者崩溃".into(),
-                steps: 4,
-                lang: Some("zh".into()),
-            },
+            loaded_in("领导者崩溃", Some("zh")),
             TrainerUpdate::Step {
                 index: 1,
                 caption: "我们让领导者崩溃。".into(),
@@ -524,4 +497,44 @@ fn a_steps_commands_and_their_outcomes_in_chinese() {
     ] {
         assert!(screen.contains(said), "{said} missing from\n{screen}");
     }
+}
+
+/// What a key's command came to, which the cluster answers in English, is said in the
+/// console's language in the footer, a failure in Events too; a pane says which of its
+/// rows it shows in that language.
+#[test]
+fn the_footers_outcome_a_failure_and_a_panes_rows_in_chinese() {
+    use kdeck::view::{Command, CommandOutcome, outcome};
+    let mut h = harness();
+    present(&mut h, vec![loaded_in("领导者崩溃", Some("zh"))]);
+    h.app.on_outcome(
+        CommandOutcome {
+            command: Command::KillBroker(0),
+            result: Ok(outcome::broker_killed(0, 3000)),
+        },
+        now(),
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    let said = "broker 0 已杀死；控制器在 3000 ms 没有心跳后隔离它";
+    assert!(screen.contains(said), "{said} missing from\n{screen}");
+    h.app.on_outcome(
+        CommandOutcome {
+            command: Command::PauseBroker(1),
+            result: Err(outcome::topic_deleted("orders")),
+        },
+        now(),
+    );
+    let failed = "暂停 broker 1 失败：主题 orders 已删除";
+    assert_eq!(h.app.status.as_ref().map(|s| s.text.as_str()), Some(failed));
+    let last = h.app.event_rows().last().cloned();
+    assert!(
+        matches!(&last, Some(EventRow::Event(e)) if e.text == "pause broker 1 failed: topic orders deleted"),
+        "the timeline keeps the English: {last:?}"
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    assert!(screen.contains(failed), "{failed} missing from\n{screen}");
+    let small = tui_fixture::text(&tui_fixture::draw(&mut h.console, 80, 24));
+    assert!(small.contains("，共 "), "no pane says which rows it shows:\n{small}");
+    assert!(!small.contains(" of "), "{small}");
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }

@@ -19,6 +19,7 @@ use super::pane;
 use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
 use crate::view::explain::Explanation;
+use crate::view::lang::Msg;
 use crate::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupRow,
     PartitionRow, SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
@@ -395,11 +396,19 @@ impl App {
             // What was asked will not come: the next toggle builds on the view again.
             self.asked.clear();
         }
+        // The sources answer in English; the footer and Events say it in the console's
+        // language.
         match outcome.result {
-            Ok(text) => self.say(text, Severity::Info, now),
+            Ok(text) => {
+                let said = self.lang.sentence(&text);
+                self.say(said, Severity::Info, now)
+            }
             Err(e) => {
                 // In full in the timeline too: the footer cuts long reasons and lets them go.
-                let text = format!("{} failed: {e}", outcome.command);
+                let msg = Msg::new("{command} failed: {reason}")
+                    .with_sentence("command", outcome.command.to_string())
+                    .with_sentence("reason", e);
+                let said = self.lang.say(&msg);
                 if self.notes.len() >= self.console.event_history.max(1) {
                     self.notes.pop_front();
                 }
@@ -407,11 +416,11 @@ impl App {
                     at: now,
                     cluster_at: now,
                     severity: Severity::Error,
-                    text: text.clone(),
-                    msg: None,
+                    text: msg.english(),
+                    msg: Some(msg),
                     class: EventClass::Other,
                 });
-                self.say(text, Severity::Error, now);
+                self.say(said, Severity::Error, now);
             }
         }
     }

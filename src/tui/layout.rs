@@ -210,8 +210,8 @@ pub fn spaced_row(row: ratatui::widgets::Row<'_>) -> ratatui::widgets::Row<'_> {
 /// border (`▲▼ 12-20 of 40`).
 fn place(frame: &mut Frame, app: &App, pane: Pane, area: Rect, now: DateTime<Utc>, layout: &mut FrameLayout) {
     let drawn = view_of(pane).draw(frame, area, app, now);
-    if let Some(note) = drawn.scroll_note() {
-        let width = (note.chars().count() as u16).min(area.width.saturating_sub(2));
+    if let Some(note) = drawn.scroll_note(app.lang) {
+        let width = (unicode_width::UnicodeWidthStr::width(note.as_str()) as u16).min(area.width.saturating_sub(2));
         if area.height >= 2 && width > 0 {
             let at = Rect {
                 x: area.x + area.width.saturating_sub(width + 1),

@@ -10,6 +10,7 @@ use super::Pane;
 use super::app::App;
 use super::keymap::Binding;
 use super::{brokers, events, groups, messages, partitions, topics};
+use crate::view::lang::Lang;
 
 /// Where a pane's rows are on screen after a draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,8 +59,8 @@ impl PaneLayout {
         }
     }
 
-    /// `12-20 of 40`, when some rows are out of sight.
-    pub fn scroll_note(&self) -> Option<String> {
+    /// `12-20 of 40` in `lang`, when some rows are out of sight.
+    pub fn scroll_note(&self, lang: &Lang) -> Option<String> {
         if self.shown >= self.total {
             return None;
         }
@@ -69,12 +70,15 @@ impl PaneLayout {
         } else {
             " "
         };
-        Some(format!(
-            " {up}{down} {}-{} of {} ",
-            self.first + 1,
-            self.first + self.shown,
-            self.total
-        ))
+        let which = lang.fmt(
+            "{first}-{last} of {total}",
+            &[
+                ("first", &(self.first + 1)),
+                ("last", &(self.first + self.shown)),
+                ("total", &self.total),
+            ],
+        );
+        Some(format!(" {up}{down} {which} "))
     }
 
     /// A table in a frame: one column-header line, then one line per row from `first`.
@@ -165,11 +169,11 @@ mod tests {
         assert_eq!(layout.row_at(3, 6), None, "past the last row");
         assert_eq!(layout.row_at(3, 1), None, "the column header");
         assert_eq!(layout.row_at(0, 3), None, "the frame");
-        assert_eq!(layout.scroll_note().as_deref(), Some(" ▲  6-9 of 9 "));
+        assert_eq!(layout.scroll_note(Lang::english()).as_deref(), Some(" ▲  6-9 of 9 "));
         let all = PaneLayout::table(Pane::Topics, Rect::new(0, 0, 40, 10), Rect::new(1, 1, 38, 8), 0, 7);
-        assert_eq!(all.scroll_note(), None, "every row fits");
+        assert_eq!(all.scroll_note(Lang::english()), None, "every row fits");
         let more = PaneLayout::table(Pane::Topics, Rect::new(0, 0, 40, 10), Rect::new(1, 1, 38, 8), 0, 30);
-        assert_eq!(more.scroll_note().as_deref(), Some("  ▼ 1-7 of 30 "));
+        assert_eq!(more.scroll_note(Lang::english()).as_deref(), Some("  ▼ 1-7 of 30 "));
     }
 
     #[test]
@@ -181,6 +185,6 @@ mod tests {
         assert_eq!(spaced.row_at(3, 3), Some(0));
         assert_eq!(spaced.row_at(3, 4), Some(1));
         assert_eq!(spaced.row_at(3, 7), Some(2));
-        assert_eq!(spaced.scroll_note().as_deref(), Some("  ▼ 1-3 of 5 "));
+        assert_eq!(spaced.scroll_note(Lang::english()).as_deref(), Some("  ▼ 1-3 of 5 "));
     }
 }

@@ -106,6 +106,7 @@ impl Lang {
             msg.args.iter().find(|(n, _)| *n == name).map(|(_, arg)| match arg {
                 Arg::Value(v) => v.clone(),
                 Arg::Msg(m) => self.say(m),
+                Arg::Sentence(english) => self.sentence(english),
             })
         })
     }
@@ -201,6 +202,9 @@ pub enum Arg {
     Value(String),
     /// Words of their own, translated too (a reason, a broker's state).
     Msg(Msg),
+    /// A sentence made in English elsewhere (a command, a source's answer), said by
+    /// [`Lang::sentence`].
+    Sentence(String),
 }
 
 impl Msg {
@@ -243,6 +247,13 @@ impl Msg {
     /// The message with `{name}` filled by the message `words`, translated too.
     pub fn with_msg(mut self, name: &'static str, words: Msg) -> Msg {
         self.args.push((name, Arg::Msg(words)));
+        self
+    }
+
+    /// The message with `{name}` filled by a sentence made in English elsewhere (a
+    /// command, a source's answer), read back into the catalogue by [`Lang::sentence`].
+    pub fn with_sentence(mut self, name: &'static str, english: impl Into<String>) -> Msg {
+        self.args.push((name, Arg::Sentence(english.into())));
         self
     }
 
