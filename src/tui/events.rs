@@ -10,6 +10,7 @@ use super::Pane;
 use super::app::{App, EventRow};
 use super::keymap::Binding;
 use super::pane::{PaneLayout, PaneView};
+use super::text::wrap;
 use crate::view::ViewEvent;
 use crate::view::lang::Lang;
 
@@ -151,12 +152,6 @@ pub fn said(lang: &Lang, event: &ViewEvent) -> String {
         Some(msg) if !lang.is_english() => lang.say(msg),
         _ => event.text.clone(),
     }
-}
-
-/// `text` in lines of at most `width` columns, broken between words where it can be (never
-/// between a number and its unit), and between the characters of CJK text.
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    super::text::wrap(text, width)
 }
 
 #[cfg(test)]
