@@ -404,3 +404,97 @@ fn the_replica_log_legend_drops_items_whole_on_a_narrow_screen() {
         );
     }
 }
+
+/// The console in Chinese, as a scenario with `--lang zh` sets it.
+fn in_chinese(h: &mut tui_fixture::Harness) {
+    h.console.trainer(
+        kdeck::tui::TrainerUpdate::Loaded {
+            title: "领导者崩溃".into(),
+            steps: 4,
+            lang: Some("zh".into()),
+        },
+        tui_fixture::now(),
+    );
+}
+
+/// `e` in a Chinese console explains in Chinese: a partition's HW, ISR and leader, a
+/// killed broker with its events, a group and a rejected produce; the catalogue lacks
+/// nothing they say.
+#[test]
+fn the_explanations_in_chinese() {
+    let mut v = view();
+    v.controls = Some(controls());
+    // Broker 1's fencing in the engine's own words (the fixture's reasons are English only).
+    use kdeck::view::timeline;
+    let fence = "missed heartbeats for the session timeout";
+    for ev in &mut v.events {
+        let line = if ev.text.starts_with("broker 1 fenced") {
+            timeline::broker_fenced(1, fence)
+        } else if ev.text.starts_with("ISR page-views-0 shrank") {
+            timeline::isr_shrunk("page-views", 0, &[1], &[0, 2], Some(timeline::fenced_because(1, fence)))
+        } else {
+            continue;
+        };
+        ev.text = line.text();
+        ev.msg = Some(line.msg);
+    }
+    let mut h = harness_with(v, ConsoleConfig::default(), default_keys(), Theme::colored());
+    in_chinese(&mut h);
+    let screen = |h: &mut tui_fixture::Harness| tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('e'));
+    assert_draw!("explain_partition_zh", h, 100, 30);
+    let partition = screen(&mut h);
+    for words in [
+        "原因",
+        "高水位",
+        "同步副本",
+        "领导者",
+        "控制器的选举规则：Kafka 的规则，",
+        "首选领导者是 broker",
+    ] {
+        assert!(partition.contains(words), "{words} missing from\n{partition}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('1'));
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Char('e'));
+    let broker = screen(&mut h);
+    for words in [
+        "broker 1：已杀死",
+        "已被杀死（崩溃，没有受控关闭）",
+        "事件：broker 1 下线：已杀死",
+        "事件：broker 1 被隔离：会话超时内没有心跳",
+        "角色",
+        "控制器是 broker 0",
+    ] {
+        assert!(broker.contains(words), "{words} missing from\n{broker}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('4'));
+    h.press(KeyCode::Char('e'));
+    let group = screen(&mut h);
+    for words in [
+        "消费者组 analytics：Stable",
+        "Stable：每个成员都拿到了分配并在消费",
+        "协调者：broker",
+        "上次再平衡",
+    ] {
+        assert!(group.contains(words), "{words} missing from\n{group}");
+    }
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('6'));
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('e'));
+    let event = screen(&mut h);
+    for words in [
+        "向 clicks-1 生产失败",
+        "发生了什么",
+        "向 clicks-1 生产被拒",
+        "clicks-1 没有存活的领导者",
+    ] {
+        assert!(event.contains(words), "{words} missing from\n{event}");
+    }
+    assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}

@@ -217,8 +217,8 @@ impl Player {
                             let now = views.borrow().clone();
                             let e = target.explain(&now, &now.events);
                             let _ = out.send(PlayerEvent::Explained {
-                                title: e.title,
-                                lines: e.lines,
+                                title: e.title.english(),
+                                lines: e.english_lines(),
                             });
                         }
                         let _ = out.send(PlayerEvent::Console(action));

@@ -10,24 +10,28 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use super::action::ExplainTarget;
 use super::app::App;
 use super::messages::centered;
+use crate::view::explain::Line as Said;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, scroll: u16) {
     let t = &app.theme;
     let explanation = app.explanation(target);
     let popup = centered(area, 90, 80);
     let width = popup.width.saturating_sub(2).max(20) as usize;
+    let lang = app.lang;
     let lines: Vec<Line> = explanation
         .lines
         .iter()
         .flat_map(|l| {
-            let style = if l.starts_with(' ') { t.text } else { t.column_header };
-            wrap(l, width).into_iter().map(move |w| Line::styled(w, style))
+            let (text, style) = match l {
+                Said::Heading(m) => (lang.say(m), t.column_header),
+                Said::Sentence(m) => (format!("  {}", lang.say(m)), t.text),
+            };
+            wrap(&text, width).into_iter().map(move |w| Line::styled(w, style))
         })
         .collect();
     let total = lines.len();
     let shown = popup.height.saturating_sub(2) as usize;
     let scroll = scroll.min(total.saturating_sub(shown) as u16);
-    let lang = app.lang;
     let more = if total > shown {
         format!(" · {}", lang.tr("↑↓ PgUp PgDn scroll"))
     } else {
@@ -43,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, target: &ExplainTarget, sc
                     format!(
                         " {} · {}{more} · {} ",
                         lang.tr("Why"),
-                        explanation.title,
+                        lang.say(&explanation.title),
                         lang.tr("Esc close")
                     ),
                     t.title,

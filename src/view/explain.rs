@@ -4,8 +4,14 @@
 //! rule), so a trainer's console and a scenario file say the same thing: the key sentences
 //! are `pub fn`s of plain numbers that a scenario can quote.
 //!
+//! Each line is a [`Msg`] of the catalogue, so a console in another language says it in its
+//! own words; [`Explanation::english_lines`] and each sentence's `pub fn ... -> String` are
+//! the English, the same bytes whatever the console speaks.
+//!
 //! What a source cannot tell (an external cluster's followers' log ends, the timing rules
 //! of [`Controls`]) is left out of the sentence or said to be unknown, never guessed.
+
+use std::fmt::Display;
 
 use super::lang::Msg;
 use super::timeline::{ids, partition_name};
@@ -14,33 +20,65 @@ use super::{
     ReplicaRow, ViewEvent,
 };
 
-/// What "explain" shows: a title and its lines. A line that does not start with a space is
-/// a heading; the others are sentences under it.
+/// What "explain" shows: a title and its lines, headings and the sentences under them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
-    pub title: String,
-    pub lines: Vec<String>,
+    pub title: Msg,
+    pub lines: Vec<Line>,
+}
+
+/// A line of an explanation: a heading ("High watermark") or a sentence under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Heading(Msg),
+    Sentence(Msg),
+}
+
+impl Line {
+    /// What the line says, in no language yet.
+    pub fn msg(&self) -> &Msg {
+        match self {
+            Line::Heading(m) | Line::Sentence(m) => m,
+        }
+    }
+
+    pub fn is_heading(&self) -> bool {
+        matches!(self, Line::Heading(_))
+    }
+
+    /// The line in English, a sentence indented by two spaces under its heading.
+    pub fn english(&self) -> String {
+        match self {
+            Line::Heading(m) => m.english(),
+            Line::Sentence(m) => format!("  {}", m.english()),
+        }
+    }
 }
 
 impl Explanation {
-    fn new(title: String) -> Explanation {
+    fn new(title: Msg) -> Explanation {
         Explanation {
             title,
             lines: Vec::new(),
         }
     }
 
-    fn heading(&mut self, text: &str) {
-        self.lines.push(text.to_string());
+    fn heading(&mut self, id: &'static str) {
+        self.lines.push(Line::Heading(Msg::new(id)));
     }
 
-    fn say(&mut self, text: String) {
-        self.lines.push(format!("  {text}"));
+    fn say(&mut self, msg: Msg) {
+        self.lines.push(Line::Sentence(msg));
     }
 
-    /// Whether a sentence (without its indent) is among the lines.
+    /// Whether a sentence (or a heading), in English, is among the lines.
     pub fn says(&self, sentence: &str) -> bool {
-        self.lines.iter().any(|l| l.trim_start() == sentence)
+        self.lines.iter().any(|l| l.msg().english() == sentence)
+    }
+
+    /// The lines in English: a heading as it is, a sentence indented by two spaces.
+    pub fn english_lines(&self) -> Vec<String> {
+        self.lines.iter().map(Line::english).collect()
     }
 }
 
@@ -49,123 +87,193 @@ pub fn seconds(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
 
+/// `msg` with `{name}` shown as `value`, or as the words `none` (translated) without one.
+fn with_or(msg: Msg, name: &'static str, value: Option<impl Display>, none: &'static str) -> Msg {
+    match value {
+        Some(v) => msg.with(name, v),
+        None => msg.with_msg(name, Msg::new(none)),
+    }
+}
+
+/// What a timeline event says: its message, or its English text as words of their own.
+fn event_said(event: &ViewEvent) -> Msg {
+    event.msg.clone().unwrap_or_else(|| Msg::words(event.text.clone()))
+}
+
 // ---- The sentences: plain numbers in, one sentence out. ----
 
 /// Kafka's high-watermark rule: `isr_leos` are the log end offsets of the ISR's members.
 pub fn hw_rule(isr_leos: &[(BrokerId, i64)], hw: i64) -> String {
+    hw_rule_said(isr_leos, hw).english()
+}
+
+/// [`hw_rule`] as a message of the catalogue.
+pub fn hw_rule_said(isr_leos: &[(BrokerId, i64)], hw: i64) -> Msg {
     let leos: Vec<String> = isr_leos.iter().map(|(b, leo)| format!("{b}: {leo}")).collect();
-    format!(
-        "HW = the smallest LEO in the ISR = {hw} (LEOs {})",
-        if leos.is_empty() {
-            "unknown".to_string()
-        } else {
-            leos.join(", ")
-        }
-    )
+    let msg = Msg::new("HW = the smallest LEO in the ISR = {hw} (LEOs {leos})").with("hw", hw);
+    with_or(msg, "leos", (!leos.is_empty()).then(|| leos.join(", ")), "unknown")
 }
 
 /// Why the HW stands still while the ISR is smaller than min.insync.replicas.
 pub fn hw_held(hw: i64, isr: usize, min_insync_replicas: i32) -> String {
-    format!(
-        "HW stays at {hw}: the ISR has {isr} < min.insync.replicas {min_insync_replicas}, and the HW moves only while the ISR has at least min.insync.replicas members (KIP-966), so nothing is committed that fewer replicas hold"
+    hw_held_said(hw, isr, min_insync_replicas).english()
+}
+
+/// [`hw_held`] as a message of the catalogue.
+pub fn hw_held_said(hw: i64, isr: usize, min_insync_replicas: i32) -> Msg {
+    Msg::new(
+        "HW stays at {hw}: the ISR has {isr} < min.insync.replicas {min}, and the HW moves only while the ISR has at least min.insync.replicas members (KIP-966), so nothing is committed that fewer replicas hold",
     )
+    .with("hw", hw)
+    .with("isr", isr)
+    .with("min", min_insync_replicas)
 }
 
 /// What acks=all needs of the ISR, and whether it has it now.
 pub fn min_isr_rule(min_insync_replicas: i32, isr: usize) -> String {
+    min_isr_rule_said(min_insync_replicas, isr).english()
+}
+
+/// [`min_isr_rule`] as a message of the catalogue.
+pub fn min_isr_rule_said(min_insync_replicas: i32, isr: usize) -> Msg {
     let have = isr as i64;
     let need = i64::from(min_insync_replicas);
-    if have >= need {
-        format!(
-            "acks=all waits for every ISR member and needs min.insync.replicas {need}: the ISR has {have} ({have} >= {need}), so produces are accepted"
-        )
+    let id = if have >= need {
+        "acks=all waits for every ISR member and needs min.insync.replicas {need}: the ISR has {have} ({have} >= {need}), so produces are accepted"
     } else {
-        format!(
-            "acks=all needs min.insync.replicas {need} in-sync replicas: the ISR has {have} ({have} < {need}), so acks=all produces fail with NOT_ENOUGH_REPLICAS (acks=1 still works)"
-        )
-    }
+        "acks=all needs min.insync.replicas {need} in-sync replicas: the ISR has {have} ({have} < {need}), so acks=all produces fail with NOT_ENOUGH_REPLICAS (acks=1 still works)"
+    };
+    Msg::new(id).with("need", need).with("have", have)
 }
 
 /// Why a follower on a live broker left the ISR: the leader last saw it caught up
 /// `caught_up_ms_ago` ago (unknown: `None`), against `replica.lag.time.max.ms`.
 pub fn out_of_sync(broker: BrokerId, caught_up_ms_ago: Option<u64>, lag_time_max_ms: Option<u64>) -> String {
-    match (caught_up_ms_ago, lag_time_max_ms) {
-        (Some(ago), Some(max)) if ago > max => format!(
-            "broker {broker} last caught up {} ago > replica.lag.time.max.ms {max}",
-            seconds(ago)
-        ),
-        (Some(ago), Some(max)) => format!(
-            "broker {broker} last caught up {} ago <= replica.lag.time.max.ms {max}: it rejoins the ISR once it reaches the HW",
-            seconds(ago)
-        ),
-        (Some(ago), None) => format!(
-            "broker {broker} last caught up {} ago, longer than replica.lag.time.max.ms",
-            seconds(ago)
-        ),
-        (None, Some(max)) => format!(
-            "broker {broker} has not caught up to the leader's LEO in this leader epoch, for more than replica.lag.time.max.ms {max}"
-        ),
-        (None, None) => format!("broker {broker} has not caught up to the leader's LEO within replica.lag.time.max.ms"),
-    }
+    out_of_sync_said(broker, caught_up_ms_ago, lag_time_max_ms).english()
+}
+
+/// [`out_of_sync`] as a message of the catalogue.
+pub fn out_of_sync_said(broker: BrokerId, caught_up_ms_ago: Option<u64>, lag_time_max_ms: Option<u64>) -> Msg {
+    let msg = match (caught_up_ms_ago, lag_time_max_ms) {
+        (Some(ago), Some(max)) if ago > max => {
+            Msg::new("broker {broker} last caught up {ago} ago > replica.lag.time.max.ms {max}")
+                .with("ago", seconds(ago))
+                .with("max", max)
+        }
+        (Some(ago), Some(max)) => Msg::new(
+            "broker {broker} last caught up {ago} ago <= replica.lag.time.max.ms {max}: it rejoins the ISR once it reaches the HW",
+        )
+        .with("ago", seconds(ago))
+        .with("max", max),
+        (Some(ago), None) => {
+            Msg::new("broker {broker} last caught up {ago} ago, longer than replica.lag.time.max.ms")
+                .with("ago", seconds(ago))
+        }
+        (None, Some(max)) => Msg::new(
+            "broker {broker} has not caught up to the leader's LEO in this leader epoch, for more than replica.lag.time.max.ms {max}",
+        )
+        .with("max", max),
+        (None, None) => Msg::new("broker {broker} has not caught up to the leader's LEO within replica.lag.time.max.ms"),
+    };
+    msg.with("broker", broker)
 }
 
 /// A replica out of the ISR because its broker is down (`how`: killed, stopped...).
 pub fn replica_down(broker: BrokerId, how: &str) -> String {
-    format!("broker {broker} is down ({how}): it fetches nothing, so it left the ISR")
+    replica_down_said(broker, how).english()
+}
+
+/// [`replica_down`] as a message of the catalogue (`how` translated too).
+pub fn replica_down_said(broker: BrokerId, how: &str) -> Msg {
+    Msg::new("broker {broker} is down ({how}): it fetches nothing, so it left the ISR")
+        .with("broker", broker)
+        .with_msg("how", Msg::words(how))
 }
 
 /// NOT_ENOUGH_REPLICAS: the ISR of `topic`-`partition` is smaller than min.insync.replicas.
 pub fn not_enough_replicas(topic: &str, partition: i32, min_insync_replicas: i32, isr: &[BrokerId]) -> String {
-    format!(
-        "acks=all needs min.insync.replicas {min_insync_replicas} in-sync replicas; the ISR of {} is {} ({} < {min_insync_replicas})",
-        partition_name(topic, partition),
-        ids(isr),
-        isr.len()
+    not_enough_replicas_said(topic, partition, min_insync_replicas, isr).english()
+}
+
+/// [`not_enough_replicas`] as a message of the catalogue.
+pub fn not_enough_replicas_said(topic: &str, partition: i32, min_insync_replicas: i32, isr: &[BrokerId]) -> Msg {
+    Msg::new(
+        "acks=all needs min.insync.replicas {min} in-sync replicas; the ISR of {partition} is {isr} ({size} < {min})",
     )
+    .with("min", min_insync_replicas)
+    .with("partition", partition_name(topic, partition))
+    .with("isr", ids(isr))
+    .with("size", isr.len())
 }
 
 /// The election rule in force, and who it may choose among.
 pub fn election_rule(balanced: bool, candidates: &[BrokerId]) -> String {
+    election_rule_said(balanced, candidates).english()
+}
+
+/// [`election_rule`] as a message of the catalogue.
+pub fn election_rule_said(balanced: bool, candidates: &[BrokerId]) -> Msg {
     let rule = if balanced {
         "the balanced rule: the live ISR member leading the fewest partitions (ties: assignment order)"
     } else {
         "Kafka's rule: the first live ISR member in assignment order"
     };
-    format!("the controller elects by {rule}; candidates now {}", ids(candidates))
+    Msg::new("the controller elects by {rule}; candidates now {candidates}")
+        .with_msg("rule", Msg::new(rule))
+        .with("candidates", ids(candidates))
 }
 
 /// unclean.leader.election.enable, said as what it means for this partition.
 pub fn unclean_rule(enabled: bool) -> String {
-    if enabled {
-        "unclean.leader.election.enable is on: with no live ISR member, an out-of-sync replica may lead (what it lacks is lost)".into()
+    unclean_rule_said(enabled).english()
+}
+
+/// [`unclean_rule`] as a message of the catalogue.
+pub fn unclean_rule_said(enabled: bool) -> Msg {
+    Msg::new(if enabled {
+        "unclean.leader.election.enable is on: with no live ISR member, an out-of-sync replica may lead (what it lacks is lost)"
     } else {
-        "unclean.leader.election.enable is off: an out-of-sync replica never leads; with no live ISR member the partition stays offline".into()
-    }
+        "unclean.leader.election.enable is off: an out-of-sync replica never leads; with no live ISR member the partition stays offline"
+    })
 }
 
 /// Whether the preferred leader leads, and what brings it back.
 pub fn preferred_rule(leader: Option<BrokerId>, preferred: BrokerId, auto_rebalance: Option<bool>) -> String {
+    preferred_rule_said(leader, preferred, auto_rebalance).english()
+}
+
+/// [`preferred_rule`] as a message of the catalogue.
+pub fn preferred_rule_said(leader: Option<BrokerId>, preferred: BrokerId, auto_rebalance: Option<bool>) -> Msg {
     if leader == Some(preferred) {
-        return format!("broker {preferred} is the preferred leader (first in the assignment)");
+        return Msg::new("broker {broker} is the preferred leader (first in the assignment)").with("broker", preferred);
     }
     let back = match auto_rebalance {
         Some(true) => "auto.leader.rebalance.enable is on: the controller moves leadership back once it is in the ISR",
         Some(false) => "auto.leader.rebalance.enable is off: a preferred-leader election moves leadership back",
         None => "a preferred-leader election (or auto.leader.rebalance.enable) moves leadership back",
     };
-    format!("the preferred leader is broker {preferred} (first in the assignment), not leading: {back}")
+    Msg::new("the preferred leader is broker {broker} (first in the assignment), not leading: {back}")
+        .with("broker", preferred)
+        .with_msg("back", Msg::new(back))
 }
 
 /// Why a broker is fenced: it missed heartbeats for broker.session.timeout.ms.
 pub fn fenced(broker: BrokerId, session_timeout_ms: Option<u64>) -> String {
+    fenced_said(broker, session_timeout_ms).english()
+}
+
+/// [`fenced`] as a message of the catalogue.
+pub fn fenced_said(broker: BrokerId, session_timeout_ms: Option<u64>) -> Msg {
     match session_timeout_ms {
-        Some(ms) => format!(
-            "broker {broker} is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms {ms}"
-        ),
-        None => format!(
-            "broker {broker} is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms"
+        Some(ms) => Msg::new(
+            "broker {broker} is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms {ms}",
+        )
+        .with("ms", ms),
+        None => Msg::new(
+            "broker {broker} is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms",
         ),
     }
+    .with("broker", broker)
 }
 
 /// Where a follower truncates, if its log diverged from the leader's (KIP-101/279): it asks
@@ -231,23 +339,23 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
         .iter()
         .find(|p| p.topic == topic && p.partition == partition)
     else {
-        let mut e = Explanation::new(tp.clone());
-        e.say(format!(
-            "{tp} is not in the cluster's metadata (deleted, or not created yet)"
-        ));
+        let mut e = Explanation::new(Msg::new("{partition}").with("partition", &tp));
+        e.say(
+            Msg::new("{partition} is not in the cluster's metadata (deleted, or not created yet)")
+                .with("partition", &tp),
+        );
         return e;
     };
     let controls = view.controls;
-    let leader = p.leader.map_or("none".to_string(), |l| l.to_string());
-    let mut e = Explanation::new(format!(
-        "{tp}: leader {leader}, epoch {}, ISR {}",
-        p.leader_epoch,
-        ids(&p.isr)
-    ));
+    let title = Msg::new("{partition}: leader {leader}, epoch {epoch}, ISR {isr}")
+        .with("partition", &tp)
+        .with("epoch", p.leader_epoch)
+        .with("isr", ids(&p.isr));
+    let mut e = Explanation::new(with_or(title, "leader", p.leader, "none"));
 
     e.heading("High watermark");
     for r in &p.replicas {
-        e.say(replica_line(view, p, r));
+        e.say(replica_said(view, p, r));
     }
     match p.high_watermark {
         Some(hw) => {
@@ -258,37 +366,41 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
                 .collect();
             let below_min = p.min_insync_replicas.filter(|m| p.isr.len() < *m as usize);
             if let Some(min) = below_min {
-                e.say(hw_held(hw, p.isr.len(), min));
+                e.say(hw_held_said(hw, p.isr.len(), min));
             } else if leos.len() == p.isr.len() {
-                e.say(hw_rule(&leos, hw));
+                e.say(hw_rule_said(&leos, hw));
             } else {
-                e.say(format!(
-                    "HW = the smallest LEO in the ISR = {hw} (the followers' LEOs are not known here)"
-                ));
+                e.say(
+                    Msg::new("HW = the smallest LEO in the ISR = {hw} (the followers' LEOs are not known here)")
+                        .with("hw", hw),
+                );
             }
         }
-        None => e.say("no HW: the partition has no live leader to keep one".into()),
+        None => e.say(Msg::new("no HW: the partition has no live leader to keep one")),
     }
     if let Some(min) = p.min_insync_replicas {
-        e.say(min_isr_rule(min, p.isr.len()));
+        e.say(min_isr_rule_said(min, p.isr.len()));
     }
     if let Some(acks) = controls.and_then(|c| c.producer_acks) {
-        e.say(format!("the workload produces with acks={}", acks_name(acks)));
+        e.say(Msg::new("the workload produces with acks={acks}").with("acks", acks_name(acks)));
     }
 
     e.heading("In-sync replicas");
     let out: Vec<&ReplicaRow> = p.replicas.iter().filter(|r| !p.isr.contains(&r.broker)).collect();
     if out.is_empty() {
-        e.say(format!("every replica is in the ISR {}", ids(&p.isr)));
+        e.say(Msg::new("every replica is in the ISR {isr}").with("isr", ids(&p.isr)));
     }
     for r in out {
         e.say(why_out(view, controls, r));
     }
     for b in &p.isr {
         if p.replica(*b).is_some_and(|r| r.role == ReplicaRole::Offline) {
-            e.say(format!(
-                "broker {b} is down but still in the ISR: the last ISR member is never removed, so no data is lost by electing it"
-            ));
+            e.say(
+                Msg::new(
+                    "broker {broker} is down but still in the ISR: the last ISR member is never removed, so no data is lost by electing it",
+                )
+                .with("broker", b),
+            );
         }
     }
 
@@ -300,9 +412,9 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
         .map(|r| r.broker)
         .collect();
     if let Some(c) = controls {
-        e.say(election_rule(c.balanced_election, &candidates));
+        e.say(election_rule_said(c.balanced_election, &candidates));
     } else {
-        e.say(format!("live ISR members, the candidates: {}", ids(&candidates)));
+        e.say(Msg::new("live ISR members, the candidates: {candidates}").with("candidates", ids(&candidates)));
     }
     if p.offline() {
         let down: Vec<BrokerId> = p
@@ -311,23 +423,24 @@ pub fn partition(view: &ClusterView, topic: &str, partition: i32) -> Explanation
             .filter(|r| r.role == ReplicaRole::Offline)
             .map(|r| r.broker)
             .collect();
-        e.say(format!(
-            "{tp} is offline: no live ISR member (ISR {}; down: {})",
-            ids(&p.isr),
-            ids(&down)
-        ));
+        e.say(
+            Msg::new("{partition} is offline: no live ISR member (ISR {isr}; down: {down})")
+                .with("partition", &tp)
+                .with("isr", ids(&p.isr))
+                .with("down", ids(&down)),
+        );
     }
-    e.say(preferred_rule(
+    e.say(preferred_rule_said(
         p.leader,
         p.preferred_leader,
         controls.map(|c| c.auto_rebalance),
     ));
     if let Some(c) = controls {
-        e.say(unclean_rule(c.unclean_election));
+        e.say(unclean_rule_said(c.unclean_election));
     }
     let prefix = format!("leader {tp}:");
     if let Some(last) = view.events.iter().rev().find(|ev| ev.text.starts_with(&prefix)) {
-        e.say(format!("last election: {}", last.text));
+        e.say(Msg::new("last election: {event}").with_msg("event", event_said(last)));
     }
     e
 }
@@ -389,11 +502,11 @@ pub fn replica_said(view: &ClusterView, p: &PartitionRow, r: &ReplicaRow) -> Msg
     }
 }
 
-fn why_out(view: &ClusterView, controls: Option<Controls>, r: &ReplicaRow) -> String {
+fn why_out(view: &ClusterView, controls: Option<Controls>, r: &ReplicaRow) -> Msg {
     if r.role == ReplicaRole::Offline {
-        return replica_down(r.broker, &broker_state(view, r.broker));
+        return replica_down_said(r.broker, &broker_state(view, r.broker));
     }
-    out_of_sync(
+    out_of_sync_said(
         r.broker,
         r.caught_up_ms_ago,
         controls.map(|c| c.replica_lag_time_max_ms),
@@ -415,42 +528,44 @@ fn acks_name(acks: i16) -> String {
 /// Why a broker is in its state, what it leads and whether it is the controller.
 pub fn broker(view: &ClusterView, id: BrokerId) -> Explanation {
     let Some(b) = view.brokers.iter().find(|b| b.id == id) else {
-        let mut e = Explanation::new(format!("broker {id}"));
-        e.say(format!("broker {id} is not in the cluster"));
+        let mut e = Explanation::new(Msg::new("broker {id}").with("id", id));
+        e.say(Msg::new("broker {broker} is not in the cluster").with("broker", id));
         return e;
     };
     let controls = view.controls;
     let session = controls.map(|c| c.broker_session_timeout_ms);
     let lag = controls.map(|c| c.replica_lag_time_max_ms);
-    let mut e = Explanation::new(format!("broker {id}: {}", b.status.label()));
+    let mut e = Explanation::new(
+        Msg::new("broker {broker}: {status}")
+            .with("broker", id)
+            .with_msg("status", Msg::words(b.status.label())),
+    );
     e.heading("State");
+    // A setting and its value, both shown as they are: `broker.session.timeout.ms 3000`.
     let timeout = |name: &str, ms: Option<u64>| match ms {
         Some(ms) => format!("{name} {ms}"),
         None => name.to_string(),
     };
-    e.say(match b.status {
-        BrokerStatus::Online => format!(
-            "broker {id} is online: it heartbeats the controller within {}",
-            timeout("broker.session.timeout.ms", session)
+    let said = match b.status {
+        BrokerStatus::Online => Msg::new("broker {broker} is online: it heartbeats the controller within {session}")
+            .with("session", timeout("broker.session.timeout.ms", session)),
+        BrokerStatus::Fenced => fenced_said(id, session),
+        BrokerStatus::Killed => Msg::new(
+            "broker {broker} was killed (a crash, no controlled shutdown): the controller notices only when no heartbeat comes for {session}, then fences it and moves its leaderships",
+        )
+        .with("session", timeout("broker.session.timeout.ms", session)),
+        BrokerStatus::Paused => Msg::new(
+            "broker {broker} is paused (like a long GC pause): no heartbeats, no fetches; fenced after {session}, its replicas leave the ISRs after {lag}",
+        )
+        .with("session", timeout("broker.session.timeout.ms", session))
+        .with("lag", timeout("replica.lag.time.max.ms", lag)),
+        BrokerStatus::Stopped => Msg::new(
+            "broker {broker} stopped cleanly: a controlled shutdown moved its leaderships before it went",
         ),
-        BrokerStatus::Fenced => fenced(id, session),
-        BrokerStatus::Killed => format!(
-            "broker {id} was killed (a crash, no controlled shutdown): the controller notices only when no heartbeat comes for {}, then fences it and moves its leaderships",
-            timeout("broker.session.timeout.ms", session)
-        ),
-        BrokerStatus::Paused => format!(
-            "broker {id} is paused (like a long GC pause): no heartbeats, no fetches; fenced after {}, its replicas leave the ISRs after {}",
-            timeout("broker.session.timeout.ms", session),
-            timeout("replica.lag.time.max.ms", lag)
-        ),
-        BrokerStatus::Stopped => format!(
-            "broker {id} stopped cleanly: a controlled shutdown moved its leaderships before it went"
-        ),
-        BrokerStatus::Down => format!("broker {id} is gone from the cluster's metadata: Kafka has fenced it"),
-        BrokerStatus::Unreachable => {
-            format!("broker {id} is in the metadata, but kdeck cannot connect to it")
-        }
-    });
+        BrokerStatus::Down => Msg::new("broker {broker} is gone from the cluster's metadata: Kafka has fenced it"),
+        BrokerStatus::Unreachable => Msg::new("broker {broker} is in the metadata, but kdeck cannot connect to it"),
+    };
+    e.say(said.with("broker", id));
     let mine: Vec<&ViewEvent> = view
         .events
         .iter()
@@ -459,13 +574,13 @@ pub fn broker(view: &ClusterView, id: BrokerId) -> Explanation {
         })
         .collect();
     for ev in mine.iter().rev().take(3).rev() {
-        e.say(format!("event: {}", ev.text));
+        e.say(Msg::new("event: {event}").with_msg("event", event_said(ev)));
     }
     e.heading("Role");
     e.say(match view.controller {
-        Some(c) if c == id => format!("broker {id} is the controller"),
-        Some(c) => format!("the controller is broker {c}"),
-        None => "no controller now".to_string(),
+        Some(c) if c == id => Msg::new("broker {broker} is the controller").with("broker", id),
+        Some(c) => Msg::new("the controller is broker {broker}").with("broker", c),
+        None => Msg::new("no controller now"),
     });
     let leads: Vec<String> = view
         .partitions
@@ -473,7 +588,7 @@ pub fn broker(view: &ClusterView, id: BrokerId) -> Explanation {
         .filter(|p| p.leader == Some(id))
         .map(|p| partition_name(&p.topic, p.partition))
         .collect();
-    e.say(format!("it leads {}", listed(&leads, "partition", "partitions")));
+    e.say(Msg::new("it leads {partitions}").with_msg("partitions", listed(&leads, "partition")));
     let out: Vec<String> = view
         .partitions
         .iter()
@@ -481,7 +596,7 @@ pub fn broker(view: &ClusterView, id: BrokerId) -> Explanation {
         .map(|p| partition_name(&p.topic, p.partition))
         .collect();
     if !out.is_empty() {
-        e.say(format!("out of the ISR of {}", listed(&out, "partition", "partitions")));
+        e.say(Msg::new("out of the ISR of {partitions}").with_msg("partitions", listed(&out, "partition")));
     }
     let preferred_elsewhere = view
         .partitions
@@ -489,26 +604,24 @@ pub fn broker(view: &ClusterView, id: BrokerId) -> Explanation {
         .filter(|p| p.preferred_leader == id && p.leader != Some(id))
         .count();
     if preferred_elsewhere > 0 {
-        e.say(preferred_rule(None, id, controls.map(|c| c.auto_rebalance)));
+        e.say(preferred_rule_said(None, id, controls.map(|c| c.auto_rebalance)));
     }
     e
 }
 
-/// `3 partitions: a-0, a-1, b-0` (at most 8 named).
-fn listed(names: &[String], one: &str, many: &str) -> String {
+/// `3 partitions: a-0, a-1, b-0` (at most 8 named), `no partitions` for none.
+fn listed(names: &[String], noun: &'static str) -> Msg {
     const SHOWN: usize = 8;
     match names.len() {
-        0 => format!("no {many}"),
+        0 => Msg::words(format!("no {}", super::words::plural(noun))),
         n => {
-            let mut text = format!(
-                "{n} {}: {}",
-                if n == 1 { one } else { many },
-                names[..n.min(SHOWN)].join(", ")
-            );
-            if n > SHOWN {
-                text.push_str(&format!(" and {} more", n - SHOWN));
-            }
-            text
+            let shown = names[..n.min(SHOWN)].join(", ");
+            let msg = if n > SHOWN {
+                Msg::new("{count}: {names} and {more} more").with("more", n - SHOWN)
+            } else {
+                Msg::new("{count}: {names}")
+            };
+            msg.with_msg("count", Msg::count(n, noun)).with("names", shown)
         }
     }
 }
@@ -516,65 +629,66 @@ fn listed(names: &[String], one: &str, many: &str) -> String {
 /// A group's state, members and why it last rebalanced.
 pub fn group(view: &ClusterView, id: &str) -> Explanation {
     let Some(g) = view.groups.iter().find(|g| g.group_id == id) else {
-        let mut e = Explanation::new(format!("group {id}"));
-        e.say(format!(
-            "group {id} is not known to the cluster (gone, or never joined)"
-        ));
+        let mut e = Explanation::new(Msg::new("group {group}").with("group", id));
+        e.say(Msg::new("group {group} is not known to the cluster (gone, or never joined)").with("group", id));
         return e;
     };
-    let mut e = Explanation::new(format!("group {id}: {}, generation {}", g.state, g.generation));
+    let mut e = Explanation::new(
+        Msg::new("group {group}: {state}, generation {generation}")
+            .with("group", id)
+            .with("state", &g.state)
+            .with("generation", g.generation),
+    );
     e.heading("State");
     e.say(group_state(g));
-    e.say(format!(
-        "coordinator: broker {}; protocol {}",
-        g.coordinator,
-        or_none(&g.protocol)
+    let coordinator = Msg::new("coordinator: broker {broker}; protocol {protocol}").with("broker", g.coordinator);
+    e.say(with_or(
+        coordinator,
+        "protocol",
+        (!g.protocol.is_empty()).then_some(&g.protocol),
+        "none",
     ));
     e.heading("Members");
     if g.members.is_empty() {
-        e.say("no members".into());
+        e.say(Msg::new("no members"));
     }
     for m in &g.members {
         let parts: Vec<String> = m.assignment.iter().map(|(t, p)| partition_name(t, *p)).collect();
-        e.say(format!(
-            "{}: {}",
-            m.member_id,
-            if parts.is_empty() {
-                "nothing assigned".into()
-            } else {
-                parts.join(", ")
-            }
+        let member = Msg::new("{head}: {rest}").with("head", &m.member_id);
+        e.say(with_or(
+            member,
+            "rest",
+            (!parts.is_empty()).then(|| parts.join(", ")),
+            "nothing assigned",
         ));
     }
     e.heading("Last rebalance");
     let mine: Vec<&ViewEvent> = view.events.iter().filter(|ev| is_about_group(&ev.text, id)).collect();
     if mine.is_empty() {
-        e.say("no rebalance seen since the console started".into());
+        e.say(Msg::new("no rebalance seen since the console started"));
     }
     for ev in mine.iter().rev().take(5).rev() {
-        e.say(ev.text.clone());
+        e.say(event_said(ev));
     }
-    e.say(
-        "a group rebalances when a member joins, leaves or misses heartbeats for session.timeout.ms, or when its coordinator moves"
-            .into(),
-    );
+    e.say(Msg::new(
+        "a group rebalances when a member joins, leaves or misses heartbeats for session.timeout.ms, or when its coordinator moves",
+    ));
     e
 }
 
-fn or_none(text: &str) -> &str {
-    if text.is_empty() { "none" } else { text }
-}
-
-fn group_state(g: &GroupRow) -> String {
+/// What a group's state means; a state kdeck does not know is shown as it is.
+fn group_state(g: &GroupRow) -> Msg {
     match g.state.as_str() {
-        "Stable" => "Stable: every member has its assignment and consumes".into(),
-        "PreparingRebalance" => {
-            "PreparingRebalance: the coordinator waits for every member to rejoin (up to the rebalance timeout); nobody consumes".into()
+        "Stable" => Msg::new("Stable: every member has its assignment and consumes"),
+        "PreparingRebalance" => Msg::new(
+            "PreparingRebalance: the coordinator waits for every member to rejoin (up to the rebalance timeout); nobody consumes",
+        ),
+        "CompletingRebalance" => {
+            Msg::new("CompletingRebalance: the members joined; the coordinator waits for the leader's assignment")
         }
-        "CompletingRebalance" => "CompletingRebalance: the members joined; the coordinator waits for the leader's assignment".into(),
-        "Empty" => "Empty: no members; the committed offsets are kept".into(),
-        "Dead" => "Dead: the group is being removed".into(),
-        other => other.to_string(),
+        "Empty" => Msg::new("Empty: no members; the committed offsets are kept"),
+        "Dead" => Msg::new("Dead: the group is being removed"),
+        other => Msg::words(other),
     }
 }
 
@@ -587,31 +701,40 @@ fn is_about_group(text: &str, id: &str) -> bool {
 
 /// Why a produce failed, from its timeline line or the console's note of it.
 pub fn produce_failure(view: &ClusterView, text: &str) -> Explanation {
+    produce_failure_said(view, text, Msg::words(text))
+}
+
+/// [`produce_failure`] of a line whose message is `said` (what happened, in the console's
+/// language).
+fn produce_failure_said(view: &ClusterView, text: &str, said: Msg) -> Explanation {
     let p = partition_in(view, text);
     let tp = p.map(|p| partition_name(&p.topic, p.partition));
     let mut e = Explanation::new(match &tp {
-        Some(tp) => format!("produce to {tp} failed"),
-        None => "a produce failed".to_string(),
+        Some(tp) => Msg::new("produce to {partition} failed").with("partition", tp),
+        None => Msg::new("a produce failed"),
     });
     e.heading("What happened");
-    e.say(text.to_string());
+    e.say(said);
     e.heading("Why");
     let upper = text.to_ascii_uppercase().replace('_', "");
     let Some(p) = p else {
-        e.say("the partition is not in the cluster's metadata now".into());
+        e.say(Msg::new("the partition is not in the cluster's metadata now"));
         return e;
     };
+    let name = partition_name(&p.topic, p.partition);
     if upper.contains("NOTENOUGHREPLICAS") {
         match p.min_insync_replicas {
-            Some(min) => e.say(not_enough_replicas(&p.topic, p.partition, min, &p.isr)),
-            None => e.say(format!(
-                "acks=all needs min.insync.replicas in-sync replicas; the ISR of {} is {}",
-                partition_name(&p.topic, p.partition),
-                ids(&p.isr)
-            )),
+            Some(min) => e.say(not_enough_replicas_said(&p.topic, p.partition, min, &p.isr)),
+            None => e.say(
+                Msg::new("acks=all needs min.insync.replicas in-sync replicas; the ISR of {partition} is {isr}")
+                    .with("partition", &name)
+                    .with("isr", ids(&p.isr)),
+            ),
         }
         if upper.contains("AFTERAPPEND") {
-            e.say("the ISR shrank after the leader appended: the record is in the leader's log but not acknowledged; a retry may duplicate it".into());
+            e.say(Msg::new(
+                "the ISR shrank after the leader appended: the record is in the leader's log but not acknowledged; a retry may duplicate it",
+            ));
         }
         for r in p.replicas.iter().filter(|r| !p.isr.contains(&r.broker)) {
             e.say(why_out(view, view.controls, r));
@@ -621,32 +744,30 @@ pub fn produce_failure(view: &ClusterView, text: &str) -> Explanation {
         || upper.contains("NOTLEADER")
         || upper.contains("OFFLINE")
     {
-        let down: Vec<String> = p
+        let down = p
             .replicas
             .iter()
             .filter(|r| r.role == ReplicaRole::Offline)
-            .map(|r| format!("broker {} {}", r.broker, broker_state(view, r.broker)))
-            .collect();
-        e.say(format!(
-            "{} has no live leader: no live ISR member (ISR {}); down: {}",
-            partition_name(&p.topic, p.partition),
-            ids(&p.isr),
-            if down.is_empty() {
-                "none".into()
-            } else {
-                down.join(", ")
-            }
-        ));
+            .map(|r| {
+                Msg::new("broker {broker} {status}")
+                    .with("broker", r.broker)
+                    .with_msg("status", Msg::words(broker_state(view, r.broker)))
+            })
+            .reduce(|a, b| Msg::new("{a}, {b}").with_msg("a", a).with_msg("b", b));
+        e.say(
+            Msg::new("{partition} has no live leader: no live ISR member (ISR {isr}); down: {down}")
+                .with("partition", &name)
+                .with("isr", ids(&p.isr))
+                .with_msg("down", down.unwrap_or_else(|| Msg::new("none"))),
+        );
         if let Some(c) = view.controls {
-            e.say(unclean_rule(c.unclean_election));
+            e.say(unclean_rule_said(c.unclean_election));
         }
     } else {
-        e.say(format!(
-            "{} now: leader {}, ISR {}",
-            partition_name(&p.topic, p.partition),
-            p.leader.map_or("none".into(), |l| l.to_string()),
-            ids(&p.isr)
-        ));
+        let now = Msg::new("{partition} now: leader {leader}, ISR {isr}")
+            .with("partition", &name)
+            .with("isr", ids(&p.isr));
+        e.say(with_or(now, "leader", p.leader, "none"));
     }
     e
 }
@@ -674,12 +795,12 @@ fn is_name_char(c: char) -> bool {
 /// partition's election or ISR change, a group's rebalance.
 pub fn event(view: &ClusterView, event: &ViewEvent) -> Explanation {
     let mut e = match event.class {
-        EventClass::ProduceRejected(_) => return produce_failure(view, &event.text),
+        EventClass::ProduceRejected(_) => return produce_failure_said(view, &event.text, event_said(event)),
         EventClass::Fault(b) | EventClass::Fenced(b) | EventClass::Restarted(b) | EventClass::Recovered(b) => {
             broker(view, b)
         }
         _ if event.text.starts_with("produce to") || event.text.contains("NOT_ENOUGH_REPLICAS") => {
-            return produce_failure(view, &event.text);
+            return produce_failure_said(view, &event.text, event_said(event));
         }
         _ => match (
             group_in(&event.text),
@@ -689,11 +810,11 @@ pub fn event(view: &ClusterView, event: &ViewEvent) -> Explanation {
             (Some(g), _, _) => group(view, g),
             (None, Some(p), _) => partition(view, &p.topic, p.partition),
             (None, None, Some(b)) => broker(view, b),
-            (None, None, None) => Explanation::new("event".into()),
+            (None, None, None) => Explanation::new(Msg::new("event")),
         },
     };
-    e.lines.insert(0, format!("  {}", event.text));
-    e.lines.insert(0, "The event".to_string());
+    e.lines.insert(0, Line::Sentence(event_said(event)));
+    e.lines.insert(0, Line::Heading(Msg::new("The event")));
     e
 }
 
@@ -852,7 +973,7 @@ mod tests {
     #[test]
     fn the_hw_is_the_smallest_leo_in_the_isr() {
         let e = partition(&view(), "orders", 0);
-        assert_eq!(e.title, "orders-0: leader 1, epoch 4, ISR [1]");
+        assert_eq!(e.title.english(), "orders-0: leader 1, epoch 4, ISR [1]");
         // ISR 1 < min.insync.replicas 2: the HW is held where it is.
         assert!(e.says(&hw_held(1500, 1, 2)), "{e:#?}");
         let mut v = view();
@@ -892,7 +1013,7 @@ mod tests {
     #[test]
     fn a_fenced_broker_says_it_missed_heartbeats() {
         let e = broker(&view(), 3);
-        assert_eq!(e.title, "broker 3: fenced");
+        assert_eq!(e.title.english(), "broker 3: fenced");
         assert!(
             e.says("broker 3 is fenced: the controller heard no heartbeat from it for broker.session.timeout.ms 3000"),
             "{e:#?}"
@@ -907,7 +1028,7 @@ mod tests {
     #[test]
     fn a_group_says_why_it_last_rebalanced() {
         let e = group(&view(), "billing");
-        assert_eq!(e.title, "group billing: Stable, generation 8");
+        assert_eq!(e.title.english(), "group billing: Stable, generation 8");
         assert!(
             e.says("group billing: member billing-2 removed (session timed out: no heartbeat)"),
             "{e:#?}"
@@ -946,9 +1067,15 @@ mod tests {
     #[test]
     fn an_event_row_is_explained_by_what_it_is_about() {
         let v = view();
-        assert_eq!(event(&v, &v.events[1]).title, "broker 3: fenced");
-        assert_eq!(event(&v, &v.events[2]).title, "orders-0: leader 1, epoch 4, ISR [1]");
-        assert_eq!(event(&v, &v.events[4]).title, "group billing: Stable, generation 8");
+        assert_eq!(event(&v, &v.events[1]).title.english(), "broker 3: fenced");
+        assert_eq!(
+            event(&v, &v.events[2]).title.english(),
+            "orders-0: leader 1, epoch 4, ISR [1]"
+        );
+        assert_eq!(
+            event(&v, &v.events[4]).title.english(),
+            "group billing: Stable, generation 8"
+        );
         assert!(event(&v, &v.events[4]).says("group billing rebalanced: generation 8, 1 members (range)"));
     }
 
