@@ -88,10 +88,11 @@ fn large_view(partitions: u32) -> ClusterView {
                 log_end_offset: Some(1_000_000 + i64::from(p)),
                 log_start_offset: Some(0),
                 high_watermark: Some(1_000_000),
-                epochs: vec![EpochStart {
+                epochs: [EpochStart {
                     epoch: 3,
                     start_offset: 0,
-                }],
+                }]
+                .into(),
                 caught_up_ms_ago: (k > 0).then_some(0),
             })
             .collect();

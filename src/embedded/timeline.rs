@@ -192,7 +192,7 @@ mod same_sentence_from_both_sources {
                     log_end_offset: None,
                     log_start_offset: None,
                     high_watermark: None,
-                    epochs: Vec::new(),
+                    epochs: Default::default(),
                     caught_up_ms_ago: None,
                 })
                 .collect(),

@@ -564,7 +564,7 @@ impl ViewBuilder {
                             log_end_offset,
                             log_start_offset: leads.then_some(start).flatten(),
                             high_watermark: log_end_offset,
-                            epochs: Vec::new(),
+                            epochs: Default::default(),
                             caught_up_ms_ago: None,
                         }
                     })

@@ -1070,7 +1070,7 @@ mod tests {
             log_end_offset: Some(leo),
             log_start_offset: Some(0),
             high_watermark: Some(1180),
-            epochs: Vec::new(),
+            epochs: Default::default(),
             caught_up_ms_ago: None,
         }
     }

@@ -71,9 +71,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     // Narrow terminals, or many settings to show, get short labels; narrower still, the
     // least important items go whole (the demo and acks before a counter).
     let wide = area.width >= 110;
-    let items = counters(app, wide)
+    // One pass over the partitions for both labels' lengths: a large cluster has thousands.
+    let health = Health::of(&app.view);
+    let items = counters(app, &health, wide)
         .into_iter()
-        .zip(counters(app, false))
+        .zip(counters(app, &health, false))
         .map(|((long, rank), (short, _))| Item::new(long, rank).or_short(short))
         .collect();
     let second = Line::from(by_priority(items, usize::from(area.width))).style(Style::default());
@@ -82,7 +84,27 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
 
 /// The health counters, then the demo and the trainer's settings, with long labels when
 /// `wide`: each item with how much it matters on a narrow screen.
-fn counters(app: &App, wide: bool) -> Vec<(Vec<Span<'static>>, u8)> {
+/// The cluster's health in counts: brokers up, partitions online, under-replicated, offline.
+struct Health {
+    up: usize,
+    online: usize,
+    urp: usize,
+    offline: usize,
+}
+
+impl Health {
+    fn of(v: &crate::view::ClusterView) -> Health {
+        let online = v.partitions_online();
+        Health {
+            up: v.brokers_up(),
+            online,
+            urp: v.under_replicated(),
+            offline: v.partitions.len() - online,
+        }
+    }
+}
+
+fn counters(app: &App, health: &Health, wide: bool) -> Vec<(Vec<Span<'static>>, u8)> {
     let v = &app.view;
     let t = &app.theme;
     let lang = app.lang;
@@ -95,10 +117,12 @@ fn counters(app: &App, wide: bool) -> Vec<(Vec<Span<'static>>, u8)> {
             gap(),
         ]
     };
-    let up = v.brokers_up();
-    let online = v.partitions_online();
-    let urp = v.under_replicated();
-    let offline = v.partitions.len() - online;
+    let &Health {
+        up,
+        online,
+        urp,
+        offline,
+    } = health;
     let mut items = vec![
         (
             counter(

@@ -841,10 +841,11 @@ mod tests {
             log_end_offset: (role != ReplicaRole::Offline).then_some(leo),
             log_start_offset: Some(0),
             high_watermark: Some(leo),
-            epochs: vec![EpochStart {
+            epochs: [EpochStart {
                 epoch: 4,
                 start_offset: 0,
-            }],
+            }]
+            .into(),
             caught_up_ms_ago: caught_up,
         }
     }

@@ -163,7 +163,8 @@ pub struct ReplicaRow {
     pub high_watermark: Option<i64>,
     /// The replica's leader-epoch cache, oldest first: which offsets each leader epoch
     /// wrote (empty when the source cannot tell).
-    pub epochs: Vec<EpochStart>,
+    /// Shared: a new view per tick copies the rows, not every replica's epochs.
+    pub epochs: std::sync::Arc<[EpochStart]>,
     /// How long ago the leader last saw this follower caught up to its log end (Kafka's
     /// `lastCaughtUpTimeMs`, on which an ISR shrink is decided); `None` for the leader or
     /// when unknown.

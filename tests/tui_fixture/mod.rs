@@ -46,8 +46,8 @@ pub fn replica(broker: i32, role: ReplicaRole, leo: Option<i64>) -> ReplicaRow {
         log_start_offset: leo.map(|_| 0),
         high_watermark: leo,
         epochs: match leo {
-            Some(_) => vec![epoch(3, 0), epoch(4, 1000)],
-            None => Vec::new(),
+            Some(_) => [epoch(3, 0), epoch(4, 1000)].into(),
+            None => Default::default(),
         },
         caught_up_ms_ago: match role {
             ReplicaRole::InSync => Some(100),

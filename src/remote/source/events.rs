@@ -210,7 +210,7 @@ mod tests {
                     log_end_offset: None,
                     log_start_offset: None,
                     high_watermark: None,
-                    epochs: Vec::new(),
+                    epochs: Default::default(),
                     caught_up_ms_ago: None,
                 })
                 .collect(),
