@@ -110,6 +110,9 @@ pub(super) struct ViewBuilder {
     bytes_out: CounterRates<i32>,
     /// Kafka listener of each broker; the port stays the same across restarts.
     addresses: HashMap<i32, String>,
+    /// Each replica's epochs as the last view had them: an unchanged cache is shared with
+    /// it, so dropping the old view on the console's thread frees nothing of them.
+    epochs: HashMap<(String, i32, i32), Arc<[EpochStart]>>,
 }
 
 impl ViewBuilder {
@@ -121,6 +124,7 @@ impl ViewBuilder {
             trends: Trends::default(),
             bytes_in: CounterRates::default(),
             bytes_out: CounterRates::default(),
+            epochs: HashMap::new(),
         }
     }
 
@@ -194,6 +198,29 @@ impl ViewBuilder {
                 }
             })
             .collect();
+        let mut last_epochs = std::mem::take(&mut self.epochs);
+        let mut shared_epochs = |topic: &str, partition: i32, broker: i32, epochs: &[crate::storage::EpochEntry]| {
+            let key = (topic.to_string(), partition, broker);
+            let same = |had: &Arc<[EpochStart]>| {
+                had.len() == epochs.len()
+                    && had
+                        .iter()
+                        .zip(epochs)
+                        .all(|(a, b)| a.epoch == b.epoch && a.start_offset == b.start_offset)
+            };
+            let shared = match last_epochs.remove(&key) {
+                Some(had) if same(&had) => had,
+                _ => epochs
+                    .iter()
+                    .map(|e| EpochStart {
+                        epoch: e.epoch,
+                        start_offset: e.start_offset,
+                    })
+                    .collect(),
+            };
+            self.epochs.insert(key, Arc::clone(&shared));
+            shared
+        };
         let partitions: Vec<PartitionRow> = snapshot
             .partitions
             .iter()
@@ -219,14 +246,7 @@ impl ViewBuilder {
                         log_end_offset: r.log_end_offset,
                         log_start_offset: r.log_start_offset,
                         high_watermark: r.high_watermark,
-                        epochs: r
-                            .epochs
-                            .iter()
-                            .map(|e| EpochStart {
-                                epoch: e.epoch,
-                                start_offset: e.start_offset,
-                            })
-                            .collect(),
+                        epochs: shared_epochs(&p.tp.topic, p.tp.partition, r.broker, &r.epochs),
                         caught_up_ms_ago: r.caught_up_ms_ago,
                     })
                     .collect(),
@@ -330,6 +350,30 @@ mod tests {
     use super::*;
     use crate::engine::{Cluster, TopicConfig};
 
+    /// A replica whose epochs did not change shares them with the view before, so the
+    /// console's thread drops an old view without freeing them; a new epoch is a new copy.
+    #[tokio::test(start_paused = true)]
+    async fn unchanged_epochs_are_shared_between_views() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cluster = Cluster::start(crate::engine::ClusterConfig {
+            data_dir: dir.path().to_path_buf(),
+            brokers: 1,
+            ..crate::engine::ClusterConfig::default()
+        })
+        .await
+        .expect("start");
+        cluster.create_topic("t", TopicConfig::new(1, 1)).await.expect("create");
+        let mut builder = ViewBuilder::new(&ConsoleConfig::default(), &[]);
+        let epochs = |view: &ClusterView| {
+            let p = view.partitions.iter().find(|p| p.topic == "t").expect("t-0");
+            Arc::clone(&p.replicas[0].epochs)
+        };
+        let first = epochs(&builder.build(&cluster.snapshot(), None, Utc::now()));
+        let second = epochs(&builder.build(&cluster.snapshot(), None, Utc::now()));
+        assert!(Arc::ptr_eq(&first, &second), "{first:?} copied, not shared");
+        cluster.shutdown().await;
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_deleted_topic_and_a_vanished_group_leave_nothing_in_the_view_builder() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -353,12 +397,24 @@ mod tests {
         }
         builder.build(&cluster.snapshot(), None, Utc::now());
         assert_eq!(builder.trends.partition_changed.len(), 40);
+        assert!(
+            builder
+                .epochs
+                .keys()
+                .filter(|(topic, _, _)| topic.starts_with("run-"))
+                .count()
+                == 40
+        );
         assert!(builder.trends.lag_history.is_empty(), "no such groups in the cluster");
         for i in 0..20 {
             cluster.delete_topic(&format!("run-{i}")).await.expect("delete");
         }
         builder.build(&cluster.snapshot(), None, Utc::now());
         assert!(builder.trends.partition_changed.is_empty());
+        assert!(
+            builder.epochs.keys().all(|(topic, _, _)| !topic.starts_with("run-")),
+            "no replica's epochs kept for a deleted topic"
+        );
         cluster.shutdown().await;
     }
 }
