@@ -446,55 +446,59 @@ fn the_explanations_in_chinese() {
     h.press(KeyCode::Char('e'));
     assert_draw!("explain_partition_zh", h, 100, 30);
     let partition = screen(&mut h);
-    for words in [
-        "原因",
-        "高水位",
-        "同步副本",
-        "领导者",
-        "控制器的选举规则：Kafka 的规则，",
-        "首选领导者是 broker",
-    ] {
-        assert!(partition.contains(words), "{words} missing from\n{partition}");
-    }
+    tui_fixture::assert_shows(
+        &partition,
+        &[
+            "原因",
+            "高水位",
+            "同步副本",
+            "领导者",
+            "控制器的选举规则：Kafka 的规则，",
+            "首选领导者是 broker",
+        ],
+    );
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('1'));
     h.press(KeyCode::Down);
     h.press(KeyCode::Char('e'));
     let broker = screen(&mut h);
-    for words in [
-        "broker 1：已杀死",
-        "已被杀死（崩溃，没有受控关闭）",
-        "事件：broker 1 下线：已杀死",
-        "事件：broker 1 被隔离：会话超时内没有心跳",
-        "角色",
-        "控制器是 broker 0",
-    ] {
-        assert!(broker.contains(words), "{words} missing from\n{broker}");
-    }
+    tui_fixture::assert_shows(
+        &broker,
+        &[
+            "broker 1：已杀死",
+            "已被杀死（崩溃，没有受控关闭）",
+            "事件：broker 1 下线：已杀死",
+            "事件：broker 1 被隔离：会话超时内没有心跳",
+            "角色",
+            "控制器是 broker 0",
+        ],
+    );
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('4'));
     h.press(KeyCode::Char('e'));
     let group = screen(&mut h);
-    for words in [
-        "消费者组 analytics：Stable",
-        "Stable：每个成员都拿到了分配并在消费",
-        "协调者：broker",
-        "上次再平衡",
-    ] {
-        assert!(group.contains(words), "{words} missing from\n{group}");
-    }
+    tui_fixture::assert_shows(
+        &group,
+        &[
+            "消费者组 analytics：Stable",
+            "Stable：每个成员都拿到了分配并在消费",
+            "协调者：broker",
+            "上次再平衡",
+        ],
+    );
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('6'));
     h.press(KeyCode::Enter);
     h.press(KeyCode::Char('e'));
     let event = screen(&mut h);
-    for words in [
-        "向 clicks-1 生产失败",
-        "发生了什么",
-        "向 clicks-1 生产被拒",
-        "clicks-1 没有存活的领导者",
-    ] {
-        assert!(event.contains(words), "{words} missing from\n{event}");
-    }
+    tui_fixture::assert_shows(
+        &event,
+        &[
+            "向 clicks-1 生产失败",
+            "发生了什么",
+            "向 clicks-1 生产被拒",
+            "clicks-1 没有存活的领导者",
+        ],
+    );
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }

@@ -284,28 +284,29 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
     view.events = events;
     h.console.set_view(std::sync::Arc::new(view));
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in [
-        // The caption, the header and the keys.
-        "原因：",
-        "已定格",
-        "下一步",
-        "有了新的领导者",
-        "领导者 broker",
-        // Panes: titles, legends, column headers, broker states.
-        "1 Broker",
-        "3 分区",
-        "★ 领导者 ● 同步",
-        "状态",
-        "纪元",
-        "已杀死",
-        "在线",
-        // The crash, folded into one line of the Events pane.
-        "6 事件",
-        "下线：已杀死",
-        "秒后被隔离",
-    ] {
-        assert!(screen.contains(words), "{words} missing from\n{screen}");
-    }
+    tui_fixture::assert_shows(
+        &screen,
+        &[
+            // The caption, the header and the keys.
+            "原因：",
+            "已定格",
+            "下一步",
+            "有了新的领导者",
+            "领导者 broker",
+            // Panes: titles, legends, column headers, broker states.
+            "1 Broker",
+            "3 分区",
+            "★ 领导者 ● 同步",
+            "状态",
+            "纪元",
+            "已杀死",
+            "在线",
+            // The crash, folded into one line of the Events pane.
+            "6 事件",
+            "下线：已杀死",
+            "秒后被隔离",
+        ],
+    );
     // Every event of the crash, one by one: the Events pane maximised, its incident open
     // and the cursor on its last event.
     h.press(KeyCode::Char('6'));
@@ -328,20 +329,19 @@ async fn the_trainer_screen_in_chinese_needs_nothing_the_catalogue_lacks() {
         h.press(KeyCode::Down);
     }
     let events = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in [
-        "▾ broker",
-        "被隔离：会话超时内没有心跳",
-        "的领导者：",
-        "（领导者不可用）",
-    ] {
-        assert!(events.contains(words), "{words} missing from\n{events}");
-    }
+    tui_fixture::assert_shows(
+        &events,
+        &[
+            "▾ broker",
+            "被隔离：会话超时内没有心跳",
+            "的领导者：",
+            "（领导者不可用）",
+        ],
+    );
     assert!(!events.contains(" fenced: "), "an event left in English:\n{events}");
     h.press(KeyCode::Char('?'));
     let help = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["按键", "当前面板：事件", "深入：", "本帮助"] {
-        assert!(help.contains(words), "{words} missing from\n{help}");
-    }
+    tui_fixture::assert_shows(&help, &["按键", "当前面板：事件", "深入：", "本帮助"]);
     assert_eq!(Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 
@@ -394,16 +394,12 @@ fn the_partition_pictures_in_chinese() {
     h.press(KeyCode::Char('L'));
     assert_draw!("replica_log_zh", h, 100, 30);
     let log = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["复制日志", "在 ISR 中", "不同步", "已提交", "纪元："] {
-        assert!(log.contains(words), "{words} missing from\n{log}");
-    }
+    tui_fixture::assert_shows(&log, &["复制日志", "在 ISR 中", "不同步", "已提交", "纪元："]);
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('D'));
     assert_draw!("flow_zh", h, 100, 30);
     let flow = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["消息流动", "生产者", "消费者组", "一批消息"] {
-        assert!(flow.contains(words), "{words} missing from\n{flow}");
-    }
+    tui_fixture::assert_shows(&flow, &["消息流动", "生产者", "消费者组", "一批消息"]);
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
 }
 
@@ -415,23 +411,20 @@ fn a_confirmation_a_message_and_a_dialog_in_chinese() {
     present(&mut h, vec![loaded_in("领导者崩溃", Some("zh"))]);
     h.press(KeyCode::Char('x'));
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["确认", "杀死 broker 0（硬崩溃，不做受控关闭）？", "y：是"] {
-        assert!(screen.contains(words), "{words} missing from\n{screen}");
-    }
+    tui_fixture::assert_shows(&screen, &["确认", "杀死 broker 0（硬崩溃，不做受控关闭）？", "y：是"]);
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('5'));
     h.press(KeyCode::Enter);
     let detail = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["主题-分区", "时间戳", "值（"] {
-        assert!(detail.contains(words), "{words} missing from\n{detail}");
-    }
+    tui_fixture::assert_shows(&detail, &["主题-分区", "时间戳", "值（"]);
     h.press(KeyCode::Esc);
     h.press(KeyCode::Char('2'));
     h.press(KeyCode::Char('p'));
     let dialog = tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30));
-    for words in ["向 page-views 生产", "分区: ", "留空：按键的哈希选择", "Enter 提交"] {
-        assert!(dialog.contains(words), "{words} missing from\n{dialog}");
-    }
+    tui_fixture::assert_shows(
+        &dialog,
+        &["向 page-views 生产", "分区: ", "留空：按键的哈希选择", "Enter 提交"],
+    );
     h.press(KeyCode::Esc);
     let small = tui_fixture::text(&tui_fixture::draw(&mut h.console, 60, 20));
     assert!(small.contains("终端太小：60x20"), "{small}");
@@ -490,13 +483,14 @@ fn a_steps_commands_and_their_outcomes_in_chinese() {
         ],
     );
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
-    for said in [
-        "> broker 0 已杀死；它承载着控制器：另一个 broker 在 1500 ms 后接过控制器角色",
-        "> broker 2 启动中：恢复日志并追上进度",
-        "> 暂停 broker 1: 主题 orders 已删除",
-    ] {
-        assert!(screen.contains(said), "{said} missing from\n{screen}");
-    }
+    tui_fixture::assert_shows(
+        &screen,
+        &[
+            "> broker 0 已杀死；它承载着控制器：另一个 broker 在 1500 ms 后接过控制器角色",
+            "> broker 2 启动中：恢复日志并追上进度",
+            "> 暂停 broker 1: 主题 orders 已删除",
+        ],
+    );
 }
 
 /// What a key's command came to, which the cluster answers in English, is said in the

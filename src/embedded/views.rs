@@ -350,10 +350,8 @@ mod tests {
     use super::*;
     use crate::engine::{Cluster, TopicConfig};
 
-    /// A replica whose epochs did not change shares them with the view before, so the
-    /// console's thread drops an old view without freeing them; a new epoch is a new copy.
-    #[tokio::test(start_paused = true)]
-    async fn unchanged_epochs_are_shared_between_views() {
+    /// A one-broker cluster in a temporary directory (kept while the handle lives).
+    async fn one_broker() -> (tempfile::TempDir, Cluster) {
         let dir = tempfile::tempdir().expect("tempdir");
         let cluster = Cluster::start(crate::engine::ClusterConfig {
             data_dir: dir.path().to_path_buf(),
@@ -362,6 +360,14 @@ mod tests {
         })
         .await
         .expect("start");
+        (dir, cluster)
+    }
+
+    /// A replica whose epochs did not change shares them with the view before, so the
+    /// console's thread drops an old view without freeing them; a new epoch is a new copy.
+    #[tokio::test(start_paused = true)]
+    async fn unchanged_epochs_are_shared_between_views() {
+        let (_dir, cluster) = one_broker().await;
         cluster.create_topic("t", TopicConfig::new(1, 1)).await.expect("create");
         let mut builder = ViewBuilder::new(&ConsoleConfig::default(), &[]);
         let epochs = |view: &ClusterView| {
@@ -376,14 +382,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_deleted_topic_and_a_vanished_group_leave_nothing_in_the_view_builder() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cluster = Cluster::start(crate::engine::ClusterConfig {
-            data_dir: dir.path().to_path_buf(),
-            brokers: 1,
-            ..crate::engine::ClusterConfig::default()
-        })
-        .await
-        .expect("start");
+        let (_dir, cluster) = one_broker().await;
         let mut builder = ViewBuilder::new(&ConsoleConfig::default(), &[]);
         for i in 0..20 {
             let name = format!("run-{i}");

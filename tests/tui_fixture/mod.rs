@@ -633,3 +633,10 @@ pub fn text(buffer: &ratatui::buffer::Buffer) -> String {
     }
     out
 }
+
+/// Asserts that each of `words` is on `screen`, naming the first that is not.
+pub fn assert_shows(screen: &str, words: &[&str]) {
+    for words in words {
+        assert!(screen.contains(words), "{words} missing from\n{screen}");
+    }
+}
