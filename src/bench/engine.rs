@@ -1,8 +1,10 @@
 //! `kdeck bench engine`: the raw engine path. Three brokers, one topic (6 partitions, RF 3,
 //! min.insync.replicas 2), pre-built batches produced with acks=all by concurrent in-process
 //! producers; no client batching logic. Prints throughput, produce latency and the bytes
-//! the replicas wrote.
+//! the replicas wrote, and holds those bytes against the raw write speed of the same disk
+//! measured in the same run, for as long, just before the produce.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +22,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
 }
 
 async fn run_async(args: &EngineBenchArgs) -> Result<()> {
-    let (_tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
+    let (tmp, cluster) = super::embedded_cluster(args.dir.as_deref(), 3).await?;
     cluster
         .create_topic(
             "bench",
@@ -48,6 +50,9 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         args.record_bytes,
         args.secs
     );
+
+    let raw_path = tmp.path().join("raw-write.bin");
+    let raw = raw_speed(&raw_path, &batch, args.secs)?;
 
     let mut events = cluster.events();
     let latencies = Arc::new(Mutex::new(Vec::<u32>::new()));
@@ -123,5 +128,32 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         mb(snapshot.brokers.iter().map(|b| b.bytes_out).sum::<u64>()) / elapsed,
     );
     cluster.shutdown().await;
+    let written = 3.0 * mb(bytes) / elapsed;
+    outln!(
+        "engine against raw write: {:.0}% ({written:.1} MB/sec of 3 replicas against {raw:.1} MB/sec of plain sequential writes of the same batches for as long, just before)",
+        100.0 * written / raw.max(1e-9),
+    );
     Ok(())
+}
+
+/// MB/s of plain sequential write calls of `batch`, repeated for `secs` seconds into a new
+/// file at `path` (no fsync while timed; the file is synced and removed after). As long as
+/// the produce runs, so that both meet the page cache's writeback the same way.
+fn raw_speed(path: &std::path::Path, batch: &[u8], secs: f64) -> Result<f64> {
+    let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(secs);
+    let mut written = 0u64;
+    while Instant::now() < deadline {
+        for _ in 0..64 {
+            file.write_all(batch)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        written += 64 * batch.len() as u64;
+    }
+    let took = start.elapsed();
+    file.sync_all().with_context(|| format!("syncing {}", path.display()))?;
+    drop(file);
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    Ok(mb(written) / took.as_secs_f64().max(1e-9))
 }
