@@ -519,8 +519,9 @@ pub struct EndToEndBenchArgs {
     /// Partitions of the benchmark topic.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=1000))]
     pub partitions: i32,
-    /// The producer's `linger.ms`.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    /// The producer's `linger.ms` (0, as Kafka's EndToEndLatency tool sets it, "to ensure
+    /// writes are synchronous"; a linger adds up to itself plus the timer's millisecond).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
     /// The producer's `batch.size` in bytes (Kafka's default, 16384, unless given).
     #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=(64 << 20)))]

@@ -1,7 +1,9 @@
 //! `kdeck bench e2e`: end-to-end latency, from the moment a record is due to be produced to
 //! the moment a group consumer receives it. Records are sent on a fixed schedule (so a slow
 //! moment delays the records behind it and shows in their latency: no coordinated
-//! omission), through the client producer (acks=all) and the client consumer.
+//! omission), through the client producer (acks=all) and the client consumer. The schedule
+//! is kept by a thread of its own in steps of 200 µs, finer than the runtime's millisecond
+//! timer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +17,9 @@ use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::engine::{TopicConfig, TopicPartition};
 use crate::out::outln;
+
+/// How often the generator hands the producer the records due by then.
+const GENERATOR_STEP: Duration = Duration::from_micros(200);
 
 pub fn run(args: &EndToEndBenchArgs) -> Result<()> {
     super::block_on(run_async(args))
@@ -103,35 +108,52 @@ async fn run_async(args: &EndToEndBenchArgs) -> Result<()> {
         })
     };
 
-    // One tick a millisecond; each carries the records due in it, stamped with their due time.
-    let per_ms = f64::from(args.rate) / 1000.0;
+    // The records are generated on a thread of their own that wakes every GENERATOR_STEP
+    // (a tokio timer fires only on whole milliseconds, which would add up to a millisecond of
+    // the generator's own lateness to every record). Each wake hands the producer every record
+    // due by then, stamped with its due time.
+    let per_us = f64::from(args.rate) / 1e6;
     let value_size = args.record_size.max(8) as usize;
-    let mut sent = 0u64;
-    let mut tick = tokio::time::interval(Duration::from_millis(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    while sent < total {
-        tick.tick().await;
-        let elapsed_ms = origin.elapsed().as_secs_f64() * 1000.0;
-        let due_by_now = ((elapsed_ms * per_ms) as u64).min(total);
-        // The values of a tick's records share one buffer, as a client's serializer would
-        // fill one: generating the load should not weigh on what it measures.
-        let mut values = BytesMut::with_capacity((due_by_now - sent) as usize * value_size);
-        while sent < due_by_now {
-            let due_us = (sent as f64 / per_ms * 1000.0) as u64;
-            values.put_u64(due_us);
-            values.put_bytes(b'x', value_size - 8);
-            let record = ProducerRecord {
-                topic: "e2e".into(),
-                value: Some(values.split().freeze()),
-                ..ProducerRecord::default()
-            };
-            producer
-                .enqueue_with_callback(record, |_| {})
-                .await
-                .map_err(|e| anyhow::anyhow!("enqueue failed: {e}"))?;
-            sent += 1;
-        }
-    }
+    let generator = {
+        let (producer, runtime, origin) = (producer.clone(), tokio::runtime::Handle::current(), origin.into_std());
+        std::thread::Builder::new()
+            .name("e2e-generator".into())
+            .spawn(move || -> Result<()> {
+                let mut sent = 0u64;
+                while sent < total {
+                    let elapsed_us = origin.elapsed().as_secs_f64() * 1e6;
+                    let due_by_now = ((elapsed_us * per_us) as u64).min(total);
+                    // The values due together share one buffer, as a client's serializer
+                    // would fill one: generating the load should not weigh on what it measures.
+                    let mut values = BytesMut::with_capacity((due_by_now - sent) as usize * value_size);
+                    runtime.block_on(async {
+                        while sent < due_by_now {
+                            let due_us = (sent as f64 / per_us) as u64;
+                            values.put_u64(due_us);
+                            values.put_bytes(b'x', value_size - 8);
+                            let record = ProducerRecord {
+                                topic: "e2e".into(),
+                                value: Some(values.split().freeze()),
+                                ..ProducerRecord::default()
+                            };
+                            producer
+                                .enqueue_with_callback(record, |_| {})
+                                .await
+                                .map_err(|e| anyhow::anyhow!("enqueue failed: {e}"))?;
+                            sent += 1;
+                        }
+                        anyhow::Ok(())
+                    })?;
+                    std::thread::sleep(GENERATOR_STEP);
+                }
+                Ok(())
+            })
+            .context("starting the generator thread")?
+    };
+    tokio::task::spawn_blocking(move || generator.join())
+        .await
+        .context("waiting for the generator")?
+        .map_err(|_| anyhow::anyhow!("the generator thread panicked"))??;
     producer.flush().await;
     received.await.context("the consumer task failed")?;
     let mut l = Arc::try_unwrap(latencies).map_or_else(
