@@ -19,7 +19,8 @@ The measures (standard library only, so it runs wherever kdeck builds):
   serve-rf3   the same with RF 3 and --acks all
   produce     `kdeck bench produce` records/s (its defaults: 5M x 100 B, RF 3, acks=all)
   engine      `kdeck bench engine --secs S` records/s
-  e2e         `kdeck bench e2e --rate 500000 --secs S` p99 latency in ms
+  e2e         `kdeck bench e2e --rate 500000 --linger-ms 0 --secs S` p99 latency in ms (linger.ms 0
+              on both builds, as Kafka's EndToEndLatency tool sets it)
   render      `kdeck bench render` average frame in ms and idle CPU in % of a core
 
 It prints each measure's figures per build, their medians, spread (min-max) and the ratio
@@ -169,7 +170,7 @@ def runs(opts):
         ("produce", lambda b: figures_of(b, ["produce"], [("produce", r"([\d.]+) records/sec")])),
         ("engine", lambda b: figures_of(b, ["engine", "--secs", secs],
                                         [("engine", r"engine produce: .*?([\d.]+) records/sec")])),
-        ("e2e", lambda b: figures_of(b, ["e2e", "--rate", "500000", "--secs", secs],
+        ("e2e", lambda b: figures_of(b, ["e2e", "--rate", "500000", "--linger-ms", "0", "--secs", secs],
                                      [("e2e-p99", r"([\d.]+) ms 99th")])),
         ("render", lambda b: figures_of(b, ["render", "--idle-secs", secs],
                                         [("render-frame", r"([\d.]+) ms avg frame"),

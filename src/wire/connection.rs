@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -25,8 +25,11 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
+/// The buffer a frame's payload is first read into, at most.
+const FIRST_ALLOCATION: usize = 1024 * 1024;
+
 /// Reads one frame's payload: `None` at a clean end of stream. The length is checked before
-/// anything is allocated, and the buffer grows only as bytes arrive.
+/// anything is allocated, and past 1 MiB the buffer grows only as bytes arrive.
 pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: u32) -> Result<Option<Bytes>, FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
@@ -45,10 +48,22 @@ pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: u32) -> Resul
         });
     }
     let want = length as usize;
-    let mut payload = Vec::with_capacity(want.min(64 * 1024));
-    let got = reader.take(want as u64).read_to_end(&mut payload).await?;
-    if got < want {
-        return Err(FrameError::Truncated { got, want });
+    // One allocation of the whole frame up to 1 MiB (a produce request of the default
+    // max.request.size); beyond that the buffer doubles as bytes arrive, so a length claimed
+    // but never sent costs little. It never grows past the frame: tokio's `read_to_end`
+    // would reserve more at the end, and copy the whole frame to do it.
+    let mut payload = Vec::with_capacity(want.min(FIRST_ALLOCATION));
+    while payload.len() < want {
+        if payload.len() == payload.capacity() {
+            payload.reserve_exact((want - payload.len()).min(payload.capacity()));
+        }
+        let room = (want - payload.len()).min(payload.capacity() - payload.len());
+        if reader.read_buf(&mut (&mut payload).limit(room)).await? == 0 {
+            return Err(FrameError::Truncated {
+                got: payload.len(),
+                want,
+            });
+        }
     }
     Ok(Some(Bytes::from(payload)))
 }
@@ -150,5 +165,48 @@ pub async fn serve<S>(
         biased;
         _ = closed.changed() => {}
         _ = write_loop => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame of `len` bytes, its length prefix first, written in 7 KiB pieces by a task
+    /// while the reader reads: the reader sees it as a socket delivers it.
+    async fn read_sent(len: usize, send: usize) -> Result<Option<Bytes>, FrameError> {
+        let (mut ours, mut theirs) = tokio::io::duplex(64 * 1024);
+        let payload: Vec<u8> = (0..send).map(|i| (i % 251) as u8).collect();
+        let writer = tokio::spawn(async move {
+            let _ = ours.write_all(&(len as i32).to_be_bytes()).await;
+            for piece in payload.chunks(7 * 1024) {
+                if ours.write_all(piece).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let frame = read_frame(&mut theirs, 100 * 1024 * 1024).await;
+        let _ = writer.await;
+        frame
+    }
+
+    #[tokio::test]
+    async fn a_frame_larger_than_the_first_allocation_arrives_whole_and_exact() {
+        for len in [0, 100, FIRST_ALLOCATION, 3 * FIRST_ALLOCATION + 1] {
+            let frame = read_sent(len, len).await.expect("a whole frame").expect("not the end");
+            assert_eq!(frame.len(), len);
+            assert!(
+                frame.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8),
+                "bytes of a {len}-byte frame"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_short_is_truncated_with_what_arrived() {
+        match read_sent(2 * FIRST_ALLOCATION, 10_000).await {
+            Err(FrameError::Truncated { got, want }) => assert_eq!((got, want), (10_000, 2 * FIRST_ALLOCATION)),
+            other => panic!("expected a truncated frame, got {other:?}"),
+        }
     }
 }
