@@ -4,13 +4,13 @@
 //! the replicas wrote, and holds those bytes against the raw write speed of the same disk
 //! measured in the same run, for as long, just before the produce.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tokio::sync::Mutex;
 
+use super::storage::{RawWrite, raw_write};
 use super::{make_batch, mb};
 use crate::cli::EngineBenchArgs;
 use crate::engine::{Acks, TopicConfig, TopicPartition};
@@ -52,7 +52,10 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
     );
 
     let raw_path = tmp.path().join("raw-write.bin");
-    let raw = raw_speed(&raw_path, &batch, args.secs)?;
+    // The disk's plain sequential write speed for as long as the produce will run, so that
+    // both meet the page cache's writeback the same way.
+    let (raw_bytes, raw_took) = raw_write(&raw_path, &batch, RawWrite::For(Duration::from_secs_f64(args.secs)))?;
+    let raw = mb(raw_bytes) / raw_took.as_secs_f64().max(1e-9);
 
     let mut events = cluster.events();
     let latencies = Arc::new(Mutex::new(Vec::<u32>::new()));
@@ -134,26 +137,4 @@ async fn run_async(args: &EngineBenchArgs) -> Result<()> {
         100.0 * written / raw.max(1e-9),
     );
     Ok(())
-}
-
-/// MB/s of plain sequential write calls of `batch`, repeated for `secs` seconds into a new
-/// file at `path` (no fsync while timed; the file is synced and removed after). As long as
-/// the produce runs, so that both meet the page cache's writeback the same way.
-fn raw_speed(path: &std::path::Path, batch: &[u8], secs: f64) -> Result<f64> {
-    let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs_f64(secs);
-    let mut written = 0u64;
-    while Instant::now() < deadline {
-        for _ in 0..64 {
-            file.write_all(batch)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        written += 64 * batch.len() as u64;
-    }
-    let took = start.elapsed();
-    file.sync_all().with_context(|| format!("syncing {}", path.display()))?;
-    drop(file);
-    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
-    Ok(mb(written) / took.as_secs_f64().max(1e-9))
 }

@@ -52,7 +52,7 @@ pub fn run(args: &StorageBenchArgs) -> Result<()> {
         // still present slow the next writer down on this kind of VM.
         drop(log.take());
         let _ = std::fs::remove_dir_all(&log_dir);
-        let raw = raw_write(&tmp.path().join("raw.bin"), &template, batches)?;
+        let (_, raw) = raw_write(&tmp.path().join("raw.bin"), &template, RawWrite::Batches(batches))?;
         outln!(
             "storage raw write (round {round}): {} bytes in {:.2} s, {:.1} MB/s (sequential write calls, no fsync)",
             total,
@@ -149,18 +149,35 @@ fn median(times: &mut [Duration]) -> Duration {
     times[times.len() / 2]
 }
 
-fn raw_write(path: &Path, template: &[u8], batches: u64) -> Result<Duration> {
+/// How long a raw write goes on.
+pub(super) enum RawWrite {
+    /// This many copies of the template.
+    Batches(u64),
+    /// Copies of the template until this much time has passed.
+    For(Duration),
+}
+
+/// Plain sequential write calls of `template` to a new file at `path`, no fsync while timed:
+/// the bytes written and the time they took. The file is synced (its dirty pages drained, so
+/// whatever runs next starts from the same state) and removed after.
+pub(super) fn raw_write(path: &Path, template: &[u8], how_long: RawWrite) -> Result<(u64, Duration)> {
     let mut file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let start = Instant::now();
-    for _ in 0..batches {
-        file.write_all(template)?;
+    let mut batches = 0u64;
+    let more = |batches: u64| match how_long {
+        RawWrite::Batches(n) => batches < n,
+        RawWrite::For(d) => start.elapsed() < d,
+    };
+    while more(batches) {
+        file.write_all(template)
+            .with_context(|| format!("writing {}", path.display()))?;
+        batches += 1;
     }
     let elapsed = start.elapsed();
-    // Drain the dirty pages so the log's run starts from the same state.
-    file.sync_all()?;
+    file.sync_all().with_context(|| format!("syncing {}", path.display()))?;
     drop(file);
-    std::fs::remove_file(path)?;
-    Ok(elapsed)
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    Ok((batches * template.len() as u64, elapsed))
 }
 
 fn group_commit(dir: &Path, template: &[u8], base: &LogConfig, writers: u32, secs: f64) -> Result<()> {

@@ -237,11 +237,16 @@ pub fn max_record_timestamp(batch: &[u8], header: &BatchHeader) -> Result<Option
     Ok((header.records_count > 0).then_some(max))
 }
 
+/// A zigzag-encoded varint's value.
+#[inline]
+fn zigzag(raw: u64) -> i64 {
+    (raw >> 1) as i64 ^ -((raw & 1) as i64)
+}
+
 /// The varint at `bytes[at..end]`, one- and two-byte values (a record's length and timestamp
 /// delta, nearly always) read without the general loop: this runs once per produced record.
 #[inline]
 fn varint_at(bytes: &[u8], at: usize, end: usize) -> Option<(i64, usize)> {
-    let zigzag = |raw: u64| (raw >> 1) as i64 ^ -((raw & 1) as i64);
     let window = bytes.get(at..end)?;
     match *window {
         [b0, ..] if b0 < 0x80 => Some((zigzag(u64::from(b0)), 1)),
@@ -276,8 +281,7 @@ pub(crate) fn read_varint(bytes: &[u8]) -> Option<(i64, usize)> {
     for (i, b) in bytes.iter().take(10).enumerate() {
         raw |= u64::from(b & 0x7f) << (7 * i);
         if b & 0x80 == 0 {
-            let value = (raw >> 1) as i64 ^ -((raw & 1) as i64);
-            return Some((value, i + 1));
+            return Some((zigzag(raw), i + 1));
         }
     }
     None
