@@ -130,7 +130,7 @@ fn the_explanation_of_a_partition_with_a_slow_follower() {
     assert_draw!("explain_partition", h, 120, 40);
 }
 
-fn epochs(list: &[(i32, i64)]) -> std::sync::Arc<[EpochStart]> {
+fn epochs(list: &[(i32, i64)]) -> kdeck::view::Epochs {
     list.iter()
         .map(|&(epoch, start_offset)| EpochStart { epoch, start_offset })
         .collect()

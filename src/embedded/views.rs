@@ -18,8 +18,8 @@ use crate::view::LinkState;
 use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
-    BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, GroupOffsetRow, GroupRow, MemberRow,
-    PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow, ViewEvent,
+    BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, Epochs, GroupOffsetRow, GroupRow,
+    MemberRow, PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow, ViewEvent,
 };
 use crate::wire::Listener;
 
@@ -110,9 +110,10 @@ pub(super) struct ViewBuilder {
     bytes_out: CounterRates<i32>,
     /// Kafka listener of each broker; the port stays the same across restarts.
     addresses: HashMap<i32, String>,
-    /// Each replica's epochs as the last view had them: an unchanged cache is shared with
-    /// it, so dropping the old view on the console's thread frees nothing of them.
-    epochs: HashMap<(String, i32, i32), Arc<[EpochStart]>>,
+    /// Each replica's long epoch cache as the last view had it: an unchanged one is shared
+    /// with it, so dropping the old view on the console's thread frees nothing of them.
+    /// (Short caches sit in the rows: nothing to share.)
+    epochs: HashMap<(String, i32, i32), Epochs>,
 }
 
 impl ViewBuilder {
@@ -199,26 +200,17 @@ impl ViewBuilder {
             })
             .collect();
         let mut last_epochs = std::mem::take(&mut self.epochs);
-        let mut shared_epochs = |topic: &str, partition: i32, broker: i32, epochs: &[crate::storage::EpochEntry]| {
+        let mut epochs_of = |topic: &str, partition: i32, broker: i32, epochs: &[crate::storage::EpochEntry]| {
+            let starts = epochs.iter().map(|e| EpochStart {
+                epoch: e.epoch,
+                start_offset: e.start_offset,
+            });
+            if Epochs::fit_in_row(epochs.len()) {
+                return starts.collect();
+            }
             let key = (topic.to_string(), partition, broker);
-            let same = |had: &Arc<[EpochStart]>| {
-                had.len() == epochs.len()
-                    && had
-                        .iter()
-                        .zip(epochs)
-                        .all(|(a, b)| a.epoch == b.epoch && a.start_offset == b.start_offset)
-            };
-            let shared = match last_epochs.remove(&key) {
-                Some(had) if same(&had) => had,
-                _ => epochs
-                    .iter()
-                    .map(|e| EpochStart {
-                        epoch: e.epoch,
-                        start_offset: e.start_offset,
-                    })
-                    .collect(),
-            };
-            self.epochs.insert(key, Arc::clone(&shared));
+            let shared = Epochs::reuse(last_epochs.remove(&key).as_ref(), starts);
+            self.epochs.insert(key, shared.clone());
             shared
         };
         let partitions: Vec<PartitionRow> = snapshot
@@ -246,7 +238,7 @@ impl ViewBuilder {
                         log_end_offset: r.log_end_offset,
                         log_start_offset: r.log_start_offset,
                         high_watermark: r.high_watermark,
-                        epochs: shared_epochs(&p.tp.topic, p.tp.partition, r.broker, &r.epochs),
+                        epochs: epochs_of(&p.tp.topic, p.tp.partition, r.broker, &r.epochs),
                         caught_up_ms_ago: r.caught_up_ms_ago,
                     })
                     .collect(),
@@ -363,20 +355,45 @@ mod tests {
         (dir, cluster)
     }
 
-    /// A replica whose epochs did not change shares them with the view before, so the
-    /// console's thread drops an old view without freeing them; a new epoch is a new copy.
+    /// The snapshot with every replica's epoch cache grown to `n` entries (a partition
+    /// that has had that many leaders write to it).
+    fn with_epochs(mut snapshot: ClusterSnapshot, n: i32) -> ClusterSnapshot {
+        for p in &mut snapshot.partitions {
+            for r in &mut p.replicas {
+                r.epochs = (0..n)
+                    .map(|e| crate::storage::EpochEntry {
+                        epoch: e,
+                        start_offset: i64::from(e) * 10,
+                    })
+                    .collect();
+            }
+        }
+        snapshot
+    }
+
+    /// A short epoch cache sits in its row; a long one that did not change shares its copy
+    /// with the view before, so the console's thread drops an old view without freeing
+    /// it; a new epoch is a new copy.
     #[tokio::test(start_paused = true)]
-    async fn unchanged_epochs_are_shared_between_views() {
+    async fn short_epochs_sit_in_the_row_and_unchanged_long_ones_are_shared_between_views() {
         let (_dir, cluster) = one_broker().await;
         cluster.create_topic("t", TopicConfig::new(1, 1)).await.expect("create");
         let mut builder = ViewBuilder::new(&ConsoleConfig::default(), &[]);
         let epochs = |view: &ClusterView| {
             let p = view.partitions.iter().find(|p| p.topic == "t").expect("t-0");
-            Arc::clone(&p.replicas[0].epochs)
+            p.replicas[0].epochs.clone()
         };
-        let first = epochs(&builder.build(&cluster.snapshot(), None, Utc::now()));
-        let second = epochs(&builder.build(&cluster.snapshot(), None, Utc::now()));
-        assert!(Arc::ptr_eq(&first, &second), "{first:?} copied, not shared");
+        let short = epochs(&builder.build(&with_epochs(cluster.snapshot(), 2), None, Utc::now()));
+        assert_eq!(short.len(), 2);
+        assert!(!short.is_shared(), "{short:?} shared");
+        assert!(builder.epochs.is_empty(), "nothing kept for a short cache");
+        let first = epochs(&builder.build(&with_epochs(cluster.snapshot(), 6), None, Utc::now()));
+        let second = epochs(&builder.build(&with_epochs(cluster.snapshot(), 6), None, Utc::now()));
+        assert_eq!(second.len(), 6);
+        assert!(second.same_copy(&first), "{first:?} copied, not shared");
+        let third = epochs(&builder.build(&with_epochs(cluster.snapshot(), 7), None, Utc::now()));
+        assert_eq!(third.len(), 7);
+        assert!(!third.same_copy(&first), "a changed cache is a new copy");
         cluster.shutdown().await;
     }
 
@@ -394,7 +411,7 @@ mod tests {
             builder.trends.partition_changed.mark((name, 1), Utc::now());
             builder.trends.lag_history.push(format!("group-{i}"), 1);
         }
-        builder.build(&cluster.snapshot(), None, Utc::now());
+        builder.build(&with_epochs(cluster.snapshot(), 5), None, Utc::now());
         assert_eq!(builder.trends.partition_changed.len(), 40);
         assert!(
             builder
@@ -408,7 +425,7 @@ mod tests {
         for i in 0..20 {
             cluster.delete_topic(&format!("run-{i}")).await.expect("delete");
         }
-        builder.build(&cluster.snapshot(), None, Utc::now());
+        builder.build(&with_epochs(cluster.snapshot(), 5), None, Utc::now());
         assert!(builder.trends.partition_changed.is_empty());
         assert!(
             builder.epochs.keys().all(|(topic, _, _)| !topic.starts_with("run-")),

@@ -17,6 +17,7 @@
 //! reaches through here: [`topic_name_error`], so it checks a name the way the cluster will,
 //! and [`OffsetSpec`], the one name of a ListOffsets lookup (earliest, latest, by time).
 
+pub mod epochs;
 pub mod explain;
 pub mod history;
 pub mod lang;
@@ -31,6 +32,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use crate::kafka::{BrokerId, OffsetSpec, topic_name_error};
+pub use epochs::{EpochStart, Epochs};
 pub use source::{
     Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, SeekPosition,
     TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
@@ -162,21 +164,13 @@ pub struct ReplicaRow {
     /// The replica's own high watermark, when known: a follower's lags the leader's.
     pub high_watermark: Option<i64>,
     /// The replica's leader-epoch cache, oldest first: which offsets each leader epoch
-    /// wrote (empty when the source cannot tell).
-    /// Shared: a new view per tick copies the rows, not every replica's epochs.
-    pub epochs: std::sync::Arc<[EpochStart]>,
+    /// wrote (empty when the source cannot tell). Short ones sit in the row, long ones are
+    /// shared between views: a new view per tick copies no replica's epochs.
+    pub epochs: Epochs,
     /// How long ago the leader last saw this follower caught up to its log end (Kafka's
     /// `lastCaughtUpTimeMs`, on which an ISR shrink is decided); `None` for the leader or
     /// when unknown.
     pub caught_up_ms_ago: Option<u64>,
-}
-
-/// One entry of a leader-epoch cache: `epoch` wrote from `start_offset` up to the next
-/// entry's start (or the log end).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochStart {
-    pub epoch: i32,
-    pub start_offset: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
