@@ -156,7 +156,8 @@ fn help_fits_80x24_scrolls_and_lists_the_focused_panes_keys_first() {
         lines[top + 2]
     );
     assert!(!text.contains("Log file"), "the end is below");
-    for _ in 0..5 {
+    // Keys, then the `:` commands, then the notes: PgDn goes 10 lines at a time.
+    for _ in 0..10 {
         h.press(KeyCode::PageDown);
     }
     let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 80, 24));

@@ -24,6 +24,7 @@ pub enum Binding {
     Drill,
     Back,
     Filter,
+    Command,
     Explain,
     ReplicaLog,
     Flow,
@@ -64,7 +65,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 44] = [
+    pub const ALL: [Binding; 45] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -76,6 +77,7 @@ impl Binding {
         Binding::Drill,
         Binding::Back,
         Binding::Filter,
+        Binding::Command,
         Binding::Explain,
         Binding::ReplicaLog,
         Binding::Flow,
@@ -125,6 +127,7 @@ impl Binding {
             Binding::Drill => "drill",
             Binding::Back => "back",
             Binding::Filter => "filter",
+            Binding::Command => "command",
             Binding::Explain => "explain",
             Binding::ReplicaLog => "replica_log",
             Binding::Flow => "flow",

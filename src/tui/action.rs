@@ -1,5 +1,5 @@
 //! What the console can be asked to do, as data. A key, a mouse click, a script step and
-//! (later) a `:` command all become the same [`Action`], with its target made explicit
+//! a `:` command all become the same [`Action`], with its target made explicit
 //! ("broker 2", not "the selected broker"). [`App::update`](super::app::App::update) turns
 //! an action into state changes and [`Effect`]s; only the event loop performs effects.
 
@@ -44,6 +44,8 @@ pub enum Action {
     Back,
     /// Open the filter line of the focused pane.
     EditFilter,
+    /// Open the `:` command line.
+    CommandLine,
     /// Say why something is as it is, in an overlay drawn from the current view.
     Explain {
         target: ExplainTarget,

@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::Pane;
 use super::action::{Action, Effect, ExplainTarget, ScenarioControl, SeekBy, TrainerUpdate};
+use super::command;
 use super::keymap::{Binding, Keymap, Meaning};
 use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
@@ -193,6 +194,8 @@ pub struct App {
     /// when the first was asked: quick presses build on what was asked, not on a view that
     /// has not caught up yet. Empty once the view shows the last of them (or something else).
     asked: Vec<Controls>,
+    /// The `:` lines run so far, for ↑/↓ on the command line.
+    pub history: super::command::History,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -322,6 +325,7 @@ impl App {
             trainer: None,
             lang: crate::view::lang::Lang::english(),
             asked: Vec::new(),
+            history: Default::default(),
         }
     }
 
@@ -808,6 +812,9 @@ impl App {
         if let Some(Overlay::Filter) = self.overlay() {
             return self.filter_key(key, now);
         }
+        if let Some(Overlay::Command(_)) = self.overlay() {
+            return self.command_key(key, now);
+        }
         let action = match self.overlay_mut() {
             Some(overlay) => match overlay_key(overlay, key) {
                 OverlayKey::Act(action) => Some(action),
@@ -888,6 +895,84 @@ impl App {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The `:` command line: typing edits it, Tab completes, ↑/↓ go through the lines run
+    /// before, Enter runs it (or says in place what is wrong and keeps it), Esc closes it.
+    fn command_key(&mut self, key: KeyEvent, now: DateTime<Utc>) -> Vec<Effect> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let Some(Overlay::Command(line)) = self.overlays.last().cloned() else {
+            return Vec::new();
+        };
+        let mut line = line;
+        match key.code {
+            KeyCode::Esc => return self.update(Action::Close, now),
+            KeyCode::Enter => {
+                let cx = command::Context {
+                    view: &self.view,
+                    focus: self.focus,
+                    now: self.view.taken_at.max(now),
+                    tz: self.tz,
+                };
+                let parsed = command::parse(&line.text, &cx).and_then(|action| match self.refused(&action) {
+                    Some(reason) => Err(reason.to_string()),
+                    None if needs_controls(&action) && self.view.controls.is_none() => Err(NO_CONTROLS.to_string()),
+                    None => Ok(action),
+                });
+                match parsed {
+                    Ok(action) => {
+                        self.history.push(&line.text);
+                        let mut effects = self.update(Action::Close, now);
+                        effects.extend(self.update(action, now));
+                        return effects;
+                    }
+                    Err(e) => {
+                        line.error = Some(e);
+                        line.offered.clear();
+                    }
+                }
+            }
+            KeyCode::Tab => {
+                line.offered = command::completions(&line.text, &self.view);
+                line.text = command::complete(&line.text, &line.offered);
+                line.error = None;
+            }
+            KeyCode::Up => {
+                let back = line.history_at.map_or(0, |b| b + 1);
+                if let Some(text) = self.history.get(back) {
+                    line.text = text.to_string();
+                    line.history_at = Some(back);
+                }
+            }
+            KeyCode::Down => match line.history_at {
+                Some(0) | None => {
+                    line.history_at = None;
+                    line.text.clear();
+                }
+                Some(back) => {
+                    line.history_at = Some(back - 1);
+                    line.text = self.history.get(back - 1).unwrap_or_default().to_string();
+                }
+            },
+            KeyCode::Backspace => {
+                line.text.pop();
+            }
+            KeyCode::Char('u') if ctrl => line.text.clear(),
+            KeyCode::Char('w') if ctrl => {
+                let kept = line.text.trim_end().rfind(char::is_whitespace).map_or(0, |i| i + 1);
+                line.text.truncate(kept);
+            }
+            KeyCode::Char(c) if !ctrl => {
+                line.text.push(c);
+                line.error = None;
+                line.offered.clear();
+            }
+            _ => {}
+        }
+        if let Some(Overlay::Command(open)) = self.overlays.last_mut() {
+            *open = line;
+        }
+        Vec::new()
     }
 
     fn submit_dialog(&mut self, now: DateTime<Utc>) -> Option<Action> {
@@ -996,6 +1081,7 @@ impl App {
             Binding::Drill => Action::Drill,
             Binding::Back => Action::Back,
             Binding::Filter => Action::EditFilter,
+            Binding::Command => Action::CommandLine,
             Binding::Explain => Action::Explain {
                 target: self.explain_target()?,
             },
@@ -1330,6 +1416,7 @@ impl App {
             Action::Drill => self.drill(),
             Action::Back => self.back(&mut effects),
             Action::EditFilter => self.overlays.push(Overlay::Filter),
+            Action::CommandLine => self.overlays.push(Overlay::Command(Default::default())),
             Action::Explain { target } => self.overlays.push(Overlay::Explain { target, scroll: 0 }),
             Action::ReplicaLog { topic, partition } => {
                 if self.view.partitions_of(&topic).any(|p| p.partition == partition) {
@@ -1862,8 +1949,8 @@ fn overlay_key(overlay: &mut Overlay, key: KeyEvent) -> OverlayKey {
             }
             _ => {}
         },
-        // The filter line is typed in `filter_key`.
-        Overlay::Filter => {}
+        // The filter and command lines are typed in `filter_key` and `command_key`.
+        Overlay::Filter | Overlay::Command(_) => {}
         Overlay::Dialog(dialog) => match key.code {
             KeyCode::Esc => return OverlayKey::Act(Action::Close),
             KeyCode::Tab | KeyCode::Down => dialog.next_field(),
@@ -1879,4 +1966,19 @@ fn overlay_key(overlay: &mut Overlay, key: KeyEvent) -> OverlayKey {
         Overlay::Caption { .. } => {}
     }
     OverlayKey::Kept
+}
+
+/// Whether an action works only on a cluster whose clock and settings the console controls
+/// (the embedded one), as the keys that ask for it.
+fn needs_controls(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Freeze
+            | Action::Thaw
+            | Action::SlowMotion { .. }
+            | Action::SetAutoRebalance { .. }
+            | Action::SetUncleanElection { .. }
+            | Action::SetMinInsync { .. }
+            | Action::SetProducerAcks { .. }
+    )
 }

@@ -1,4 +1,5 @@
-//! The footer: the filter being typed, the last command's outcome, or key hints.
+//! The footer: the filter or `:` command line being typed, the last command's outcome, or
+//! key hints.
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -41,7 +42,9 @@ const FLOW_HINTS: &[(Binding, &str)] = &[
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let t = &app.theme;
     let width = area.width as usize;
-    let line = if app.overlay() == Some(&Overlay::Filter) {
+    let line = if let Some(Overlay::Command(command)) = app.overlay() {
+        command_line(app, command, width)
+    } else if app.overlay() == Some(&Overlay::Filter) {
         let lang = app.lang;
         Line::from(vec![
             Span::styled(
@@ -114,4 +117,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         Line::from(spans)
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The `:` line being typed, then what is wrong with it, what Tab offered, or how it works.
+fn command_line(app: &App, command: &super::command::CommandLine, width: usize) -> Line<'static> {
+    let t = &app.theme;
+    let lang = app.lang;
+    let typed = format!(" :{}", command.text);
+    let room = width.saturating_sub(unicode_width::UnicodeWidthStr::width(typed.as_str()) + 4);
+    let after = match (&command.error, command.offered.as_slice()) {
+        (Some(error), _) => Span::styled(fit_sentence(error, room), t.error),
+        (None, [_, _, ..]) => Span::styled(fit_sentence(&command.offered.join("  "), room), t.dim),
+        _ => Span::styled(
+            fit_sentence(lang.tr("Tab completes · ↑↓ history · Enter runs · Esc closes"), room),
+            t.dim,
+        ),
+    };
+    Line::from(vec![Span::styled(typed, t.title), Span::styled("▏  ", t.dim), after])
 }

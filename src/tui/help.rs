@@ -84,6 +84,31 @@ pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
             entry(&mut lines, *binding);
         }
     }
+    // The command line's commands, with their arguments; a read-only console lists only
+    // those that change nothing.
+    lines.push(Line::styled(
+        lang.fmt(
+            "Commands ({key} opens the command line)",
+            &[("key", &app.keymap.hint(Binding::Command))],
+        ),
+        t.column_header,
+    ));
+    for spec in super::command::COMMANDS {
+        if app.capabilities.read_only && spec.changes {
+            continue;
+        }
+        let describe = if spec.args.is_empty() {
+            lang.tr(spec.about).to_string()
+        } else {
+            format!("{} · {}", spec.args, lang.tr(spec.about))
+        };
+        lines.extend(entry_lines(
+            &format!(":{}", spec.name),
+            &describe,
+            t.title,
+            Style::default(),
+        ));
+    }
     lines.push(Line::raw(""));
     let mut notes: Vec<String> = reasons
         .into_iter()

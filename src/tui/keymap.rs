@@ -93,6 +93,7 @@ impl Meaning for Binding {
             Binding::Drill => "drill in: topic -> partitions -> messages -> message detail",
             Binding::Back => "back / close / clear the filter",
             Binding::Filter => "filter the focused pane by substring",
+            Binding::Command => "command line: every action by name (:kill 1, :seek orders-0 100); Tab completes",
             Binding::Explain => "explain the selection: why this HW, ISR, leader, fencing, rebalance, failure",
             Binding::ReplicaLog => "the selected partition's replicated log: one strip per replica",
             Binding::Flow => "records through the selected partition: producers, leader, followers, groups",

@@ -109,7 +109,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
             Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, above, app, question),
             Overlay::Detail(record) => messages::draw_detail(frame, above, app, record),
             Overlay::Explain { target, scroll } => explain::draw(frame, above, app, target, *scroll),
-            Overlay::Caption { .. } | Overlay::Filter => {}
+            Overlay::Caption { .. } | Overlay::Filter | Overlay::Command(_) => {}
         }
     }
     layout

@@ -8,6 +8,7 @@ pub mod action;
 pub mod app;
 pub mod brokers;
 pub mod cast;
+pub mod command;
 pub mod dialog;
 pub mod events;
 pub mod explain;

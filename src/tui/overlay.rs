@@ -18,6 +18,8 @@ pub enum Overlay {
     },
     /// The focused pane's filter being typed (in the footer).
     Filter,
+    /// The `:` command line being typed (in the footer).
+    Command(super::command::CommandLine),
     Dialog(Dialog),
     Confirm {
         question: String,
