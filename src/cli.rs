@@ -297,7 +297,9 @@ pub enum TopicsAction {
         /// Topics to describe (default: every topic).
         topics: Vec<String>,
     },
+    /// Create a topic (CreateTopics; Kafka's topic-name rule is checked first).
     Create {
+        /// The new topic's name: up to 249 of a-z A-Z 0-9 . _ -, not "." or "..".
         name: String,
         /// Partitions (default: the broker's num.partitions).
         #[arg(short, long, value_parser = clap::value_parser!(i32).range(1..=100_000))]
@@ -309,13 +311,16 @@ pub enum TopicsAction {
         #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
         configs: Vec<(String, String)>,
     },
+    /// Delete a topic and its records (DeleteTopics).
     Delete {
+        /// The topic to delete.
         name: String,
     },
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ProduceArgs {
+    /// The topic to produce to (kcat -t).
     #[arg(short, long)]
     pub topic: String,
     /// The key of every record (default: none, or split from each line with --key-delimiter).
@@ -342,6 +347,7 @@ pub struct ProduceArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ConsumeArgs {
+    /// The topic to read (kcat -t).
     #[arg(short, long)]
     pub topic: String,
     /// Consume as a member of this group: partitions are shared with its other members and
@@ -690,6 +696,34 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every subcommand and every flag or argument the user can give, with where it is.
+    fn undocumented(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_hide_set() || matches!(id, "help" | "version") {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                missing.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let here = format!("{path} {}", sub.get_name());
+            if sub.get_name() != "help" && sub.get_about().is_none() && sub.get_long_about().is_none() {
+                missing.push(format!("{here} (the subcommand)"));
+            }
+            undocumented(sub, &here, missing);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_flag_and_argument_has_its_help_text() {
+        use clap::CommandFactory;
+        let mut missing = Vec::new();
+        undocumented(&Cli::command(), "kdeck", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
 
     #[test]
     fn sizes_parse_with_binary_units_and_reject_garbage() {
