@@ -176,3 +176,54 @@ fn running_out_of_file_descriptors_does_not_take_the_listener_down() {
         "the server is still running"
     );
 }
+
+/// `kdeck serve`'s log says what happened in the timeline's words, not as Rust data.
+#[test]
+fn serve_logs_cluster_events_in_words() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("kdeck.toml");
+    std::fs::write(&config, "[wire]\nbase_port = 0\n").expect("config written");
+    let child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
+        .args(["serve", "--ephemeral", "--brokers", "2", "--no-demo", "--config"])
+        .arg(&config)
+        .env("KDECK_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kdeck serve starts");
+    let mut child = Reaper(child);
+    let (tx, lines) = mpsc::channel();
+    for stream in [
+        Box::new(child.0.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+        Box::new(child.0.stderr.take().expect("stderr")),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    writeln!(stdin, "kill 1").expect("command sent");
+    let mut seen = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no \"broker 1 down\" in the log: {seen:#?}"));
+        assert!(!line.contains("event="), "an event logged as data: {line}");
+        let done = line.contains("broker 1 down: killed");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|l| l.contains("topic __consumer_offsets created: ")),
+        "{seen:#?}"
+    );
+}

@@ -106,6 +106,8 @@ impl Embedded {
     /// Starts the cluster in an already prepared data directory (the console prepares it
     /// first to put its log file there).
     pub async fn start_in(config: &KdeckConfig, args: &ClusterArgs, data_dir: DataDir) -> Result<Embedded> {
+        // The log (kdeck.log, `kdeck serve`'s output) says events as the timeline does.
+        crate::engine::log_events_in_words(|kind| timeline::describe(kind).text());
         let mut cluster_config = config.cluster_config();
         cluster_config.data_dir = data_dir.path().to_path_buf();
         if let Some(n) = args.brokers {

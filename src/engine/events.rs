@@ -148,6 +148,17 @@ pub struct ClusterEvent {
     pub kind: EventKind,
 }
 
+/// How the log says an event: in the words the layer above gives (the timeline's sentences,
+/// set once by [`log_events_in_words`]), else as data (the engine's own tests, the
+/// simulation).
+static IN_WORDS: std::sync::OnceLock<fn(&EventKind) -> String> = std::sync::OnceLock::new();
+
+/// Logs every event from now on as `say` words it (the first call wins: one wording per
+/// process).
+pub fn log_events_in_words(say: fn(&EventKind) -> String) {
+    let _ = IN_WORDS.set(say);
+}
+
 /// Publishes events to every subscriber; slow subscribers lose the oldest ones.
 #[derive(Clone)]
 pub(crate) struct EventBus {
@@ -167,7 +178,10 @@ impl EventBus {
     }
 
     pub fn publish(&self, kind: EventKind) {
-        tracing::info!(event = ?kind);
+        match IN_WORDS.get() {
+            Some(say) => tracing::info!("{}", say(&kind)),
+            None => tracing::info!(event = ?kind),
+        }
         let at = DateTime::from_timestamp_millis(self.wall.now_ms()).unwrap_or_default();
         let cluster_at = DateTime::from_timestamp_millis(self.clock.now_ms()).unwrap_or_default();
         let _ = self.tx.send(ClusterEvent { at, cluster_at, kind });

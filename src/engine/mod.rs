@@ -40,7 +40,7 @@ pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
 };
-pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting};
+pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting, log_events_in_words};
 pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
 pub use partition::has_keyless_record;
