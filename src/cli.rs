@@ -168,6 +168,9 @@ pub enum Command {
     Serve(ClusterArgs),
     /// List, describe, create or delete topics of a Kafka cluster.
     Topics(TopicsArgs),
+    /// The cluster's brokers, then its topics with each partition's leader, replicas and ISR
+    /// (kcat -L).
+    List(ListArgs),
     /// Produce records read from stdin (one per line) or given with --value.
     Produce(ProduceArgs),
     /// Print a topic's records, alone or as a member of a consumer group.
@@ -284,6 +287,15 @@ pub enum ScenarioCommand {
 pub struct TopicsArgs {
     #[command(subcommand)]
     pub action: Option<TopicsAction>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `kdeck list`: kcat -L.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only these topics (default: every topic).
+    pub topics: Vec<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

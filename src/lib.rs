@@ -40,6 +40,7 @@ pub fn run(cli: Cli) -> Result<()> {
         },
         Some(Command::Serve(args)) => serve::run(&args),
         Some(Command::Topics(args)) => commands::topics(&args),
+        Some(Command::List(args)) => commands::list(&args),
         Some(Command::Produce(args)) => commands::produce(&args),
         Some(Command::Consume(args)) => commands::consume(&args),
         Some(Command::Groups(args)) => commands::groups(&args),

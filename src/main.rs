@@ -49,7 +49,12 @@ fn main() -> ExitCode {
         // warnings are the schedule working, not news (its trace shows what happened).
         let quiet = matches!(
             command,
-            Command::Topics(_) | Command::Produce(_) | Command::Consume(_) | Command::Groups(_) | Command::Elect(_)
+            Command::Topics(_)
+                | Command::List(_)
+                | Command::Produce(_)
+                | Command::Consume(_)
+                | Command::Groups(_)
+                | Command::Elect(_)
         ) || matches!(
             command,
             Command::Bench {

@@ -215,6 +215,24 @@ fn produce_consume_groups_and_topics_round_trip() {
         line.contains("partitions=3") && line.contains("replication=3"),
         "{line}"
     );
+    // kcat -L's listing: the brokers, the controller marked, and rt's partitions.
+    let kcat_l = server.ok(&["list", "rt"], b"");
+    assert!(kcat_l.starts_with("Metadata for topic rt"), "{kcat_l}");
+    assert_eq!(
+        kcat_l.lines().filter(|l| l.starts_with("  broker ")).count(),
+        3,
+        "{kcat_l}"
+    );
+    assert_eq!(kcat_l.matches("(controller)").count(), 1, "{kcat_l}");
+    assert!(kcat_l.contains("  topic \"rt\" with 3 partitions:"), "{kcat_l}");
+    assert_eq!(
+        kcat_l
+            .lines()
+            .filter(|l| l.starts_with("    partition ") && l.contains(", isrs: "))
+            .count(),
+        3,
+        "{kcat_l}"
+    );
     let described = describe(&server, "rt");
     assert_eq!(described.len(), 3);
     for (_, leader, replicas, isr, start, end) in &described {

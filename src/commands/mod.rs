@@ -1,4 +1,4 @@
-//! The kcat-like commands (`kdeck topics|produce|consume|groups|elect`) against a Kafka
+//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect`) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
 //! (DESIGN's list has none for it): it sits at the binary's edge, above `remote`, and borrows
@@ -8,6 +8,7 @@ mod consume;
 mod elect;
 mod format;
 mod groups;
+mod list;
 mod member;
 mod produce;
 mod topics;
@@ -16,13 +17,18 @@ use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ProduceArgs, TopicsArgs};
+use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, TopicsArgs};
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
 
 pub fn topics(args: &TopicsArgs) -> Result<()> {
     let settings = settings(&args.connect)?;
     run(settings, async |client, out| topics::run(args, client, out).await)
+}
+
+pub fn list(args: &ListArgs) -> Result<()> {
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| list::run(&args.topics, client, out).await)
 }
 
 pub fn produce(args: &ProduceArgs) -> Result<()> {
