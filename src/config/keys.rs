@@ -37,6 +37,8 @@ pub enum Binding {
     CreateTopic,
     DeleteTopic,
     PauseDemo,
+    AddMember,
+    RemoveMember,
     Follow,
     PauseTail,
     SeekBeginning,
@@ -65,7 +67,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 45] = [
+    pub const ALL: [Binding; 47] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -90,6 +92,8 @@ impl Binding {
         Binding::CreateTopic,
         Binding::DeleteTopic,
         Binding::PauseDemo,
+        Binding::AddMember,
+        Binding::RemoveMember,
         Binding::Follow,
         Binding::PauseTail,
         Binding::SeekBeginning,
@@ -140,6 +144,8 @@ impl Binding {
             Binding::CreateTopic => "create_topic",
             Binding::DeleteTopic => "delete_topic",
             Binding::PauseDemo => "pause_demo",
+            Binding::AddMember => "add_member",
+            Binding::RemoveMember => "remove_member",
             Binding::Follow => "follow",
             Binding::PauseTail => "pause_tail",
             Binding::SeekBeginning => "seek_beginning",
