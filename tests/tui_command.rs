@@ -140,32 +140,3 @@ fn a_read_only_console_refuses_a_change_in_place_and_still_runs_what_only_looks(
     h.press(KeyCode::Enter);
     assert_eq!(h.app.focus, kdeck::tui::Pane::Groups);
 }
-
-/// The actions only scenarios reached before get a key where one fits: m and M on the
-/// selected group in Groups; elsewhere they say where they work, and a cluster without a
-/// demo does not offer them.
-#[test]
-fn m_and_shift_m_add_and_remove_a_member_of_the_selected_group() {
-    let mut h = harness();
-    h.press(KeyCode::Char('m'));
-    assert!(h.source.commands().is_empty(), "not from another pane");
-    h.press(KeyCode::Char('4'));
-    let group = h
-        .app
-        .selected_group()
-        .map(|g| g.group_id.clone())
-        .expect("a group is selected");
-    h.press(KeyCode::Char('m'));
-    h.press(KeyCode::Char('M'));
-    assert_eq!(
-        h.source.commands(),
-        vec![
-            Command::AddMember { group: group.clone() },
-            Command::RemoveMember { group },
-        ]
-    );
-    let mut remote = external_harness(false);
-    remote.press(KeyCode::Char('4'));
-    remote.press(KeyCode::Char('m'));
-    assert!(remote.source.commands().is_empty(), "no demo, no member to add");
-}

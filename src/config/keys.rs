@@ -37,8 +37,6 @@ pub enum Binding {
     CreateTopic,
     DeleteTopic,
     PauseDemo,
-    AddMember,
-    RemoveMember,
     Follow,
     PauseTail,
     SeekBeginning,
@@ -67,7 +65,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 47] = [
+    pub const ALL: [Binding; 45] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -92,8 +90,6 @@ impl Binding {
         Binding::CreateTopic,
         Binding::DeleteTopic,
         Binding::PauseDemo,
-        Binding::AddMember,
-        Binding::RemoveMember,
         Binding::Follow,
         Binding::PauseTail,
         Binding::SeekBeginning,
@@ -144,8 +140,6 @@ impl Binding {
             Binding::CreateTopic => "create_topic",
             Binding::DeleteTopic => "delete_topic",
             Binding::PauseDemo => "pause_demo",
-            Binding::AddMember => "add_member",
-            Binding::RemoveMember => "remove_member",
             Binding::Follow => "follow",
             Binding::PauseTail => "pause_tail",
             Binding::SeekBeginning => "seek_beginning",

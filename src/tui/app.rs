@@ -445,17 +445,14 @@ impl App {
         self.why_not(
             binding.mutates(),
             binding.controls_broker(),
-            matches!(binding, Binding::PauseDemo | Binding::AddMember | Binding::RemoveMember),
+            binding == Binding::PauseDemo,
         )
         .or_else(|| (binding.trainer() && self.view.controls.is_none()).then_some(NO_CONTROLS))
     }
 
     /// Why the console refuses `action`, whoever asked for it.
     fn refused(&self, action: &Action) -> Option<&'static str> {
-        let demo = matches!(
-            action,
-            Action::PauseDemo | Action::ResumeDemo | Action::AddMember { .. } | Action::RemoveMember { .. }
-        );
+        let demo = matches!(action, Action::PauseDemo | Action::ResumeDemo);
         self.why_not(action.mutates(), action.controls_broker(), demo)
     }
 
@@ -1143,20 +1140,6 @@ impl App {
                 Some(false) => Action::ResumeDemo,
                 None => return Err(NO_DEMO.into()),
             },
-            Binding::AddMember | Binding::RemoveMember => {
-                if self.focus != Pane::Groups {
-                    return Err(format!(
-                        "{} acts on the group selected in Groups: focus it with 4 first",
-                        self.keymap.hint(binding)
-                    ));
-                }
-                let group = self.selected_group().ok_or("no group selected")?.group_id.clone();
-                if binding == Binding::AddMember {
-                    Action::AddMember { group }
-                } else {
-                    Action::RemoveMember { group }
-                }
-            }
             Binding::Follow => Action::ToggleFollow,
             Binding::PauseTail => Action::ToggleFreeze,
             Binding::SeekBeginning | Binding::SeekEnd => {

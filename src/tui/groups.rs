@@ -11,7 +11,7 @@ use super::app::App;
 use super::keymap::Binding;
 use super::layout::Width::{Length, Min};
 use super::layout::{Column, block, headers, rows_in, scroll, spaced_row};
-use super::pane::{PaneLayout, PaneView};
+use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
 
 pub struct GroupsPane;
@@ -22,7 +22,7 @@ impl PaneView for GroupsPane {
     }
 
     fn hints(&self) -> &'static [(Binding, &'static str)] {
-        GROUP_HINTS
+        GENERAL_HINTS
     }
 
     fn rows(&self, app: &App) -> usize {
@@ -179,14 +179,3 @@ fn state_label(state: &str) -> &str {
         other => other,
     }
 }
-
-/// The Groups pane's keys: the demo's members first.
-const GROUP_HINTS: &[(Binding, &str)] = &[
-    (Binding::AddMember, "member +"),
-    (Binding::RemoveMember, "member -"),
-    (Binding::NextPane, "pane"),
-    (Binding::Filter, "filter"),
-    (Binding::PauseDemo, "demo on/off"),
-    (Binding::Help, "help"),
-    (Binding::Quit, "quit"),
-];

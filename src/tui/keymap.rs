@@ -106,8 +106,6 @@ impl Meaning for Binding {
             Binding::CreateTopic => "create a topic",
             Binding::DeleteTopic => "delete the selected topic",
             Binding::PauseDemo => "pause / resume the demo workload",
-            Binding::AddMember => "a consumer joins the selected demo group (it rebalances)",
-            Binding::RemoveMember => "a consumer leaves the selected demo group (it rebalances)",
             Binding::Follow => "messages: follow the newest record on / off",
             Binding::PauseTail => "messages: freeze / unfreeze the tail",
             Binding::SeekBeginning => "messages: seek to the beginning",
