@@ -28,21 +28,28 @@ fn next_line_with(lines: &mpsc::Receiver<String>, prefix: &str) -> String {
     }
 }
 
-#[test]
-fn serve_answers_commands_and_stops_on_sigterm() {
+/// `kdeck serve` of 2 brokers on free ports, no demo, logging at `log`, with stdin and stdout
+/// piped and stderr as `stderr`; the directory holds its configuration.
+fn serve(log: &str, stderr: Stdio) -> (tempfile::TempDir, Reaper) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("kdeck.toml");
     std::fs::write(&config, "[wire]\nbase_port = 0\n").expect("config written");
     let child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
         .args(["serve", "--ephemeral", "--brokers", "2", "--no-demo", "--config"])
         .arg(&config)
-        .env("KDECK_LOG", "warn")
+        .env("KDECK_LOG", log)
+        .env("NO_COLOR", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("kdeck serve starts");
-    let mut child = Reaper(child);
+    (dir, Reaper(child))
+}
+
+#[test]
+fn serve_answers_commands_and_stops_on_sigterm() {
+    let (_dir, mut child) = serve("warn", Stdio::null());
     let stdout = child.0.stdout.take().expect("stdout");
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -180,20 +187,7 @@ fn running_out_of_file_descriptors_does_not_take_the_listener_down() {
 /// `kdeck serve`'s log says what happened in the timeline's words, not as Rust data.
 #[test]
 fn serve_logs_cluster_events_in_words() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("kdeck.toml");
-    std::fs::write(&config, "[wire]\nbase_port = 0\n").expect("config written");
-    let child = Command::new(env!("CARGO_BIN_EXE_kdeck"))
-        .args(["serve", "--ephemeral", "--brokers", "2", "--no-demo", "--config"])
-        .arg(&config)
-        .env("KDECK_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kdeck serve starts");
-    let mut child = Reaper(child);
+    let (_dir, mut child) = serve("info", Stdio::piped());
     let (tx, lines) = mpsc::channel();
     for stream in [
         Box::new(child.0.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,

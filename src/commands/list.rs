@@ -2,10 +2,10 @@
 //! with each partition's leader, replicas and in-sync replicas, in kcat's words, so a script
 //! written for `kcat -L` reads it.
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
 use super::Output;
-use crate::remote::client::{ClusterMetadata, TopicMetadata};
+use crate::remote::client::ClusterMetadata;
 use crate::remote::{KafkaClient, error_name};
 
 pub(crate) async fn run(names: &[String], client: &KafkaClient, out: &mut Output) -> Result<()> {
@@ -18,20 +18,8 @@ pub(crate) async fn run(names: &[String], client: &KafkaClient, out: &mut Output
 
 /// The listing of `metadata`, every topic or the ones `names` asks for (in that order).
 fn lines(metadata: &ClusterMetadata, names: &[String]) -> Result<Vec<String>> {
-    let topics: Vec<&TopicMetadata> = if names.is_empty() {
-        let mut all: Vec<&TopicMetadata> = metadata.topics.iter().collect();
-        all.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
-        all
-    } else {
-        names
-            .iter()
-            .map(|name| {
-                metadata
-                    .topic(name)
-                    .ok_or_else(|| anyhow!("topic {name} does not exist"))
-            })
-            .collect::<Result<_>>()?
-    };
+    // kcat -L shows a topic the metadata answered with an error, with its error.
+    let topics = super::topics::chosen(metadata, names)?;
     let mut lines = vec![match &metadata.cluster_id {
         Some(id) => format!("Metadata for {} (cluster {id}):", which(names)),
         None => format!("Metadata for {}:", which(names)),
@@ -103,7 +91,7 @@ mod tests {
 
     use super::*;
     use crate::remote::BrokerAddress;
-    use crate::remote::client::{BrokerInfo, PartitionMetadata};
+    use crate::remote::client::{BrokerInfo, PartitionMetadata, TopicMetadata};
 
     fn metadata() -> ClusterMetadata {
         let partition = |partition, leader: Option<i32>, isr: Vec<i32>, error| PartitionMetadata {

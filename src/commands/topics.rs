@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use super::Output;
 use crate::cli::{TopicsAction, TopicsArgs};
 use crate::remote::KafkaClient;
-use crate::remote::client::TopicMetadata;
+use crate::remote::client::{ClusterMetadata, TopicMetadata};
 use crate::remote::ops::{self, OffsetSpec};
 
 pub(crate) async fn run(args: &TopicsArgs, client: &KafkaClient, out: &mut Output) -> Result<()> {
@@ -37,16 +37,40 @@ pub(crate) async fn run(args: &TopicsArgs, client: &KafkaClient, out: &mut Outpu
     }
 }
 
-/// Internal topics (`__consumer_offsets`) after the others, each group by name.
-fn ordered(topics: &[TopicMetadata]) -> Vec<&TopicMetadata> {
-    let mut ordered: Vec<&TopicMetadata> = topics.iter().filter(|t| t.error == 0).collect();
-    ordered.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
-    ordered
+/// The topics `names` asks for, in that order, or every topic: internal ones
+/// (`__consumer_offsets`) after the others, each group by name. A name the cluster does not
+/// know is an error; a topic the metadata answered with an error is kept, for the caller to
+/// show or drop.
+pub(super) fn chosen<'a>(metadata: &'a ClusterMetadata, names: &[String]) -> Result<Vec<&'a TopicMetadata>> {
+    if names.is_empty() {
+        let mut all: Vec<&TopicMetadata> = metadata.topics.iter().collect();
+        all.sort_by(|a, b| (a.internal, &a.name).cmp(&(b.internal, &b.name)));
+        return Ok(all);
+    }
+    names
+        .iter()
+        .map(|name| {
+            metadata
+                .topic(name)
+                .ok_or_else(|| anyhow!("topic {name} does not exist"))
+        })
+        .collect()
+}
+
+/// [`chosen`] without the topics the metadata answered with an error; a named one of those
+/// is an error too.
+fn healthy<'a>(metadata: &'a ClusterMetadata, names: &[String]) -> Result<Vec<&'a TopicMetadata>> {
+    let mut topics = chosen(metadata, names)?;
+    if let Some(t) = topics.iter().find(|t| t.error != 0 && !names.is_empty()) {
+        return Err(anyhow!("topic {} does not exist", t.name));
+    }
+    topics.retain(|t| t.error == 0);
+    Ok(topics)
 }
 
 async fn list(client: &KafkaClient, out: &mut Output) -> Result<()> {
     let metadata = client.refresh_metadata().await?;
-    let topics = ordered(&metadata.topics);
+    let topics = healthy(&metadata, &[])?;
     let width = topics.iter().map(|t| t.name.chars().count()).max().unwrap_or(0);
     for topic in topics {
         let replication = topic.partitions.iter().map(|p| p.replicas.len()).max().unwrap_or(0);
@@ -62,19 +86,7 @@ async fn list(client: &KafkaClient, out: &mut Output) -> Result<()> {
 
 async fn describe(client: &KafkaClient, names: &[String], out: &mut Output) -> Result<()> {
     let metadata = client.refresh_metadata().await?;
-    let topics: Vec<&TopicMetadata> = if names.is_empty() {
-        ordered(&metadata.topics)
-    } else {
-        names
-            .iter()
-            .map(|name| {
-                metadata
-                    .topic(name)
-                    .filter(|t| t.error == 0)
-                    .ok_or_else(|| anyhow!("topic {name} does not exist"))
-            })
-            .collect::<Result<_>>()?
-    };
+    let topics = healthy(&metadata, names)?;
     let partitions: Vec<(String, i32)> = topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.name.clone(), p.partition)))

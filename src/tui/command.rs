@@ -371,11 +371,13 @@ fn topic_partition(view: &ClusterView, text: &str) -> Result<(String, Option<i32
     if let Some(t) = view.topic(text) {
         return Ok((t.name.clone(), None));
     }
-    let Some((name, number)) = text.rsplit_once('-').filter(|(_, n)| n.parse::<i32>().is_ok()) else {
+    let Some((name, partition)) = text
+        .rsplit_once('-')
+        .and_then(|(name, n)| Some((name, n.parse::<i32>().ok()?)))
+    else {
         return Err(format!("no topic {text:?}"));
     };
     let t = view.topic(name).ok_or_else(|| format!("no topic {name:?}"))?;
-    let partition = number.parse::<i32>().unwrap_or(-1);
     if !(0..t.partitions).contains(&partition) {
         return Err(format!(
             "{name} has partitions 0-{}; there is no {partition}",
@@ -497,17 +499,17 @@ fn cluster_config(text: &str) -> Result<Action, String> {
 }
 
 fn pane(text: &str) -> Result<Pane, String> {
-    let names = ["brokers", "topics", "partitions", "groups", "messages", "events"];
-    if let Ok(n) = text.parse::<usize>()
-        && let Some(p) = n.checked_sub(1).and_then(|i| Pane::ALL.get(i))
-    {
-        return Ok(*p);
-    }
-    names
-        .iter()
-        .position(|n| *n == text)
-        .and_then(|i| Pane::ALL.get(i).copied())
-        .ok_or_else(|| format!("no pane {text:?} ({} or 1-6)", names.join(", ")))
+    let by_number = text
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| Pane::ALL.get(n.checked_sub(1)?));
+    by_number
+        .or_else(|| Pane::ALL.iter().find(|p| p.name() == text))
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<&str> = Pane::ALL.iter().map(|p| p.name()).collect();
+            format!("no pane {text:?} ({} or 1-6)", names.join(", "))
+        })
 }
 
 /// What the word being typed (the line's last, possibly empty) can become.
@@ -559,7 +561,7 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         ["member"] => words_of(&["add", "remove"]),
         ["group"] | ["demo"] => words_of(&["pause", "resume"]),
         ["acks"] => words_of(&["0", "1", "all"]),
-        ["focus"] => words_of(&["brokers", "topics", "partitions", "groups", "messages", "events"]),
+        ["focus"] => Pane::ALL.iter().map(|p| p.name().to_string()).collect(),
         _ => Vec::new(),
     };
     candidates.into_iter().filter(|c| c.starts_with(typing)).collect()

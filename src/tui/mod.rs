@@ -94,6 +94,18 @@ impl Pane {
     pub fn title(self) -> &'static str {
         pane::view_of(self).title()
     }
+
+    /// Its name in scripts and `:` commands (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Brokers => "brokers",
+            Pane::Topics => "topics",
+            Pane::Partitions => "partitions",
+            Pane::Groups => "groups",
+            Pane::Messages => "messages",
+            Pane::Events => "events",
+        }
+    }
 }
 
 /// What the event loop reacts to, besides new views and command outcomes.
