@@ -885,3 +885,113 @@ async fn a_compacted_topic_refuses_keyless_records_with_kafkas_message() {
     assert_eq!((answer.error_code, answer.base_offset), (0, 0));
     s.stop().await;
 }
+
+/// AlterPartitionReassignments and ListPartitionReassignments (KIP-455): a move is listed
+/// while the adding replica cannot catch up, completes once it can, and bad requests get
+/// Kafka's error codes per partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_reassignment_is_listed_while_it_moves_and_completes() {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+    let s = setup(free_ports()).await;
+    s.cluster
+        .create_topic("moving", TopicConfig::new(1, 1))
+        .await
+        .expect("topic created");
+    let tp = TopicPartition::new("moving", 0);
+    let snapshot = s
+        .cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            s.partition(&tp)
+                .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
+        })
+        .await
+        .expect("a leader");
+    let from = snapshot.partition(&tp).and_then(|p| p.leader).expect("leader");
+    let to = (from + 1) % 3;
+    let alter = |replicas: Option<Vec<i32>>| {
+        AlterPartitionReassignmentsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![
+                ReassignableTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("moving")))
+                    .with_partitions(vec![
+                        ReassignablePartition::default()
+                            .with_partition_index(0)
+                            .with_replicas(replicas.map(|r| r.into_iter().map(BrokerId).collect())),
+                    ]),
+            ])
+    };
+    let code = |r: &AlterPartitionReassignmentsResponse| (r.error_code, r.responses[0].partitions[0].error_code);
+    let mut stream = connect(s.addr(from)).await;
+
+    // Nothing moves yet: a cancel is refused, as are bad targets.
+    let r: AlterPartitionReassignmentsResponse =
+        call(&mut stream, ApiKey::AlterPartitionReassignments, 0, &alter(None)).await;
+    assert_eq!(code(&r), (0, 85), "NO_REASSIGNMENT_IN_PROGRESS");
+    for bad in [vec![], vec![to, to], vec![7]] {
+        let r: AlterPartitionReassignmentsResponse = call(
+            &mut stream,
+            ApiKey::AlterPartitionReassignments,
+            0,
+            &alter(Some(bad.clone())),
+        )
+        .await;
+        assert_eq!(code(&r), (0, 39), "INVALID_REPLICA_ASSIGNMENT for {bad:?}");
+    }
+    let r: AlterPartitionReassignmentsResponse = call(
+        &mut stream,
+        ApiKey::AlterPartitionReassignments,
+        1,
+        &alter(Some(vec![from, to])).with_allow_replication_factor_change(false),
+    )
+    .await;
+    assert_eq!(
+        code(&r),
+        (0, 38),
+        "INVALID_REPLICATION_FACTOR when v1 forbids the change"
+    );
+    assert!(!r.allow_replication_factor_change);
+
+    // The target broker is paused: the move starts and stays listed.
+    s.cluster.pause(to).expect("pause");
+    let r: AlterPartitionReassignmentsResponse = call(
+        &mut stream,
+        ApiKey::AlterPartitionReassignments,
+        0,
+        &alter(Some(vec![to])),
+    )
+    .await;
+    assert_eq!(code(&r), (0, 0));
+    let listed: ListPartitionReassignmentsResponse = call(
+        &mut stream,
+        ApiKey::ListPartitionReassignments,
+        0,
+        &ListPartitionReassignmentsRequest::default().with_timeout_ms(10_000),
+    )
+    .await;
+    assert_eq!(listed.topics.len(), 1, "{listed:?}");
+    let moving = &listed.topics[0].partitions[0];
+    assert_eq!(listed.topics[0].name.0.as_str(), "moving");
+    assert_eq!(moving.replicas, vec![BrokerId(to), BrokerId(from)]);
+    assert_eq!(moving.adding_replicas, vec![BrokerId(to)]);
+    assert_eq!(moving.removing_replicas, vec![BrokerId(from)]);
+
+    // Once the new replica can fetch, the move completes and the list is empty again.
+    s.cluster.resume(to).expect("resume");
+    s.cluster
+        .wait_for(Duration::from_secs(20), |snap| {
+            snap.partition(&tp)
+                .is_some_and(|p| p.replicas.iter().map(|r| r.broker).eq([to]) && p.leader == Some(to))
+        })
+        .await
+        .expect("the partition moved to the target broker");
+    let listed: ListPartitionReassignmentsResponse = call(
+        &mut stream,
+        ApiKey::ListPartitionReassignments,
+        0,
+        &ListPartitionReassignmentsRequest::default().with_timeout_ms(10_000),
+    )
+    .await;
+    assert!(listed.topics.is_empty(), "{listed:?}");
+    s.stop().await;
+}

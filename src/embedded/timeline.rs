@@ -83,6 +83,7 @@ pub(super) fn describe(kind: &EventKind) -> Line {
                 ElectionReason::ReplicaReturned => ElectionCause::ReplicaReturned,
                 ElectionReason::Preferred => ElectionCause::Preferred,
                 ElectionReason::Unclean => ElectionCause::Unclean,
+                ElectionReason::Reassignment => ElectionCause::Reassignment,
             };
             timeline::leader_elected(&tp.topic, tp.partition, *old, *new, *leader_epoch, Some(cause))
         }
@@ -100,6 +101,15 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             Some(shrink_reason(reason, removed)),
         ),
         EventKind::IsrExpanded { tp, added, isr } => timeline::isr_expanded(&tp.topic, tp.partition, added, isr),
+        EventKind::ReassignmentStarted { tp, from, to } => {
+            timeline::reassignment_started(&tp.topic, tp.partition, from, to)
+        }
+        EventKind::ReassignmentCompleted { tp, replicas, removed } => {
+            timeline::reassignment_completed(&tp.topic, tp.partition, replicas, removed)
+        }
+        EventKind::ReassignmentCancelled { tp, replicas } => {
+            timeline::reassignment_cancelled(&tp.topic, tp.partition, replicas)
+        }
         EventKind::FollowerTruncated { tp, broker, from, to } => {
             timeline::follower_truncated(&tp.topic, tp.partition, *broker, *from, *to)
         }

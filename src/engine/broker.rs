@@ -909,9 +909,9 @@ impl Broker {
             if let Some(f) = lock(&self.fetchers).remove(&tp) {
                 f.abort();
             }
-            if let Some(p) = partitions.remove(&tp)
-                && !image.topics.contains_key(&tp.topic)
-            {
+            // The topic was deleted or a reassignment moved this replica away: as a KRaft
+            // broker applying the metadata delta, stop the replica and delete its log.
+            if let Some(p) = partitions.remove(&tp) {
                 let dir = p.log.dir().to_path_buf();
                 drop(p);
                 if let Err(e) = std::fs::remove_dir_all(&dir) {

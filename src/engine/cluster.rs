@@ -122,6 +122,10 @@ pub struct PartitionView {
     pub log_start_offset: Option<i64>,
     pub under_replicated: bool,
     pub min_insync_replicas: i32,
+    /// A reassignment in progress (KIP-455): replicas joining, and replicas leaving once
+    /// those have caught up. Both empty when nothing moves.
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -774,8 +778,12 @@ impl Cluster {
                     preferred_leader: p.preferred(),
                     high_watermark: leader_status.map(|s| s.high_watermark),
                     log_start_offset: leader_status.map(|s| s.log_start_offset),
-                    under_replicated: p.isr.len() < p.replicas.len(),
+                    // As Kafka's: while replicas move, the replication factor is the
+                    // original assignment's (adding replicas not yet counted).
+                    under_replicated: p.isr.len() < p.original_replicas().len(),
                     min_insync_replicas: min_isr,
+                    adding: p.adding.clone(),
+                    removing: p.removing.clone(),
                     replicas,
                     tp,
                 }

@@ -38,11 +38,56 @@ pub struct PartitionRegistration {
     pub isr: Vec<BrokerId>,
     /// Set by an unclean election until the new leader widens the ISR again.
     pub recovering: bool,
+    /// KIP-455, while a reassignment runs: the target's replicas that were not assigned
+    /// before. `replicas` is then the target followed by `removing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding: Vec<BrokerId>,
+    /// KIP-455, while a reassignment runs: the replicas the target drops, which stay (and may
+    /// lead) until every adding replica is in the ISR.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing: Vec<BrokerId>,
 }
 
 impl PartitionRegistration {
+    /// A new partition on `replicas`, all in sync, led by the first.
+    pub fn new(replicas: Vec<BrokerId>) -> PartitionRegistration {
+        PartitionRegistration {
+            leader: replicas.first().copied().unwrap_or(NO_LEADER),
+            isr: replicas.clone(),
+            replicas,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            recovering: false,
+            adding: Vec::new(),
+            removing: Vec::new(),
+        }
+    }
+
     pub fn preferred(&self) -> BrokerId {
         self.replicas.first().copied().unwrap_or(NO_LEADER)
+    }
+
+    /// Whether a reassignment is in progress (Kafka's `isReassigning`).
+    pub fn reassigning(&self) -> bool {
+        !self.adding.is_empty() || !self.removing.is_empty()
+    }
+
+    /// The replicas before the reassignment began.
+    pub fn original_replicas(&self) -> Vec<BrokerId> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.adding.contains(r))
+            .collect()
+    }
+
+    /// The replicas the reassignment ends with (all of them when none is in progress).
+    pub fn target_replicas(&self) -> Vec<BrokerId> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.removing.contains(r))
+            .collect()
     }
 }
 
@@ -656,14 +701,7 @@ impl Controller {
                     reason: ElectionReason::Created,
                     isr: replicas.clone(),
                 });
-                partitions.push(PartitionRegistration {
-                    isr: replicas.clone(),
-                    replicas,
-                    leader,
-                    leader_epoch: 0,
-                    partition_epoch: 0,
-                    recovering: false,
-                });
+                partitions.push(PartitionRegistration::new(replicas));
             }
             events.insert(
                 0,
@@ -728,14 +766,7 @@ impl Controller {
                     reason: ElectionReason::Created,
                     isr: replicas.clone(),
                 });
-                topic.partitions.push(PartitionRegistration {
-                    isr: replicas.clone(),
-                    replicas,
-                    leader,
-                    leader_epoch: 0,
-                    partition_epoch: 0,
-                    recovering: false,
-                });
+                topic.partitions.push(PartitionRegistration::new(replicas));
             }
             topic.config.partitions = total;
             Ok(())
@@ -802,6 +833,142 @@ impl Controller {
             }
             Ok(results)
         })
+    }
+
+    /// AlterPartitionReassignments (KIP-455): per partition a new replica list, or `None` to
+    /// cancel the reassignment in progress. Each partition succeeds or fails on its own;
+    /// returns per partition `None` or the error and its message.
+    pub fn alter_reassignments(
+        &self,
+        requests: &[(TopicPartition, Option<Vec<BrokerId>>)],
+    ) -> Result<(ReassignmentResults, Option<Arc<MetadataImage>>), ControllerError> {
+        self.mutate(|image, events, _| {
+            let mut results = Vec::new();
+            for (tp, target) in requests {
+                let outcome = match target {
+                    Some(target) => self.reassign(image, events, tp, target),
+                    None => self.cancel_reassignment(image, events, tp),
+                };
+                if outcome.is_ok() {
+                    sync_replication_factor(image, &tp.topic);
+                }
+                results.push((tp.clone(), outcome.err()));
+            }
+            Ok(results)
+        })
+    }
+
+    /// Starts moving `tp` to `target`, from its original replicas: a reassignment already in
+    /// progress is replaced, as Kafka's controller does (it reverts, then applies the new
+    /// target). Completes at once when nothing needs to catch up.
+    fn reassign(
+        &self,
+        image: &mut MetadataImage,
+        events: &mut Vec<EventKind>,
+        tp: &TopicPartition,
+        target: &[BrokerId],
+    ) -> Result<(), ControllerError> {
+        let invalid = |message: String| Err(ControllerError::rejected(ErrorCode::InvalidReplicaAssignment, message));
+        if target.is_empty() {
+            return invalid(format!("{tp}: the target replica list is empty"));
+        }
+        let mut seen = Vec::with_capacity(target.len());
+        for b in target {
+            if seen.contains(b) {
+                return invalid(format!("{tp}: broker {b} appears twice in {target:?}"));
+            }
+            if !image.brokers.contains_key(b) {
+                return invalid(format!("{tp}: broker {b} is not registered"));
+            }
+            seen.push(*b);
+        }
+        let choose = |candidates: &[BrokerId], image: &MetadataImage| self.choose(image, candidates);
+        let snapshot = image.clone();
+        let p = partition_or_unknown(image, tp)?;
+        let original = p.original_replicas();
+        let isr: Vec<BrokerId> = p.isr.iter().copied().filter(|r| !p.adding.contains(r)).collect();
+        if isr.is_empty() {
+            return invalid(format!(
+                "{tp}: none of the original replicas {original:?} is in sync; cancel would leave no ISR"
+            ));
+        }
+        let adding: Vec<BrokerId> = target.iter().copied().filter(|r| !original.contains(r)).collect();
+        let removing: Vec<BrokerId> = original.iter().copied().filter(|r| !target.contains(r)).collect();
+        let mut replicas = target.to_vec();
+        replicas.extend(&removing);
+        if replicas == p.replicas && adding == p.adding && removing == p.removing {
+            return Ok(());
+        }
+        let dropped_adding = p.adding.iter().any(|r| !adding.contains(r));
+        p.replicas = replicas;
+        p.isr = p.replicas.iter().copied().filter(|r| isr.contains(r)).collect();
+        p.adding = adding;
+        p.removing = removing;
+        p.partition_epoch += 1;
+        if dropped_adding {
+            // A replica that was joining is no longer assigned: fence its fetches.
+            p.leader_epoch += 1;
+        }
+        if p.reassigning() {
+            events.push(EventKind::ReassignmentStarted {
+                tp: tp.clone(),
+                from: original,
+                to: target.to_vec(),
+            });
+        }
+        complete_reassignment(p, tp, events, |c| choose(c, &snapshot), |b| snapshot.is_live(b));
+        Ok(())
+    }
+
+    /// Cancels `tp`'s reassignment: back to the original replicas; the adding ones leave the
+    /// ISR; a leader among them hands over to an original in-sync replica.
+    fn cancel_reassignment(
+        &self,
+        image: &mut MetadataImage,
+        events: &mut Vec<EventKind>,
+        tp: &TopicPartition,
+    ) -> Result<(), ControllerError> {
+        let snapshot = image.clone();
+        let p = partition_or_unknown(image, tp)?;
+        if !p.reassigning() {
+            return Err(ControllerError::rejected(
+                ErrorCode::NoReassignmentInProgress,
+                format!("{tp} has no reassignment in progress"),
+            ));
+        }
+        let original = p.original_replicas();
+        let isr: Vec<BrokerId> = p.isr.iter().copied().filter(|r| !p.adding.contains(r)).collect();
+        if isr.is_empty() {
+            return Err(ControllerError::rejected(
+                ErrorCode::InvalidReplicaAssignment,
+                format!("{tp}: none of the original replicas {original:?} is in sync; cancelling would leave no ISR"),
+            ));
+        }
+        let dropped = !p.adding.is_empty();
+        p.replicas = original.clone();
+        p.isr = isr;
+        p.adding.clear();
+        p.removing.clear();
+        p.partition_epoch += 1;
+        let old = p.leader;
+        if old != NO_LEADER && !p.replicas.contains(&old) {
+            let candidates: Vec<BrokerId> = p
+                .replicas
+                .iter()
+                .copied()
+                .filter(|r| p.isr.contains(r) && snapshot.is_live(*r))
+                .collect();
+            p.leader = self.choose(&snapshot, &candidates).unwrap_or(NO_LEADER);
+        }
+        if dropped || p.leader != old {
+            p.leader_epoch += 1;
+        }
+        events.push(EventKind::ReassignmentCancelled {
+            tp: tp.clone(),
+            replicas: original,
+        });
+        leader_change_events(p, tp, old, events);
+        Ok(())
     }
 
     /// AlterPartition from a leader, validated in Kafka's order.
@@ -885,9 +1052,108 @@ impl Controller {
                         isr,
                     });
                 }
+                let chooser = |c: &[BrokerId]| self.choose(&snapshot, c);
+                if complete_reassignment(p, tp, events, chooser, |b| snapshot.is_live(b)) {
+                    sync_replication_factor(image, &tp.topic);
+                    return Ok(image
+                        .partition(tp)
+                        .cloned()
+                        .unwrap_or_else(|| PartitionRegistration::new(Vec::new())));
+                }
             }
             Ok(p.clone())
         })
+    }
+}
+
+/// Per partition of an AlterPartitionReassignments, `None` or why it was refused.
+pub type ReassignmentResults = Vec<(TopicPartition, Option<ControllerError>)>;
+
+fn partition_or_unknown<'a>(
+    image: &'a mut MetadataImage,
+    tp: &TopicPartition,
+) -> Result<&'a mut PartitionRegistration, ControllerError> {
+    image
+        .partition_mut(tp)
+        .ok_or_else(|| ControllerError::rejected(ErrorCode::UnknownTopicOrPartition, format!("no partition {tp}")))
+}
+
+/// Finishes `p`'s reassignment once every adding replica is in the ISR and an in-sync replica
+/// stays (Kafka's `PartitionReassignmentReplicas.maybeCompleteReassignment`): the removing
+/// replicas leave the replicas and the ISR, and a leader among them hands over to the first
+/// in-sync target replica. The leader epoch moves whenever replicas leave, which fences them.
+/// Returns whether it completed.
+fn complete_reassignment(
+    p: &mut PartitionRegistration,
+    tp: &TopicPartition,
+    events: &mut Vec<EventKind>,
+    choose: impl Fn(&[BrokerId]) -> Option<BrokerId>,
+    is_live: impl Fn(BrokerId) -> bool,
+) -> bool {
+    if !p.reassigning() || !p.adding.iter().all(|r| p.isr.contains(r)) {
+        return false;
+    }
+    let isr: Vec<BrokerId> = p.isr.iter().copied().filter(|r| !p.removing.contains(r)).collect();
+    if isr.is_empty() {
+        return false;
+    }
+    let removed = std::mem::take(&mut p.removing);
+    p.adding.clear();
+    p.replicas.retain(|r| !removed.contains(r));
+    p.isr = isr;
+    p.partition_epoch += 1;
+    let old = p.leader;
+    if old == NO_LEADER || !p.replicas.contains(&old) {
+        let candidates: Vec<BrokerId> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| p.isr.contains(r) && is_live(*r))
+            .collect();
+        p.leader = choose(&candidates).unwrap_or(NO_LEADER);
+    }
+    if !removed.is_empty() || p.leader != old {
+        p.leader_epoch += 1;
+    }
+    events.push(EventKind::ReassignmentCompleted {
+        tp: tp.clone(),
+        replicas: p.replicas.clone(),
+        removed,
+    });
+    leader_change_events(p, tp, old, events);
+    true
+}
+
+/// The events of a reassignment's leader change, if it made one.
+fn leader_change_events(p: &PartitionRegistration, tp: &TopicPartition, old: BrokerId, events: &mut Vec<EventKind>) {
+    if p.leader == old {
+        return;
+    }
+    if p.leader == NO_LEADER {
+        events.push(EventKind::PartitionOffline {
+            tp: tp.clone(),
+            isr: p.isr.clone(),
+        });
+    } else {
+        events.push(EventKind::LeaderElected {
+            tp: tp.clone(),
+            old: (old != NO_LEADER).then_some(old),
+            new: p.leader,
+            leader_epoch: p.leader_epoch,
+            reason: ElectionReason::Reassignment,
+            isr: p.isr.clone(),
+        });
+    }
+}
+
+/// A topic's configured replication factor follows its partitions once they all agree (a
+/// reassignment may change it; Kafka derives it from the assignment).
+fn sync_replication_factor(image: &mut MetadataImage, topic: &str) {
+    let Some(t) = image.topics.get_mut(topic) else { return };
+    let Some(first) = t.partitions.first() else { return };
+    let rf = first.target_replicas().len();
+    if t.partitions.iter().all(|p| !p.reassigning() && p.replicas.len() == rf) {
+        t.config.replication_factor = rf as i32;
     }
 }
 

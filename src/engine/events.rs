@@ -24,6 +24,9 @@ pub enum ElectionReason {
     Preferred,
     /// No in-sync replica was alive; an out-of-sync one was elected. Data may be lost.
     Unclean,
+    /// A reassignment (KIP-455) finished or was cancelled, and the leader was not among the
+    /// replicas it kept.
+    Reassignment,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +126,24 @@ pub enum EventKind {
         group: String,
         member: String,
         reason: String,
+    },
+    /// KIP-455: a partition's replicas start moving from `from` to `to`; the adding ones
+    /// join as followers.
+    ReassignmentStarted {
+        tp: TopicPartition,
+        from: Vec<BrokerId>,
+        to: Vec<BrokerId>,
+    },
+    /// Every adding replica joined the ISR: the removed ones are dropped (their logs deleted).
+    ReassignmentCompleted {
+        tp: TopicPartition,
+        replicas: Vec<BrokerId>,
+        removed: Vec<BrokerId>,
+    },
+    /// A reassignment was cancelled: the partition is back on `replicas`.
+    ReassignmentCancelled {
+        tp: TopicPartition,
+        replicas: Vec<BrokerId>,
     },
 }
 

@@ -354,6 +354,21 @@ impl Partition {
             } else {
                 s.remotes.clear();
             }
+        } else if s.role == Role::Leader {
+            // A reassignment adds replicas within the leader's epoch: they start out of sync
+            // and join the ISR as any follower that catches up.
+            let me = self.broker;
+            let ReplicaState { replicas, remotes, .. } = &mut *s;
+            remotes.retain(|r, _| replicas.contains(r));
+            for r in replicas.iter().filter(|r| **r != me) {
+                remotes.entry(*r).or_insert(RemoteReplica {
+                    leo: -1,
+                    last_fetch_ms: 0,
+                    last_fetch_leader_leo: -1,
+                    last_caught_up_ms: 0,
+                    broker_epoch: -1,
+                });
+            }
         }
         if s.role == Role::Leader {
             self.maybe_increment_hw(&mut s, now_ms);

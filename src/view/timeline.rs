@@ -240,6 +240,7 @@ pub enum ElectionCause {
     ReplicaReturned,
     Preferred,
     Unclean,
+    Reassignment,
 }
 
 impl ElectionCause {
@@ -251,6 +252,7 @@ impl ElectionCause {
             ElectionCause::ReplicaReturned => (Severity::Info, "an in-sync replica returned"),
             ElectionCause::Preferred => (Severity::Info, "preferred leader"),
             ElectionCause::Unclean => (Severity::Error, "UNCLEAN: out-of-sync replica, data may be lost"),
+            ElectionCause::Reassignment => (Severity::Info, "reassignment: the old leader's replica moved away"),
         }
     }
 }
@@ -313,6 +315,40 @@ pub fn isr_shrunk(topic: &str, partition: i32, removed: &[BrokerId], isr: &[Brok
             Some(reason) => said("ISR {partition} shrank: -{removed} -> {isr} ({reason})").with_msg("reason", reason),
             None => said("ISR {partition} shrank: -{removed} -> {isr}"),
         },
+    )
+}
+
+/// A partition's replicas start moving (KIP-455).
+pub fn reassignment_started(topic: &str, partition: i32, from: &[BrokerId], to: &[BrokerId]) -> Line {
+    Line::new(
+        Severity::Info,
+        Msg::new("reassigning {partition}: {from} -> {to} (new replicas catch up, then old ones leave)")
+            .with("partition", partition_name(topic, partition))
+            .with("from", ids(from))
+            .with("to", ids(to)),
+    )
+}
+
+pub fn reassignment_completed(topic: &str, partition: i32, replicas: &[BrokerId], removed: &[BrokerId]) -> Line {
+    let msg = if removed.is_empty() {
+        Msg::new("reassignment of {partition} done: replicas {replicas}")
+    } else {
+        Msg::new("reassignment of {partition} done: replicas {replicas}, {removed} dropped and their logs deleted")
+            .with("removed", ids(removed))
+    };
+    Line::new(
+        Severity::Info,
+        msg.with("partition", partition_name(topic, partition))
+            .with("replicas", ids(replicas)),
+    )
+}
+
+pub fn reassignment_cancelled(topic: &str, partition: i32, replicas: &[BrokerId]) -> Line {
+    Line::new(
+        Severity::Warn,
+        Msg::new("reassignment of {partition} cancelled: back on {replicas}")
+            .with("partition", partition_name(topic, partition))
+            .with("replicas", ids(replicas)),
     )
 }
 

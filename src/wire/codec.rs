@@ -52,6 +52,8 @@ pub enum RequestBody {
     DescribeConfigs(DescribeConfigsRequest),
     CreatePartitions(CreatePartitionsRequest),
     ElectLeaders(ElectLeadersRequest),
+    AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
+    ListPartitionReassignments(ListPartitionReassignmentsRequest),
     DescribeCluster(DescribeClusterRequest),
 }
 
@@ -129,6 +131,12 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
             RequestBody::CreatePartitions(CreatePartitionsRequest::decode(b, v).map_err(malformed)?)
         }
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::AlterPartitionReassignments => RequestBody::AlterPartitionReassignments(
+            AlterPartitionReassignmentsRequest::decode(b, v).map_err(malformed)?,
+        ),
+        ApiKey::ListPartitionReassignments => {
+            RequestBody::ListPartitionReassignments(ListPartitionReassignmentsRequest::decode(b, v).map_err(malformed)?)
+        }
         ApiKey::DescribeCluster => {
             RequestBody::DescribeCluster(DescribeClusterRequest::decode(b, v).map_err(malformed)?)
         }

@@ -34,6 +34,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::DescribeCluster, 0, 1),
+    // KIP-455; v1 adds allow_replication_factor_change (KIP-860).
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{BrokerState, Cluster};
-use crate::engine::controller::NO_LEADER;
+use crate::engine::controller::{NO_LEADER, PartitionRegistration};
 use crate::engine::group::{GroupState, OFFSETS_TOPIC, partition_for_group};
 use crate::engine::network::{NetError, NodeId};
 use crate::engine::partition::Role;
@@ -275,6 +275,43 @@ impl Cluster {
             .map_err(|e| (e.code(), e.to_string()))?;
         host.publish(image);
         Ok(())
+    }
+
+    /// AlterPartitionReassignments (KIP-455): per partition a target replica list, or `None`
+    /// to cancel. Per partition, `None` or the Kafka error code and message.
+    pub async fn alter_reassignments(
+        &self,
+        requests: &[(TopicPartition, Option<Vec<BrokerId>>)],
+    ) -> Result<Vec<(TopicPartition, Option<(ErrorCode, String)>)>, (ErrorCode, String)> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let (results, image) = self
+            .inner
+            .ctx
+            .controller
+            .alter_reassignments(requests)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        if let Some(image) = image {
+            host.publish(image);
+        }
+        Ok(results
+            .into_iter()
+            .map(|(tp, e)| (tp, e.map(|e| (e.code(), e.to_string()))))
+            .collect())
+    }
+
+    /// ListPartitionReassignments: the moving partitions `scope` selects, with their replicas,
+    /// adding and removing replicas.
+    pub fn reassignments(
+        &self,
+        scope: impl Fn(&TopicPartition) -> bool,
+    ) -> Vec<(TopicPartition, PartitionRegistration)> {
+        self.metadata()
+            .partitions()
+            .filter(|(tp, p)| p.reassigning() && scope(tp))
+            .map(|(tp, p)| (tp, p.clone()))
+            .collect()
     }
 
     /// Deletes a topic, with the Kafka error code and message on failure.

@@ -272,14 +272,7 @@ async fn load_as_leader(coordinator: &GroupCoordinator, log: Log) -> Arc<Partiti
         10_000,
         Clock::new(),
     ));
-    let registration = crate::engine::controller::PartitionRegistration {
-        replicas: vec![1],
-        leader: 1,
-        leader_epoch: 0,
-        partition_epoch: 0,
-        isr: vec![1],
-        recovering: false,
-    };
+    let registration = crate::engine::controller::PartitionRegistration::new(vec![1]);
     partition.apply(&registration, 1, |_| true).expect("lead");
     assert!(coordinator.begin_loading(&partition, 0));
     coordinator.finish_loading(0, 0, replay(&partition.tp, &partition.log).await);

@@ -69,12 +69,10 @@ struct World {
 impl World {
     fn new() -> World {
         let partition = |replicas: Vec<BrokerId>| PartitionRegistration {
-            isr: replicas.clone(),
-            replicas,
             leader: 0,
             leader_epoch: 1,
             partition_epoch: 1,
-            recovering: false,
+            ..PartitionRegistration::new(replicas)
         };
         let topic = |id: &str, replicas: Vec<BrokerId>| TopicMetadata {
             id: id.into(),

@@ -6,6 +6,7 @@ mod fetch;
 mod groups;
 mod metadata;
 mod produce;
+mod reassign;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -159,5 +160,7 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),
         RequestBody::DescribeConfigs(r) => frame(&request, &admin::describe_configs(ctx, r)),
         RequestBody::ElectLeaders(r) => frame(&request, &admin::elect_leaders(ctx, r, v).await),
+        RequestBody::AlterPartitionReassignments(r) => frame(&request, &reassign::alter(ctx, r, v).await),
+        RequestBody::ListPartitionReassignments(r) => frame(&request, &reassign::list(ctx, r)),
     }
 }
