@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::engine::Acks;
 use crate::remote::RemoteConfig;
@@ -179,6 +179,9 @@ pub enum Command {
     Groups(GroupsArgs),
     /// Move partition leadership back to the preferred replicas.
     Elect(ElectArgs),
+    /// Move partitions' replicas between brokers (kafka-reassign-partitions.sh): propose a
+    /// plan, execute it, follow it, cancel it.
+    Reassign(ReassignArgs),
     /// Trainer mode: list the teaching scenarios, or run one (in the console, or headless).
     Scenario {
         #[command(subcommand)]
@@ -418,6 +421,120 @@ pub struct ElectArgs {
     pub partition: Option<i32>,
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReassignArgs {
+    #[command(subcommand)]
+    pub action: ReassignAction,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ReassignAction {
+    /// Propose a plan: prints its JSON (kafka-reassign-partitions.sh's format) on stdout and
+    /// each partition's replicas now -> after on stderr. Moves as few replicas as it can.
+    Plan(PlanArgs),
+    /// Start the moves of a plan file; prints the current assignment to undo it.
+    Execute {
+        /// The plan (`-` for stdin).
+        #[arg(value_name = "FILE", required_unless_present = "reassignment_json_file")]
+        file: Option<PathBuf>,
+        /// The plan, as kafka-reassign-partitions.sh names it.
+        #[arg(long, value_name = "FILE", conflicts_with = "file")]
+        reassignment_json_file: Option<PathBuf>,
+        /// Start even though other moves are in progress (they go on).
+        #[arg(long)]
+        additional: bool,
+    },
+    /// Each partition of a plan file: completed, still in progress, or not where the plan
+    /// puts it (kafka-reassign-partitions.sh --verify); without a file, every move in
+    /// progress with its replicas, the adding and removing ones, and the ISR.
+    Status {
+        /// The plan (`-` for stdin).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// The plan, as kafka-reassign-partitions.sh names it.
+        #[arg(long, value_name = "FILE", conflicts_with = "file")]
+        reassignment_json_file: Option<PathBuf>,
+    },
+    /// Cancel the moves of a plan file's partitions (or with --all, every move): each goes
+    /// back to its replicas from before the move.
+    Cancel {
+        /// The plan (`-` for stdin).
+        #[arg(value_name = "FILE", required_unless_present_any = ["reassignment_json_file", "all"])]
+        file: Option<PathBuf>,
+        /// The plan, as kafka-reassign-partitions.sh names it.
+        #[arg(long, value_name = "FILE", conflicts_with = "file")]
+        reassignment_json_file: Option<PathBuf>,
+        /// Every move in progress.
+        #[arg(long, conflicts_with_all = ["file", "reassignment_json_file"])]
+        all: bool,
+    },
+}
+
+/// `kdeck reassign plan`: one goal, and the topics it concerns.
+#[derive(Debug, Clone, Args)]
+#[command(group(
+    ArgGroup::new("goal")
+        .required(true)
+        .args(["drain", "balance", "replication_factor", "broker_list", "move_replica"])
+))]
+pub struct PlanArgs {
+    /// Move every replica off this broker (of the --topic topics, or of all), onto the least
+    /// loaded others.
+    #[arg(long, value_name = "BROKER")]
+    pub drain: Option<i32>,
+    /// Even out replicas, then preferred leaders (of the --topic topics, or of all), over all
+    /// live brokers.
+    #[arg(long)]
+    pub balance: bool,
+    /// Give every partition of the --topic topics this many replicas.
+    #[arg(long, value_name = "N", requires = "topics_given", value_parser = clap::value_parser!(u16).range(1..))]
+    pub replication_factor: Option<u16>,
+    /// Keep the --topic topics on these brokers only, evened out among them (as
+    /// kafka-reassign-partitions.sh --generate --broker-list).
+    #[arg(long, value_name = "ID,ID...", value_delimiter = ',', requires = "topics_given")]
+    pub broker_list: Option<Vec<i32>>,
+    /// Move one replica: TOPIC-PARTITION:FROM:TO (orders-0:1:3 moves orders-0's replica on
+    /// broker 1 to broker 3).
+    #[arg(long = "move", value_name = "TOPIC-P:FROM:TO", value_parser = parse_replica_move)]
+    pub move_replica: Option<ReplicaMove>,
+    /// A topic to plan for (repeatable).
+    #[arg(long = "topic", value_name = "TOPIC", group = "topics_given")]
+    pub topics: Vec<String>,
+    /// The topics, as kafka-reassign-partitions.sh's {"topics":[{"topic":"t"}],"version":1}.
+    #[arg(long, value_name = "FILE", group = "topics_given")]
+    pub topics_to_move_json_file: Option<PathBuf>,
+}
+
+/// `--move TOPIC-P:FROM:TO`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaMove {
+    pub topic: String,
+    pub partition: i32,
+    pub from: i32,
+    pub to: i32,
+}
+
+pub fn parse_replica_move(text: &str) -> Result<ReplicaMove, String> {
+    let usage = || format!("{text:?}: expected TOPIC-PARTITION:FROM:TO, as orders-0:1:3");
+    let mut parts = text.split(':');
+    let (Some(name), Some(from), Some(to), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(usage());
+    };
+    let (topic, partition) = name.rsplit_once('-').ok_or_else(usage)?;
+    let number = |s: &str| s.trim().parse::<i32>().ok().filter(|n| *n >= 0).ok_or_else(usage);
+    if topic.is_empty() {
+        return Err(usage());
+    }
+    Ok(ReplicaMove {
+        topic: topic.to_string(),
+        partition: number(partition)?,
+        from: number(from)?,
+        to: number(to)?,
+    })
 }
 
 /// `KEY=VALUE`.

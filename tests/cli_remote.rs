@@ -1,6 +1,7 @@
 //! The kcat-like commands against `kdeck serve` started by the test: a produce/consume round
 //! trip with keys, partitions, formats and a consumer group; topic listing, description and
-//! deletion; preferred-leader elections after a broker restart; clear, quick failures.
+//! deletion; preferred-leader elections after a broker restart; a broker drained by a
+//! reassignment plan (kafka-reassign-partitions.sh's files); clear, quick failures.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -304,6 +305,97 @@ fn elect_restores_preferred_leaders_after_a_restart() {
 
     // Everything already led by its preferred replica: nothing to do is not a failure.
     server.ok(&["elect"], b"");
+}
+
+#[test]
+fn reassign_plans_drains_a_broker_follows_the_move_and_refuses_bad_plans() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "mv", "-p", "3", "-r", "2"], b"");
+    let lines: Vec<String> = (0..300).map(|i| format!("record {i}")).collect();
+    server.ok(&["produce", "-t", "mv"], lines.join("\n").as_bytes());
+
+    // All of broker 2 cannot go: __consumer_offsets has 3 replicas on 3 brokers.
+    let refused = server.kdeck(&["reassign", "plan", "--drain", "2"], b"");
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("has 3 replicas but only 2 brokers can take them"),
+        "{said}"
+    );
+
+    // A plan to drain mv off broker 2: JSON on stdout, each change on stderr.
+    let planned = server.kdeck(&["reassign", "plan", "--drain", "2", "--topic", "mv"], b"");
+    assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
+    let plan = String::from_utf8(planned.stdout).expect("utf-8");
+    let changes = String::from_utf8_lossy(&planned.stderr);
+    assert!(plan.starts_with("{\"version\":1,\"partitions\":["), "{plan}");
+    assert!(changes.contains(" -> "), "{changes}");
+    let moving = describe(&server, "mv")
+        .iter()
+        .filter(|(_, _, replicas, ..)| replicas.split(',').any(|r| r == "2"))
+        .count();
+    assert_eq!(
+        plan.matches("\"topic\":\"mv\"").count(),
+        moving,
+        "only the partitions on broker 2 move: {plan}"
+    );
+
+    let file = server.0.home.path().join("plan.json");
+    std::fs::write(&file, &plan).expect("plan written");
+    let path = file.to_str().expect("utf-8 path");
+    let executed = server.ok(&["reassign", "execute", path], b"");
+    assert!(
+        executed.contains("Save this to use as the --reassignment-json-file option during rollback"),
+        "{executed}"
+    );
+    assert!(
+        executed.contains("Successfully started partition reassignments for mv-"),
+        "{executed}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = server.ok(&["reassign", "status", path], b"");
+        assert!(status.starts_with("Status of partition reassignment:"), "{status}");
+        if status.lines().skip(1).all(|l| l.ends_with("is completed.")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the moves did not complete: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(server.ok(&["reassign", "status"], b""), "no reassignment in progress\n");
+    let rows = describe(&server, "mv");
+    assert!(
+        rows.iter()
+            .all(|(_, _, replicas, isr, ..)| !replicas.split(',').any(|r| r == "2") && isr.split(',').count() == 2),
+        "{rows:?}"
+    );
+    let back = server.ok(&["consume", "-t", "mv", "--from", "beginning", "-e"], b"");
+    let mut got: Vec<&str> = back.lines().collect();
+    let mut expected: Vec<&str> = lines.iter().map(String::as_str).collect();
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected, "every record is still there once");
+
+    // Nothing to cancel; a plan naming a broker that does not exist; a malformed file.
+    assert_eq!(
+        server.ok(&["reassign", "cancel", "--all"], b""),
+        "no reassignment in progress\n"
+    );
+    let bad = server.kdeck(
+        &["reassign", "execute", "-"],
+        br#"{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[0,7]}]}"#,
+    );
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("mv-0: INVALID_REPLICA_ASSIGNMENT"), "{said}");
+    let broken = server.kdeck(
+        &["reassign", "execute", "-"],
+        b"{\"version\":1,\n\"partitions\":[oops]}",
+    );
+    assert!(!broken.status.success());
+    let said = String::from_utf8_lossy(&broken.stderr);
+    assert!(said.contains("line 2, column"), "{said}");
 }
 
 /// Polls `topics describe` until `done` holds (a broker's fencing and catching up take the

@@ -1,4 +1,4 @@
-//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect`) against a Kafka
+//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign`) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
 //! (DESIGN's list has none for it): it sits at the binary's edge, above `remote`, and borrows
@@ -11,13 +11,14 @@ mod groups;
 mod list;
 mod member;
 mod produce;
+mod reassign;
 mod topics;
 
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, TopicsArgs};
+use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, TopicsArgs};
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
 
@@ -51,6 +52,11 @@ pub fn groups(args: &GroupsArgs) -> Result<()> {
 pub fn elect(args: &ElectArgs) -> Result<()> {
     let settings = settings(&args.connect)?;
     run(settings, async |client, out| elect::run(args, client, out).await)
+}
+
+pub fn reassign(args: &ReassignArgs) -> Result<()> {
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| reassign::run(args, client, out).await)
 }
 
 /// The checked client settings: the configuration's `[remote]` with the flags laid over it.

@@ -6,6 +6,7 @@
 
 pub mod offsets;
 pub mod partitioner;
+pub mod reassign;
 pub mod topic;
 
 pub use offsets::OffsetSpec;

@@ -46,6 +46,8 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::CreatePartitions, 3),
     (ApiKey::DescribeConfigs, 4),
     (ApiKey::ElectLeaders, 2),
+    (ApiKey::AlterPartitionReassignments, 1),
+    (ApiKey::ListPartitionReassignments, 0),
     (ApiKey::DescribeCluster, 1),
     (ApiKey::DescribeLogDirs, 4),
     (ApiKey::SaslHandshake, 1),

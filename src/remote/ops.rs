@@ -28,6 +28,10 @@ use kafka_protocol::records::{
     RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+mod reassign;
+
+pub use reassign::{alter_reassignments, assignments, list_reassignments};
+
 use super::{KafkaClient, RemoteError, Target, error_name};
 use crate::kafka::BrokerId;
 pub use crate::kafka::OffsetSpec;

@@ -681,6 +681,52 @@ def scenario_kdeck_cli(server):
     assert "kdeck-group" in described, described
 
 
+def scenario_reassign(server):
+    """kafka-python's AdminClient moves every replica of a topic while librdkafka's
+    idempotent acks=all producer writes to it (KIP-455: AlterPartitionReassignments,
+    ListPartitionReassignments); nothing acknowledged is lost or doubled, and a cancel with
+    nothing moving gets NO_REASSIGNMENT_IN_PROGRESS."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import NoReassignmentInProgressError, InvalidReplicationAssignmentError
+
+    topic, partitions = "moves", 3
+    create_topic(server, topic, partitions, 2)
+    producer = PacedProducer(server, topic, rate=500, keys=31)
+    time.sleep(3)
+    md = admin(server).list_topics(topic, timeout=10).topics[topic]
+    brokers = sorted(admin(server).list_topics(timeout=10).brokers)
+    # Each partition goes to the broker it lacks and keeps its second replica.
+    targets = {}
+    for p, pm in md.partitions.items():
+        missing = [b for b in brokers if b not in pm.replicas]
+        targets[p] = [missing[0], pm.replicas[1]]
+    ka = KafkaAdminClient(bootstrap_servers=server.bootstrap)
+    try:
+        answers = ka.alter_partition_reassignments(
+            {KTopicPartition(topic, p): r for p, r in targets.items()}, timeout_ms=30000)
+        assert all(e is None for e in answers.values()), answers
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            ongoing = ka.list_partition_reassignments(timeout_ms=30000)
+            current = admin(server).list_topics(topic, timeout=10).topics[topic].partitions
+            if not ongoing and all(current[p].replicas == targets[p] for p in targets):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the moves did not finish: {ongoing}")
+        refused = ka.alter_partition_reassignments({KTopicPartition(topic, 0): None}, timeout_ms=30000)
+        assert refused[KTopicPartition(topic, 0)] is NoReassignmentInProgressError, refused
+        refused = ka.alter_partition_reassignments({KTopicPartition(topic, 0): [0, 42]}, timeout_ms=30000)
+        assert refused[KTopicPartition(topic, 0)] is InvalidReplicationAssignmentError, refused
+    finally:
+        ka.close()
+    time.sleep(2)
+    producer.finish()
+    check_read_back(server, topic, partitions, producer.acked, 31)
+    print(f"  reassign: {len(producer.acked)} records acknowledged during the moves, all read back")
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -691,6 +737,7 @@ SCENARIOS = {
     "idempotent-steady": scenario_idempotent_steady,
     "idempotent-chaos": scenario_idempotent_chaos,
     "group-failover": scenario_group_failover,
+    "reassign": scenario_reassign,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the
