@@ -140,3 +140,85 @@ fn a_read_only_console_refuses_a_change_in_place_and_still_runs_what_only_looks(
     h.press(KeyCode::Enter);
     assert_eq!(h.app.focus, kdeck::tui::Pane::Groups);
 }
+
+#[test]
+fn reassign_shows_the_plan_as_a_diff_and_moves_only_when_confirmed() {
+    use kdeck::config::ConsoleConfig;
+    use kdeck::view::ReplicaMove;
+    // Broker 1 is down in the fixture: a move onto it is refused in place.
+    let mut h = harness();
+    h.press(KeyCode::Char(':'));
+    h.chars("reassign move clicks-0 2 1");
+    h.press(KeyCode::Enter);
+    assert!(
+        line(&h)
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("broker 1 is not a live broker")),
+        "{:?}",
+        line(&h)
+    );
+    assert!(h.source.commands().is_empty());
+    h.press(KeyCode::Esc);
+
+    // Drain broker 1's replica of clicks: the plan shows each partition now -> after.
+    h.press(KeyCode::Char(':'));
+    h.chars("reassign drain 1 clicks");
+    h.press(KeyCode::Enter);
+    assert!(
+        matches!(h.app.overlay(), Some(Overlay::Confirm { .. })),
+        "{:?}",
+        h.app.overlay()
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    tui_fixture::assert_shows(
+        &screen,
+        &[
+            "Reassign 1 partitions? 1 replicas copy the whole log",
+            "clicks-1  1 -> 0",
+        ],
+    );
+    assert!(h.source.commands().is_empty(), "nothing moves before the answer");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::Reassign(vec![ReplicaMove {
+            topic: "clicks".into(),
+            partition: 1,
+            replicas: Some(vec![0]),
+        }])]
+    );
+
+    // A move in progress shows in the Partitions pane (+ joining, - leaving) and cancels:
+    // page-views-2 gained broker 0 (in sync already) and drops broker 1 next.
+    let mut view = tui_fixture::view();
+    let moving = view
+        .partitions
+        .iter_mut()
+        .find(|p| p.topic == "page-views" && p.partition == 2)
+        .expect("page-views-2");
+    moving.adding = vec![0];
+    moving.removing = vec![1];
+    let mut h = tui_fixture::harness_with(
+        view,
+        ConsoleConfig::default(),
+        tui_fixture::default_keys(),
+        kdeck::tui::theme::Theme::colored(),
+    );
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 160, 40));
+    assert!(screen.contains("★2 +●0 -✗1"), "{screen}");
+    h.press(KeyCode::Char(':'));
+    h.chars("reassign cancel all");
+    h.press(KeyCode::Enter);
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
+    tui_fixture::assert_shows(&screen, &["Cancel 1 moves?", "page-views-2  -> 2,1"]);
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::Reassign(vec![ReplicaMove {
+            topic: "page-views".into(),
+            partition: 2,
+            replicas: None,
+        }])]
+    );
+}

@@ -186,6 +186,8 @@ fn orders(truncated: bool) -> ClusterView {
         preferred_leader: 2,
         high_watermark: Some(if truncated { 1250 } else { 1240 }),
         log_start_offset: Some(0),
+        adding: Vec::new(),
+        removing: Vec::new(),
         changed_at: None,
         min_insync_replicas: Some(2),
     });

@@ -108,6 +108,8 @@ fn large_view(partitions: u32) -> ClusterView {
             log_start_offset: Some(0),
             under_replicated: false,
             min_insync_replicas: Some(2),
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
         });
     }

@@ -8,7 +8,8 @@ use bytes::Bytes;
 
 use super::{Shared, Traffic};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig};
+use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
 use crate::view::outcome::{self, Elected};
 use crate::view::{Command, LinkState};
@@ -93,6 +94,24 @@ impl Shared {
                     ErrorCode::ElectionNotNeeded => Elected::Already,
                     e => Elected::Failed(format!("{tp}: {e:?}")),
                 })))
+            }
+            Command::Reassign(moves) => {
+                let asked: Vec<(TopicPartition, Option<Vec<i32>>)> = moves
+                    .iter()
+                    .map(|m| (TopicPartition::new(m.topic.clone(), m.partition), m.replicas.clone()))
+                    .collect();
+                let results = cluster.alter_reassignments(&asked).await.map_err(|(code, message)| {
+                    anyhow::anyhow!("{}: {message}", screaming_snake(&format!("{code:?}")))
+                })?;
+                let refused: Vec<String> = results
+                    .iter()
+                    .filter_map(|(tp, e)| {
+                        e.as_ref()
+                            .map(|(code, m)| format!("{tp}: {}: {m}", screaming_snake(&format!("{code:?}"))))
+                    })
+                    .collect();
+                let cancel = moves.iter().all(|m| m.replicas.is_none());
+                Ok(outcome::reassignment(cancel, results.len() - refused.len(), &refused))
             }
             Command::CreateTopic {
                 name,

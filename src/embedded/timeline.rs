@@ -212,6 +212,8 @@ mod same_sentence_from_both_sources {
             log_start_offset: None,
             under_replicated: isr.len() < 3,
             min_insync_replicas: None,
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
         }
     }

@@ -248,6 +248,8 @@ impl ViewBuilder {
                 log_start_offset: p.log_start_offset,
                 under_replicated: p.under_replicated,
                 min_insync_replicas: Some(p.min_insync_replicas),
+                adding: p.adding.clone(),
+                removing: p.removing.clone(),
                 changed_at: None,
             })
             .collect();

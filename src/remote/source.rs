@@ -26,6 +26,7 @@ use super::client::ClusterMetadata;
 use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
 use crate::kafka::partitioner::partition_for_key;
+use crate::kafka::reassign::Ongoing;
 use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, Timeline};
@@ -235,6 +236,19 @@ async fn execute(
                 },
             )))
         }
+        Command::Reassign(moves) => {
+            let asked: Vec<(String, i32, Option<Vec<BrokerId>>)> = moves
+                .iter()
+                .map(|m| (m.topic.clone(), m.partition, m.replicas.clone()))
+                .collect();
+            let answers = ops::alter_reassignments(client, &asked).await.map_err(kafka)?;
+            let refused: Vec<String> = answers
+                .iter()
+                .filter_map(|(t, p, e)| e.as_ref().map(|e| format!("{t}-{p}: {e}")))
+                .collect();
+            let cancel = moves.iter().all(|m| m.replicas.is_none());
+            Ok(outcome::reassignment(cancel, answers.len() - refused.len(), &refused))
+        }
         Command::CreateTopic {
             name,
             partitions,
@@ -269,6 +283,9 @@ pub struct Observation {
     /// `None` when the groups could not be read: the last ones stay shown.
     pub groups: Option<Vec<GroupObservation>>,
     pub health: Vec<BrokerHealth>,
+    /// The reassignments in progress (one ListPartitionReassignments at the controller);
+    /// empty when none, or when the cluster cannot list them.
+    pub reassignments: Vec<Ongoing>,
     /// What went wrong this round besides broker connections.
     pub problems: Vec<String>,
 }
@@ -295,6 +312,12 @@ async fn observe(client: &KafkaClient) -> Observation {
     // Committed offsets first, end offsets after, as kafka-consumer-groups does: a commit
     // read after the end offsets could be past them and the lag would read negative.
     let groups = observe_groups(client).await;
+    match ops::list_reassignments(client, None).await {
+        Ok(moving) => observation.reassignments = moving,
+        // A cluster older than Kafka 2.4 has no such API: nothing moves as far as it can say.
+        Err(RemoteError::Unsupported { .. }) => {}
+        Err(e) => observation.problems.push(format!("cannot list the reassignments: {e}")),
+    }
     let (starts, ends) = tokio::join!(
         ops::list_offsets(client, &partitions, OffsetSpec::Earliest),
         ops::list_offsets(client, &partitions, OffsetSpec::Latest),
@@ -541,6 +564,10 @@ impl ViewBuilder {
                     .get(&(t.name.clone(), p.partition))
                     .copied()
                     .unwrap_or((None, None));
+                let moving = observation
+                    .reassignments
+                    .iter()
+                    .find(|o| o.topic == t.name && o.partition == p.partition);
                 let replicas = p
                     .replicas
                     .iter()
@@ -579,8 +606,11 @@ impl ViewBuilder {
                     preferred_leader: p.replicas.first().copied().unwrap_or(-1),
                     high_watermark: end,
                     log_start_offset: start,
-                    under_replicated: p.isr.len() < p.replicas.len(),
+                    // While replicas move, Kafka counts the original assignment's.
+                    under_replicated: p.isr.len() < moving.map_or(p.replicas.len(), |o| o.original().len()),
                     min_insync_replicas: None,
+                    adding: moving.map_or_else(Vec::new, |o| o.adding.clone()),
+                    removing: moving.map_or_else(Vec::new, |o| o.removing.clone()),
                     changed_at: None,
                 });
             }

@@ -217,6 +217,8 @@ mod tests {
             high_watermark: None,
             log_start_offset: None,
             under_replicated: true,
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
             min_insync_replicas: Some(2),
         }];

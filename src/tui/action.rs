@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Pane;
-use crate::view::{BrokerId, Command, LinkState, ProduceRequest, SeekPosition, TailSpec};
+use crate::view::{BrokerId, Command, LinkState, ProduceRequest, ReplicaMove, SeekPosition, TailSpec};
 
 /// One thing the console does. Serialized as a table tagged by `action` in snake_case:
 /// `{ action = "kill_broker", broker = 1 }`, `{ action = "seek", topic = "clicks",
@@ -101,6 +101,11 @@ pub enum Action {
     },
     DeleteTopic {
         topic: String,
+    },
+    /// Move partitions' replicas (KIP-455): each to its target replicas, or (none) back to
+    /// where its move began.
+    Reassign {
+        moves: Vec<ReplicaMove>,
     },
     PauseDemo,
     ResumeDemo,
@@ -338,6 +343,7 @@ impl Action {
                 cleanup_policy: cleanup_policy.clone(),
             },
             Action::DeleteTopic { topic } => Command::DeleteTopic { name: topic.clone() },
+            Action::Reassign { moves } => Command::Reassign(moves.clone()),
             Action::PauseDemo => Command::PauseDemo,
             Action::ResumeDemo => Command::ResumeDemo,
             Action::Freeze => Command::Freeze,

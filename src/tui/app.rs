@@ -22,8 +22,9 @@ use crate::config::ConsoleConfig;
 use crate::view::explain::Explanation;
 use crate::view::lang::Msg;
 use crate::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, Controls, EventClass, GroupRow,
-    PartitionRow, SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
+    BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, Controls, EventClass,
+    GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow,
+    ViewEvent, timeline,
 };
 
 /// A row of the Events pane.
@@ -1553,6 +1554,11 @@ impl App {
                 let question = lang.fmt("Delete topic {topic} and all its data?", &[("topic", topic)]);
                 self.submit_destructive(command, question, now, effects)
             }
+            // A move copies whole logs: the plan is shown as a diff before anything happens.
+            Action::Reassign { moves } => {
+                let question = self.reassign_question(moves);
+                self.overlays.push(Overlay::Confirm { question, command });
+            }
             Action::SetMinInsync { .. }
             | Action::SetUncleanElection { .. }
             | Action::SetAutoRebalance { .. }
@@ -1564,6 +1570,63 @@ impl App {
             }
             _ => self.submit(command, now, effects),
         }
+    }
+
+    /// A reassignment's confirmation: each partition's replicas now -> after (the first
+    /// dozen), or the moves a cancel takes back.
+    fn reassign_question(&self, moves: &[ReplicaMove]) -> String {
+        const SHOWN: usize = 12;
+        let lang = &self.lang;
+        let ids = |l: &[BrokerId]| l.iter().map(BrokerId::to_string).collect::<Vec<_>>().join(",");
+        let now = |m: &ReplicaMove| {
+            self.view
+                .partitions
+                .iter()
+                .find(|p| p.topic == m.topic && p.partition == m.partition)
+        };
+        let mut lines = Vec::new();
+        if moves.iter().all(|m| m.replicas.is_none()) {
+            lines.push(lang.fmt(
+                "Cancel {n} moves? Each partition goes back to its replicas from before:",
+                &[("n", &moves.len().to_string())],
+            ));
+            for m in moves.iter().take(SHOWN) {
+                let back = now(m).map_or(String::new(), |p| {
+                    let original: Vec<BrokerId> = p
+                        .replicas
+                        .iter()
+                        .map(|r| r.broker)
+                        .filter(|b| !p.adding.contains(b))
+                        .collect();
+                    ids(&original)
+                });
+                lines.push(format!("  {}-{}  -> {back}", m.topic, m.partition));
+            }
+        } else {
+            let copies: usize = moves
+                .iter()
+                .map(|m| {
+                    let had: Vec<BrokerId> =
+                        now(m).map_or_else(Vec::new, |p| p.replicas.iter().map(|r| r.broker).collect());
+                    m.replicas.iter().flatten().filter(|b| !had.contains(b)).count()
+                })
+                .sum();
+            lines.push(lang.fmt(
+                "Reassign {n} partitions? {copies} replicas copy the whole log from their leader:",
+                &[("n", &moves.len().to_string()), ("copies", &copies.to_string())],
+            ));
+            for m in moves.iter().take(SHOWN) {
+                let before = now(m).map_or(String::new(), |p| {
+                    ids(&p.replicas.iter().map(|r| r.broker).collect::<Vec<_>>())
+                });
+                let after = m.replicas.as_deref().map_or(String::new(), ids);
+                lines.push(format!("  {}-{}  {before} -> {after}", m.topic, m.partition));
+            }
+        }
+        if moves.len() > SHOWN {
+            lines.push(lang.fmt("  and {n} more", &[("n", &(moves.len() - SHOWN).to_string())]));
+        }
+        lines.join("\n")
     }
 
     /// The question a live toggle asks in the operator's console.

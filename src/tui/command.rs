@@ -13,7 +13,8 @@ use chrono::{DateTime, FixedOffset, Utc};
 use super::Pane;
 use super::action::{Action, ExplainTarget};
 use super::overlay::parse_time;
-use crate::view::{BrokerId, ClusterView, LinkState, ProduceRequest, SeekPosition};
+use crate::kafka::reassign::{self, Assignment, Goal};
+use crate::view::{BrokerId, BrokerStatus, ClusterView, LinkState, ProduceRequest, ReplicaMove, SeekPosition};
 
 /// One command: its name, its arguments as help shows them, what it does, and whether it
 /// changes the cluster (a read-only console does not list it).
@@ -61,6 +62,11 @@ pub const COMMANDS: &[Spec] = &[
         "topic",
         "create NAME [--partitions N] [--rf N] [--cleanup POLICY] | delete NAME",
         "create or delete a topic",
+    ),
+    spec(
+        "reassign",
+        "drain BROKER [TOPIC...] | balance [TOPIC...] | rf TOPIC N | move TOPIC-PARTITION FROM TO | cancel TOPIC-PARTITION...|all",
+        "move replicas between brokers: the plan is shown as a diff to confirm; its progress in the Partitions pane (+ joining, - leaving)",
     ),
     spec(
         "config",
@@ -175,6 +181,26 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
         },
         ("topic", ["create", name, options @ ..]) => create_topic(name, options)?,
         ("topic", ["delete", t]) => Action::DeleteTopic { topic: topic(view, t)? },
+        ("reassign", ["cancel", "all"]) => {
+            let moves: Vec<ReplicaMove> = view
+                .partitions
+                .iter()
+                .filter(|p| p.reassigning())
+                .map(|p| cancel(&p.topic, p.partition))
+                .collect();
+            if moves.is_empty() {
+                return Err("no reassignment in progress".into());
+            }
+            Action::Reassign { moves }
+        }
+        ("reassign", ["cancel", partitions @ ..]) if !partitions.is_empty() => {
+            let moves = partitions
+                .iter()
+                .map(|tp| one_partition(view, tp).map(|(t, p)| cancel(&t, p)))
+                .collect::<Result<Vec<_>, String>>()?;
+            Action::Reassign { moves }
+        }
+        ("reassign", [goal, rest @ ..]) => reassign(view, goal, rest).ok_or_else(usage)??,
         ("config", ["topic", t, setting]) => topic_config(view, t, setting)?,
         ("config", ["broker", setting]) => cluster_config(setting)?,
         ("seek", [tp, position @ ..]) if !position.is_empty() => {
@@ -385,6 +411,85 @@ fn topic_partition(view: &ClusterView, text: &str) -> Result<(String, Option<i32
         ));
     }
     Ok((t.name.clone(), Some(partition)))
+}
+
+fn cancel(topic: &str, partition: i32) -> ReplicaMove {
+    ReplicaMove {
+        topic: topic.to_string(),
+        partition,
+        replicas: None,
+    }
+}
+
+/// `reassign drain|balance|rf|move ...`: the plan the cluster as the console sees it needs,
+/// from the same planner as `kdeck reassign plan`. `None` when the words are not a goal.
+fn reassign(view: &ClusterView, goal: &str, args: &[&str]) -> Option<Result<Action, String>> {
+    let topics = |names: &[&str]| names.iter().map(|t| topic(view, t)).collect::<Result<Vec<_>, String>>();
+    let goal = match (goal, args) {
+        ("drain", [b, names @ ..]) => broker(view, b).and_then(|broker| {
+            Ok(Goal::Drain {
+                broker,
+                topics: topics(names)?,
+            })
+        }),
+        ("balance", names) => topics(names).map(|topics| Goal::Balance { topics }),
+        ("rf", [t, n]) => topic(view, t).and_then(|topic| {
+            Ok(Goal::ReplicationFactor {
+                topic,
+                replication_factor: number(n, "a replication factor")?,
+            })
+        }),
+        ("move", [tp, from, to]) => one_partition(view, tp).and_then(|(topic, partition)| {
+            Ok(Goal::Move {
+                topic,
+                partition,
+                from: broker(view, from)?,
+                to: broker(view, to)?,
+            })
+        }),
+        _ => return None,
+    };
+    Some(goal.and_then(|goal| {
+        let (current, live) = assignments(view);
+        let plan = reassign::propose(&current, &live, &goal)?;
+        if plan.partitions.is_empty() {
+            return Err("nothing to move: the cluster already meets this".into());
+        }
+        let moves = plan
+            .partitions
+            .into_iter()
+            .map(|a| ReplicaMove {
+                topic: a.topic,
+                partition: a.partition,
+                replicas: Some(a.replicas),
+            })
+            .collect();
+        Ok(Action::Reassign { moves })
+    }))
+}
+
+/// Every partition's replicas (a moving one's target) and the brokers online, for a planner.
+pub fn assignments(view: &ClusterView) -> (Vec<Assignment>, Vec<BrokerId>) {
+    let current = view
+        .partitions
+        .iter()
+        .map(|p| {
+            let target = p
+                .replicas
+                .iter()
+                .map(|r| r.broker)
+                .filter(|b| !p.removing.contains(b))
+                .collect();
+            Assignment::new(p.topic.clone(), p.partition, target)
+        })
+        .collect();
+    let live = view
+        .brokers
+        .iter()
+        .filter(|b| b.status == BrokerStatus::Online)
+        .map(|b| b.id)
+        .collect();
+    (current, live)
 }
 
 fn one_partition(view: &ClusterView, text: &str) -> Result<(String, i32), String> {

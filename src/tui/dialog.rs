@@ -98,13 +98,17 @@ fn dialog_title(app: &App, dialog: &Dialog) -> String {
 
 pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     let t = &app.theme;
-    let lines = vec![
-        Line::styled(question.to_string(), t.warn),
-        Line::raw(""),
-        Line::styled(app.lang.tr("y: yes    n / Esc / Enter: no").to_string(), t.dim),
-    ];
-    let width = u16::try_from(question.width()).unwrap_or(u16::MAX);
-    let area = popup(area, width.saturating_add(4).max(40), 5);
+    // A question may hold several lines (a reassignment's plan, one partition a line).
+    let mut lines: Vec<Line> = question.lines().map(|l| Line::styled(l.to_string(), t.warn)).collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        app.lang.tr("y: yes    n / Esc / Enter: no").to_string(),
+        t.dim,
+    ));
+    let width = question.lines().map(|l| l.width()).max().unwrap_or(0);
+    let width = u16::try_from(width).unwrap_or(u16::MAX);
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let area = popup(area, width.saturating_add(4).max(40), height);
     draw_popup(frame, area, app, lines, format!(" {} ", app.lang.tr("Confirm")));
 }
 

@@ -1123,6 +1123,8 @@ mod tests {
             log_start_offset: Some(0),
             under_replicated: false,
             min_insync_replicas: Some(2),
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
         }];
         v.groups = vec![GroupRow {

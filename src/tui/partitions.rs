@@ -31,8 +31,16 @@ fn replica_spans_spaced<'a>(theme: &Theme, p: &PartitionRow, wide: bool) -> Vec<
         if i > 0 {
             spans.push(Span::raw(between));
         }
+        // A reassignment in progress: + marks a replica joining, - one leaving.
+        let moving = if p.adding.contains(&r.broker) {
+            "+"
+        } else if p.removing.contains(&r.broker) {
+            "-"
+        } else {
+            ""
+        };
         spans.push(Span::styled(
-            format!("{}{inside}{}", r.role.glyph(), r.broker),
+            format!("{moving}{}{inside}{}", r.role.glyph(), r.broker),
             theme.role(r.role),
         ));
     }

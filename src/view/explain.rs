@@ -899,6 +899,8 @@ mod tests {
             high_watermark: Some(1500),
             log_start_offset: Some(0),
             under_replicated: true,
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
             min_insync_replicas: Some(2),
         }];

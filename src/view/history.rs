@@ -320,6 +320,8 @@ mod tests {
             log_start_offset: None,
             under_replicated: false,
             min_insync_replicas: None,
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
         }
     }

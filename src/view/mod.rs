@@ -34,8 +34,8 @@ use tokio::sync::watch;
 pub use crate::kafka::{BrokerId, OffsetSpec, topic_name_error};
 pub use epochs::{EpochStart, Epochs};
 pub use source::{
-    Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, SeekPosition,
-    TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
+    Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, ReplicaMove,
+    SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
 };
 
 /// Where the view comes from.
@@ -188,6 +188,10 @@ pub struct PartitionRow {
     pub under_replicated: bool,
     /// The topic's `min.insync.replicas`, when the source tells it.
     pub min_insync_replicas: Option<i32>,
+    /// A reassignment in progress (KIP-455): the replicas joining, and those leaving once
+    /// the joining ones are in the ISR; both empty when nothing moves.
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
     pub changed_at: Option<DateTime<Utc>>,
 }
 
@@ -211,6 +215,11 @@ impl PartitionRow {
     /// The replica on `broker`.
     pub fn replica(&self, broker: BrokerId) -> Option<&ReplicaRow> {
         self.replicas.iter().find(|r| r.broker == broker)
+    }
+
+    /// Whether replicas are moving.
+    pub fn reassigning(&self) -> bool {
+        !self.adding.is_empty() || !self.removing.is_empty()
     }
 
     /// The leader's log end offset.

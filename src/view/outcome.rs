@@ -83,6 +83,23 @@ pub fn preferred_election(results: impl IntoIterator<Item = Elected>) -> String 
     )
 }
 
+/// The sentence of a reassignment's start or cancel: how many partitions the controller
+/// took, and the first refusal.
+pub fn reassignment(cancel: bool, taken: usize, refused: &[String]) -> String {
+    let what = if cancel {
+        format!("{} cancelled", count(taken, "move"))
+    } else {
+        format!("{} moving", count(taken, "partition"))
+    };
+    match refused.first() {
+        None => format!("reassignment: {what}"),
+        Some(first) => format!(
+            "reassignment: {what}, {} refused ({first})",
+            count(refused.len(), "partition")
+        ),
+    }
+}
+
 // The trainer's clock, links and live settings.
 
 pub const CLOCK_FROZEN: &str =

@@ -55,6 +55,8 @@ pub enum Command {
     DeleteTopic {
         name: String,
     },
+    /// Start moves (a partition's new replicas) or cancel them (KIP-455).
+    Reassign(Vec<ReplicaMove>),
     PauseDemo,
     ResumeDemo,
     /// Stop the cluster's clock: no timer, heartbeat, session or lag advances, so nothing
@@ -112,6 +114,17 @@ pub enum Command {
     },
 }
 
+/// One partition's part in a reassignment: its target replicas, or `None` to cancel its
+/// move in progress.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaMove {
+    pub topic: String,
+    pub partition: i32,
+    #[serde(default)]
+    pub replicas: Option<Vec<BrokerId>>,
+}
+
 /// What a link between two brokers does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -157,6 +170,14 @@ impl std::fmt::Display for Command {
                 "create topic {name} ({partitions} partitions, RF {replication_factor}, cleanup.policy {cleanup_policy})"
             ),
             Command::DeleteTopic { name } => write!(f, "delete topic {name}"),
+            Command::Reassign(moves) => match moves.as_slice() {
+                [one] => match &one.replicas {
+                    Some(r) => write!(f, "move {}-{} to brokers {r:?}", one.topic, one.partition),
+                    None => write!(f, "cancel the move of {}-{}", one.topic, one.partition),
+                },
+                _ if moves.iter().all(|m| m.replicas.is_none()) => write!(f, "cancel {} moves", moves.len()),
+                _ => write!(f, "reassign {} partitions", moves.len()),
+            },
             Command::PauseDemo => write!(f, "pause the demo workload"),
             Command::ResumeDemo => write!(f, "resume the demo workload"),
             Command::Freeze => write!(f, "freeze the cluster's clock"),

@@ -75,6 +75,8 @@ fn partition(topic: &str, p: i32, leader: Option<i32>, replicas: Vec<ReplicaRow>
         high_watermark: leader.map(|_| 1200 + i64::from(p)),
         log_start_offset: leader.map(|_| 0),
         min_insync_replicas: Some(if topic == "page-views" { 2 } else { 1 }),
+        adding: Vec::new(),
+        removing: Vec::new(),
         changed_at: None,
     }
 }

@@ -220,6 +220,8 @@ mod tests {
             log_start_offset: None,
             under_replicated: isr.len() < 3,
             min_insync_replicas: None,
+            adding: Vec::new(),
+            removing: Vec::new(),
             changed_at: None,
         }
     }
