@@ -43,6 +43,8 @@ pub enum ErrorCode {
     InvalidConfig = 40,
     InvalidRequest = 42,
     KafkaStorageError = 56,
+    NonEmptyGroup = 68,
+    GroupIdNotFound = 69,
     FencedLeaderEpoch = 74,
     UnknownLeaderEpoch = 75,
     StaleBrokerEpoch = 77,
@@ -51,6 +53,7 @@ pub enum ErrorCode {
     EligibleLeadersNotAvailable = 83,
     MemberIdRequired = 79,
     ElectionNotNeeded = 84,
+    GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
     InvalidUpdateVersion = 96,
     IneligibleReplica = 107,
@@ -234,6 +237,15 @@ pub enum GroupRequest {
     Describe {
         group_id: String,
     },
+    /// DeleteGroups, for one group.
+    DeleteGroup {
+        group_id: String,
+    },
+    /// OffsetDelete.
+    OffsetDelete {
+        group_id: String,
+        partitions: Vec<TopicPartition>,
+    },
 }
 
 #[derive(Debug)]
@@ -246,4 +258,7 @@ pub enum GroupResponse {
     OffsetFetch(Result<Vec<(TopicPartition, i64)>, ErrorCode>),
     ListGroups(Vec<(String, GroupState)>),
     Describe(Result<Option<GroupDescription>, ErrorCode>),
+    DeleteGroup(ErrorCode),
+    /// Each partition's outcome, or the group's error.
+    OffsetDelete(Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode>),
 }
