@@ -13,6 +13,7 @@ mod admin;
 mod load;
 mod record;
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -413,6 +414,10 @@ struct CoordinatorState {
     /// By id: groups expire in one order on every run (and so write their tombstones).
     groups: BTreeMap<String, Group>,
     next_member: u64,
+    /// Per offsets partition, where the last group deletion's tombstones begin: a commit
+    /// appended before them and completing after finds its group gone and must not bring
+    /// it back.
+    deleted_at: HashMap<i32, i64>,
 }
 
 impl GroupCoordinator {
@@ -932,9 +937,14 @@ impl GroupCoordinator {
             // Not served here any more; whoever loads the partition replays the records.
             return;
         }
-        // The commit created the group if needed; gone since, it was deleted.
-        let Some(group) = state.groups.get_mut(group_id) else {
-            return;
+        let deleted_since = state
+            .deleted_at
+            .get(&self.offsets_partition(group_id))
+            .is_some_and(|&at| at > first_offset);
+        let group = match state.groups.entry(group_id.to_string()) {
+            Entry::Occupied(group) => group.into_mut(),
+            Entry::Vacant(_) if deleted_since => return,
+            Entry::Vacant(vacant) => vacant.insert(Group::new()),
         };
         if first_offset < group.born_at {
             return;
@@ -1178,6 +1188,7 @@ impl GroupCoordinator {
 /// NOT_COORDINATOR and look for the new coordinator.
 fn unload_locked(state: &mut CoordinatorState, partition: i32, partition_of: impl Fn(&str) -> i32) {
     state.partitions.remove(&partition);
+    state.deleted_at.remove(&partition);
     let gone: Vec<String> = state
         .groups
         .keys()

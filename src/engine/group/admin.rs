@@ -51,6 +51,9 @@ impl GroupCoordinator {
         ));
         let write = self.append(partitions, group_id, encode(&recs))?;
         groups.remove(group_id);
+        state
+            .deleted_at
+            .insert(self.offsets_partition(group_id), write.appended.first_offset);
         drop(state);
         tracing::info!(group = group_id, "group deleted");
         Ok(write)
