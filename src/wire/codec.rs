@@ -53,6 +53,8 @@ pub enum RequestBody {
     CreatePartitions(CreatePartitionsRequest),
     ElectLeaders(ElectLeadersRequest),
     DescribeCluster(DescribeClusterRequest),
+    DeleteGroups(DeleteGroupsRequest),
+    OffsetDelete(OffsetDeleteRequest),
 }
 
 #[derive(Debug)]
@@ -129,6 +131,8 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
             RequestBody::CreatePartitions(CreatePartitionsRequest::decode(b, v).map_err(malformed)?)
         }
         ApiKey::ElectLeaders => RequestBody::ElectLeaders(ElectLeadersRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::DeleteGroups => RequestBody::DeleteGroups(DeleteGroupsRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::OffsetDelete => RequestBody::OffsetDelete(OffsetDeleteRequest::decode(b, v).map_err(malformed)?),
         ApiKey::DescribeCluster => {
             RequestBody::DescribeCluster(DescribeClusterRequest::decode(b, v).map_err(malformed)?)
         }

@@ -34,6 +34,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::DescribeCluster, 0, 1),
+    // Every version: v2 is v1 made flexible. Admin clients delete groups with it
+    // (kafka-consumer-groups.sh --delete, confluent-kafka's delete_consumer_groups).
+    (ApiKey::DeleteGroups, 0, 2),
+    // Its only version: kafka-consumer-groups.sh --delete-offsets, Admin.deleteConsumerGroupOffsets.
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.
