@@ -7,7 +7,9 @@
 use chrono::{DateTime, Local, NaiveDateTime, TimeZone};
 
 /// `--to-earliest | --to-latest | --to-offset | --shift-by | --to-datetime | --by-duration`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// In a console script: `to = "earliest"`, `to = { shift_by = -10 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ResetSpec {
     Earliest,
     Latest,

@@ -98,13 +98,17 @@ fn dialog_title(app: &App, dialog: &Dialog) -> String {
 
 pub fn draw_confirm(frame: &mut Frame, area: Rect, app: &App, question: &str) {
     let t = &app.theme;
-    let lines = vec![
-        Line::styled(question.to_string(), t.warn),
-        Line::raw(""),
-        Line::styled(app.lang.tr("y: yes    n / Esc / Enter: no").to_string(), t.dim),
-    ];
-    let width = u16::try_from(question.width()).unwrap_or(u16::MAX);
-    let area = popup(area, width.saturating_add(4).max(40), 5);
+    // A question may bring lines of detail (an offset reset's preview).
+    let mut lines: Vec<Line> = question.lines().map(|l| Line::styled(l.to_string(), t.warn)).collect();
+    let asked = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        app.lang.tr("y: yes    n / Esc / Enter: no").to_string(),
+        t.dim,
+    ));
+    let widest = question.lines().map(|l| l.width()).max().unwrap_or(0);
+    let width = u16::try_from(widest).unwrap_or(u16::MAX);
+    let area = popup(area, width.saturating_add(4).max(40), asked.saturating_add(4));
     draw_popup(frame, area, app, lines, format!(" {} ", app.lang.tr("Confirm")));
 }
 
