@@ -6,6 +6,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::engine::Acks;
+use crate::kafka::reset::{self, ResetSpec};
 use crate::remote::RemoteConfig;
 use crate::storage::records::Compression;
 
@@ -175,7 +176,8 @@ pub enum Command {
     Produce(ProduceArgs),
     /// Print a topic's records, alone or as a member of a consumer group.
     Consume(ConsumeArgs),
-    /// List consumer groups, or describe their members, offsets and lag.
+    /// List consumer groups, describe their members, offsets and lag, reset or delete their
+    /// offsets, delete groups (kafka-consumer-groups.sh).
     Groups(GroupsArgs),
     /// Move partition leadership back to the preferred replicas.
     Elect(ElectArgs),
@@ -409,6 +411,119 @@ pub enum GroupsAction {
         /// Groups to describe (default: every group).
         groups: Vec<String>,
     },
+    /// Move a group's committed offsets (kafka-consumer-groups.sh --reset-offsets), only
+    /// while it has no active members. Prints GROUP TOPIC PARTITION OLD-OFFSET NEW-OFFSET
+    /// LAG-AFTER; commits nothing without --execute.
+    ResetOffsets(ResetOffsetsArgs),
+    /// Delete groups that have no active members, with their committed offsets (DeleteGroups).
+    Delete {
+        /// The groups to delete.
+        #[arg(required = true)]
+        groups: Vec<String>,
+    },
+    /// Delete a group's committed offsets of some partitions (OffsetDelete); refused for
+    /// topics its active members consume.
+    DeleteOffsets {
+        /// The group whose offsets go.
+        group: String,
+        /// A topic's partitions: TOPIC (all of them) or TOPIC:P,P... (repeatable).
+        #[arg(long, required = true, value_name = "TOPIC[:P,P...]", value_parser = parse_topic_partitions)]
+        topic: Vec<TopicPartitions>,
+    },
+}
+
+/// `--topic TOPIC[:P,P...]`: a topic, and some of its partitions or (None) all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPartitions {
+    pub topic: String,
+    pub partitions: Option<Vec<i32>>,
+}
+
+/// Parses kafka-consumer-groups.sh's `TOPIC` or `TOPIC:0,1,2`.
+pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
+    let (topic, partitions) = match text.split_once(':') {
+        None => (text, None),
+        Some((topic, list)) => {
+            let partitions = list
+                .split(',')
+                .map(|p| match p.trim().parse::<i32>() {
+                    Ok(n) if n >= 0 => Ok(n),
+                    _ => Err(format!("{text:?}: {p:?} is not a partition number (TOPIC:P,P...)")),
+                })
+                .collect::<Result<Vec<i32>, String>>()?;
+            (topic, Some(partitions))
+        }
+    };
+    if topic.is_empty() {
+        return Err(format!("{text:?}: the topic name is missing (TOPIC or TOPIC:P,P...)"));
+    }
+    Ok(TopicPartitions {
+        topic: topic.to_string(),
+        partitions,
+    })
+}
+
+/// `kdeck groups reset-offsets`: which partitions, where to, and whether to commit.
+#[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("scope").required(true).args(["topic", "all_topics"])))]
+#[command(group(
+    ArgGroup::new("to")
+        .required(true)
+        .args(["to_earliest", "to_latest", "to_offset", "to_datetime", "shift_by", "by_duration"])
+))]
+pub struct ResetOffsetsArgs {
+    /// The group whose offsets move.
+    pub group: String,
+    /// A topic's partitions: TOPIC (all of them) or TOPIC:P,P... (repeatable).
+    #[arg(long, value_name = "TOPIC[:P,P...]", value_parser = parse_topic_partitions)]
+    pub topic: Vec<TopicPartitions>,
+    /// Every partition the group has a committed offset for.
+    #[arg(long)]
+    pub all_topics: bool,
+    /// To each partition's log start offset.
+    #[arg(long)]
+    pub to_earliest: bool,
+    /// To each partition's end (its high watermark): skip everything not yet read.
+    #[arg(long)]
+    pub to_latest: bool,
+    /// To this offset (clamped to the log's start and end).
+    #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
+    pub to_offset: Option<i64>,
+    /// To the first record at or after this time: YYYY-MM-DDTHH:mm:SS[.sss] with an optional
+    /// zone (Z, +01:00; local time without one).
+    #[arg(long, value_name = "DATETIME", value_parser = reset::parse_datetime)]
+    pub to_datetime: Option<i64>,
+    /// Move the committed offsets by N (negative: back), clamped to the log.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub shift_by: Option<i64>,
+    /// To the first record at or after now minus this ISO-8601 duration (PT10M, P1DT2H).
+    #[arg(long, value_name = "DURATION", value_parser = reset::parse_duration)]
+    pub by_duration: Option<i64>,
+    /// Only print the plan (the default, as kafka-consumer-groups.sh's).
+    #[arg(long, conflicts_with = "execute")]
+    pub dry_run: bool,
+    /// Commit the new offsets.
+    #[arg(long)]
+    pub execute: bool,
+}
+
+impl ResetOffsetsArgs {
+    /// Where the offsets go; clap's group `to` guarantees exactly one was given.
+    pub fn spec(&self) -> ResetSpec {
+        if self.to_latest {
+            ResetSpec::Latest
+        } else if let Some(offset) = self.to_offset {
+            ResetSpec::Offset(offset)
+        } else if let Some(at) = self.to_datetime {
+            ResetSpec::Datetime(at)
+        } else if let Some(by) = self.shift_by {
+            ResetSpec::ShiftBy(by)
+        } else if let Some(ms) = self.by_duration {
+            ResetSpec::ByDuration(ms)
+        } else {
+            ResetSpec::Earliest
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -852,6 +967,38 @@ mod tests {
         let mut missing = Vec::new();
         undocumented(&Cli::command(), "kdeck", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    #[test]
+    fn reset_offsets_takes_one_scope_and_one_target() {
+        use clap::CommandFactory;
+        let parse = |args: &[&str]| Cli::command().try_get_matches_from(args).map(|_| ());
+        let base = ["kdeck", "groups", "reset-offsets", "g"];
+        let with = |extra: &[&'static str]| [&base[..], extra].concat();
+        assert!(parse(&with(&["--topic", "t:0,2", "--to-earliest"])).is_ok());
+        assert!(parse(&with(&["--all-topics", "--shift-by", "-5", "--execute"])).is_ok());
+        assert!(parse(&with(&["--to-earliest"])).is_err(), "no scope");
+        assert!(parse(&with(&["--all-topics"])).is_err(), "no target");
+        assert!(parse(&with(&["--all-topics", "--to-earliest", "--to-latest"])).is_err());
+        assert!(parse(&with(&["--all-topics", "--topic", "t", "--to-latest"])).is_err());
+        assert!(parse(&with(&["--all-topics", "--to-latest", "--dry-run", "--execute"])).is_err());
+        assert!(parse(&with(&["--all-topics", "--by-duration", "10 minutes"])).is_err());
+        assert!(parse(&with(&["--topic", "t:x", "--to-latest"])).is_err());
+    }
+
+    #[test]
+    fn topic_partitions_parse_as_kafka_consumer_groups_writes_them() {
+        assert_eq!(
+            parse_topic_partitions("orders:0,2"),
+            Ok(TopicPartitions {
+                topic: "orders".into(),
+                partitions: Some(vec![0, 2])
+            })
+        );
+        assert_eq!(parse_topic_partitions("orders").map(|t| t.partitions), Ok(None));
+        assert!(parse_topic_partitions(":1").is_err());
+        assert!(parse_topic_partitions("orders:").is_err());
+        assert!(parse_topic_partitions("orders:-1").is_err());
     }
 
     #[test]

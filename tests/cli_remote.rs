@@ -1,7 +1,8 @@
 //! The kcat-like commands against `kdeck serve` started by the test: a produce/consume round
 //! trip with keys, partitions, formats and a consumer group; topic listing, description and
-//! deletion; preferred-leader elections after a broker restart; a broker drained by a
-//! reassignment plan (kafka-reassign-partitions.sh's files); clear, quick failures.
+//! deletion; a group's offsets reset, deleted and the group deleted (kafka-consumer-groups.sh);
+//! preferred-leader elections after a broker restart; a broker drained by a reassignment plan
+//! (kafka-reassign-partitions.sh's files); clear, quick failures.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -269,6 +270,192 @@ fn produce_consume_groups_and_topics_round_trip() {
     server.ok(&["topics", "delete", "rt"], b"");
     let listed = server.ok(&["topics", "list"], b"");
     assert!(!listed.lines().any(|l| l.starts_with("rt ")), "{listed}");
+}
+
+/// `groups describe GROUP`'s offset rows: (topic, partition, committed, end).
+fn group_offsets(server: &Server, group: &str) -> Vec<(String, i32, String, String)> {
+    let described = server.ok(&["groups", "describe", group], b"");
+    described
+        .lines()
+        .skip_while(|l| !l.starts_with("TOPIC"))
+        .skip(1)
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (
+                cells[0].to_string(),
+                cells[1].parse().expect("a partition"),
+                cells[2].to_string(),
+                cells[3].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `groups reset-offsets` rows: (topic, partition, old, new, lag after).
+fn reset_rows(out: &str) -> Vec<(String, i32, String, i64, i64)> {
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["GROUP", "TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "LAG-AFTER"]
+    );
+    lines
+        .map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            (
+                c[1].to_string(),
+                c[2].parse().expect("a partition"),
+                c[3].to_string(),
+                c[4].parse().expect("an offset"),
+                c[5].parse().expect("a lag"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn group_offsets_are_reset_deleted_and_the_group_deleted_over_the_kafka_protocol() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "rs", "-p", "2", "-r", "3"], b"");
+    let lines = |n: usize| (0..n).map(|i| format!("record {i}")).collect::<Vec<_>>().join("\n");
+    server.ok(&["produce", "-t", "rs", "-p", "0"], lines(20).as_bytes());
+    server.ok(&["produce", "-t", "rs", "-p", "1"], lines(10).as_bytes());
+    let read = server.ok(&["consume", "-t", "rs", "-g", "gr", "-e"], b"");
+    assert_eq!(read.lines().count(), 30);
+    let caught_up = vec![
+        ("rs".to_string(), 0, "20".to_string(), "20".to_string()),
+        ("rs".to_string(), 1, "10".to_string(), "10".to_string()),
+    ];
+    assert_eq!(group_offsets(&server, "gr"), caught_up);
+
+    // A dry run (the default) shows old and new offsets and commits nothing.
+    let plan = server.kdeck(
+        &["groups", "reset-offsets", "gr", "--topic", "rs", "--to-earliest"],
+        b"",
+    );
+    assert!(plan.status.success(), "{}", String::from_utf8_lossy(&plan.stderr));
+    assert_eq!(
+        reset_rows(&String::from_utf8_lossy(&plan.stdout)),
+        vec![
+            ("rs".to_string(), 0, "20".to_string(), 0, 20),
+            ("rs".to_string(), 1, "10".to_string(), 0, 10),
+        ]
+    );
+    assert!(String::from_utf8_lossy(&plan.stderr).contains("dry run"));
+    assert_eq!(group_offsets(&server, "gr"), caught_up, "nothing changed");
+    let shifted = server.ok(
+        &[
+            "groups",
+            "reset-offsets",
+            "gr",
+            "--topic",
+            "rs:0",
+            "--shift-by",
+            "-5",
+            "--dry-run",
+        ],
+        b"",
+    );
+    assert_eq!(
+        reset_rows(&shifted),
+        vec![("rs".to_string(), 0, "20".to_string(), 15, 5)]
+    );
+    let clamped = server.ok(
+        &["groups", "reset-offsets", "gr", "--all-topics", "--to-offset", "15"],
+        b"",
+    );
+    assert_eq!(
+        reset_rows(&clamped),
+        vec![
+            ("rs".to_string(), 0, "20".to_string(), 15, 5),
+            ("rs".to_string(), 1, "10".to_string(), 10, 0),
+        ],
+        "past the end is clamped to the end"
+    );
+
+    // --execute commits: the group reads again from the new offset.
+    let executed = server.ok(
+        &[
+            "groups",
+            "reset-offsets",
+            "gr",
+            "--topic",
+            "rs:1",
+            "--to-offset",
+            "4",
+            "--execute",
+        ],
+        b"",
+    );
+    assert_eq!(
+        reset_rows(&executed),
+        vec![("rs".to_string(), 1, "10".to_string(), 4, 6)]
+    );
+    assert_eq!(
+        group_offsets(&server, "gr")[1],
+        ("rs".to_string(), 1, "4".to_string(), "10".to_string())
+    );
+    let again = server.ok(&["consume", "-t", "rs", "-g", "gr", "-e", "-f", "%p:%o\\n"], b"");
+    let expected: Vec<String> = (4..10).map(|o| format!("1:{o}")).collect();
+    assert_eq!(again.lines().collect::<Vec<_>>(), expected);
+
+    // While a member is active, the group's offsets cannot be reset nor the group deleted.
+    let mut member = Command::new(env!("CARGO_BIN_EXE_kdeck"))
+        .args(["consume", "-b", &server.0.bootstrap, "-t", "rs", "-g", "gr"])
+        .env("XDG_CONFIG_HOME", server.0.home.path())
+        .env("KDECK_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("a member runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !server.ok(&["groups", "describe", "gr"], b"").contains("state=Stable") {
+        assert!(Instant::now() < deadline, "the member never joined");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let refused = server.kdeck(&["groups", "reset-offsets", "gr", "--all-topics", "--to-latest"], b"");
+    let deleted = server.kdeck(&["groups", "delete", "gr"], b"");
+    // Ctrl-C: the member commits and leaves the group, as a Kafka consumer closing.
+    // SAFETY: kill(2) on the pid of a child this test started and has not waited for.
+    let signalled = unsafe { libc::kill(member.id() as libc::pid_t, libc::SIGINT) };
+    if signalled != 0 {
+        let _ = member.kill();
+    }
+    let _ = member.wait();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("Assignments can only be reset if the group 'gr' is inactive, but the current state is Stable."),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(deleted.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&deleted.stderr).contains("NON_EMPTY_GROUP"),
+        "{}",
+        String::from_utf8_lossy(&deleted.stderr)
+    );
+
+    // The member left: the group is empty again; its offsets of partition 0 go, then the group.
+    assert!(server.ok(&["groups", "describe", "gr"], b"").contains("state=Empty"));
+    let removed = server.ok(&["groups", "delete-offsets", "gr", "--topic", "rs:0"], b"");
+    assert_eq!(
+        removed.lines().nth(1).map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["rs", "0", "Successful"])
+    );
+    assert!(
+        group_offsets(&server, "gr").iter().all(|(_, p, _, _)| *p != 0),
+        "partition 0's offset is gone"
+    );
+    let out = server.kdeck(&["groups", "delete", "gr"], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kdeck: deleted group gr"));
+    let listed = server.ok(&["groups", "list"], b"");
+    assert!(!listed.lines().any(|l| l.starts_with("gr ")), "{listed}");
+    let twice = server.kdeck(&["groups", "delete", "gr"], b"");
+    assert_eq!(twice.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("does not exist"));
 }
 
 #[test]

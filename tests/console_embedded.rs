@@ -142,6 +142,22 @@ async fn commands_report_outcomes_and_tails_read_records() {
     assert_eq!(read.value.as_deref(), Some("v 世界".as_bytes()));
     assert_eq!(read.headers.len(), 1);
 
+    // A confirmed offset reset commits for a group without members; the group is then
+    // deleted, once.
+    let reset = Command::ResetOffsets {
+        group: "g".into(),
+        offsets: vec![("t".into(), 0, 1)],
+    };
+    embedded.submit(reset, tx.clone());
+    assert_eq!(next().await.result, Ok("offsets of group g reset".to_string()));
+    embedded.submit(Command::DeleteGroup { group: "g".into() }, tx.clone());
+    assert_eq!(
+        next().await.result,
+        Ok("group g deleted with its committed offsets".to_string())
+    );
+    embedded.submit(Command::DeleteGroup { group: "g".into() }, tx.clone());
+    assert_eq!(next().await.result, Err("group g does not exist".to_string()));
+
     embedded.submit(Command::KillBroker(1), tx.clone());
     assert!(next().await.result.is_ok());
     wait_view(&embedded, "broker 1 killed", |v| {

@@ -222,3 +222,127 @@ fn reassign_shows_the_plan_as_a_diff_and_moves_only_when_confirmed() {
         }])]
     );
 }
+
+/// The fixture with its group `analytics` emptied (its members gone, its offsets kept), as
+/// after its consumers stopped: a group whose offsets can be reset and that can be deleted.
+fn with_empty_group() -> tui_fixture::Harness {
+    let mut view = tui_fixture::view();
+    for g in &mut view.groups {
+        if g.group_id == "analytics" {
+            g.state = "Empty".into();
+            g.members.clear();
+        }
+    }
+    tui_fixture::harness_with(
+        view,
+        kdeck::config::ConsoleConfig::default(),
+        tui_fixture::default_keys(),
+        kdeck::tui::theme::Theme::colored(),
+    )
+}
+
+#[test]
+fn reset_offsets_previews_old_and_new_offsets_with_the_lag_and_commits_them_on_yes() {
+    let mut h = with_empty_group();
+    h.press(KeyCode::Char(':'));
+    h.chars("reset-offsets analytics --shift-by -100");
+    h.press(KeyCode::Enter);
+    let question = match h.app.overlay() {
+        Some(Overlay::Confirm { question, .. }) => question.clone(),
+        other => panic!("no preview: {other:?}"),
+    };
+    assert_eq!(
+        question.lines().skip(1).collect::<Vec<_>>(),
+        vec![
+            "  page-views-0  1190 -> 1090  lag 110",
+            "  page-views-1  1201 -> 1101  lag 100",
+            "  page-views-2  1100 -> 1000  lag 202",
+        ]
+    );
+    insta::assert_snapshot!(
+        "reset_offsets_preview",
+        tui_fixture::text(&tui_fixture::draw(&mut h.console, 100, 30))
+    );
+    assert!(h.source.commands().is_empty(), "nothing is committed before the answer");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::ResetOffsets {
+            group: "analytics".into(),
+            offsets: vec![
+                ("page-views".into(), 0, 1090),
+                ("page-views".into(), 1, 1101),
+                ("page-views".into(), 2, 1000),
+            ],
+        }]
+    );
+
+    // Past the end is clamped to the end, as kafka-consumer-groups.sh does; n cancels.
+    h.press(KeyCode::Char(':'));
+    h.chars("reset-offsets analytics --topic page-views --to-offset 1201");
+    h.press(KeyCode::Enter);
+    match h.app.overlay() {
+        Some(Overlay::Confirm { question, .. }) => assert!(
+            question.contains("page-views-0  1190 -> 1200  lag 0")
+                && question.contains("page-views-2  1100 -> 1201  lag 1"),
+            "{question}"
+        ),
+        other => panic!("no preview: {other:?}"),
+    }
+    h.press(KeyCode::Char('n'));
+    assert_eq!(h.source.commands().len(), 1, "cancelled");
+}
+
+#[test]
+fn reset_offsets_and_delete_group_are_refused_while_the_group_has_members() {
+    let mut h = harness();
+    for line in ["reset-offsets analytics --to-earliest", "delete-group analytics"] {
+        h.press(KeyCode::Char(':'));
+        h.chars(line);
+        h.press(KeyCode::Enter);
+        assert_eq!(h.app.overlay(), None, "{line}: nothing to confirm");
+        let status = h.app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default();
+        assert!(
+            status.contains("inactive, but the current state is Stable") || status.contains("has active members"),
+            "{line}: {status}"
+        );
+    }
+    assert!(h.source.commands().is_empty());
+
+    // Lines that are not the command's shape stay open with what is wrong.
+    for (bad, wrong) in [
+        ("reset-offsets analytics", "usage: reset-offsets"),
+        (
+            "reset-offsets analytics --to-earliest --to-latest",
+            "one of --to-earliest",
+        ),
+        ("reset-offsets nobody --to-latest", "no group \"nobody\""),
+        ("reset-offsets analytics --to-offset x", "\"x\" is not a number"),
+    ] {
+        h.press(KeyCode::Char(':'));
+        h.chars(bad);
+        h.press(KeyCode::Enter);
+        let error = line(&h).error.unwrap_or_default();
+        assert!(error.contains(wrong), "{bad}: {error}");
+        h.press(KeyCode::Esc);
+    }
+}
+
+#[test]
+fn delete_group_asks_first_then_deletes_an_empty_group() {
+    let mut h = with_empty_group();
+    h.press(KeyCode::Char(':'));
+    h.chars("delete-group analytics");
+    h.press(KeyCode::Enter);
+    match h.app.overlay() {
+        Some(Overlay::Confirm { question, .. }) => assert!(question.contains("Delete group analytics"), "{question}"),
+        other => panic!("no confirmation: {other:?}"),
+    }
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::DeleteGroup {
+            group: "analytics".into()
+        }]
+    );
+}

@@ -1,5 +1,7 @@
 //! Admin calls the console and the CLI need beyond the cluster's own API: consumer-group
-//! descriptions with lag.
+//! descriptions with lag; deleting groups and their offsets, and committing offsets as an
+//! admin client does for a reset (Kafka's `Admin.deleteConsumerGroups`,
+//! `deleteConsumerGroupOffsets`, `alterConsumerGroupOffsets`).
 
 use std::time::Duration;
 
@@ -35,6 +37,57 @@ pub async fn describe_group(cluster: &Cluster, group: &str) -> Result<Option<Gro
     };
     match cluster.group_request(group, request, Duration::from_secs(5)).await? {
         GroupResponse::Describe(result) => result,
+        _ => Err(ErrorCode::UnknownServerError),
+    }
+}
+
+/// DeleteGroups: the group must be Empty (NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND when
+/// its coordinator does not know it); its offsets and record get tombstones.
+pub async fn delete_group(cluster: &Cluster, group: &str) -> Result<(), ErrorCode> {
+    let request = GroupRequest::DeleteGroup {
+        group_id: group.to_string(),
+    };
+    match cluster.group_request(group, request, Duration::from_secs(10)).await? {
+        GroupResponse::DeleteGroup(ErrorCode::None) => Ok(()),
+        GroupResponse::DeleteGroup(error) => Err(error),
+        _ => Err(ErrorCode::UnknownServerError),
+    }
+}
+
+/// OffsetDelete: each partition's outcome (GROUP_SUBSCRIBED_TO_TOPIC for topics the group's
+/// members subscribe to), or the group's error.
+pub async fn delete_offsets(
+    cluster: &Cluster,
+    group: &str,
+    partitions: &[TopicPartition],
+) -> Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode> {
+    let request = GroupRequest::OffsetDelete {
+        group_id: group.to_string(),
+        partitions: partitions.to_vec(),
+    };
+    match cluster.group_request(group, request, Duration::from_secs(10)).await? {
+        GroupResponse::OffsetDelete(result) => result,
+        _ => Err(ErrorCode::UnknownServerError),
+    }
+}
+
+/// Commits `offsets` for `group` as an admin client (generation -1, no member): how offsets
+/// are reset. The coordinator takes it only while the group is Empty (UNKNOWN_MEMBER_ID
+/// otherwise).
+pub async fn commit_offsets(
+    cluster: &Cluster,
+    group: &str,
+    offsets: &[(TopicPartition, i64)],
+) -> Result<(), ErrorCode> {
+    let request = GroupRequest::OffsetCommit {
+        group_id: group.to_string(),
+        generation: -1,
+        member_id: String::new(),
+        offsets: offsets.to_vec(),
+    };
+    match cluster.group_request(group, request, Duration::from_secs(10)).await? {
+        GroupResponse::OffsetCommit(ErrorCode::None) => Ok(()),
+        GroupResponse::OffsetCommit(error) => Err(error),
         _ => Err(ErrorCode::UnknownServerError),
     }
 }

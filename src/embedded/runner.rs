@@ -131,6 +131,25 @@ impl Shared {
                 cluster.delete_topic(name).await?;
                 Ok(outcome::topic_deleted(name))
             }
+            Command::ResetOffsets { group, offsets } => {
+                let offsets: Vec<(TopicPartition, i64)> = offsets
+                    .iter()
+                    .map(|(topic, partition, offset)| (TopicPartition::new(topic.clone(), *partition), *offset))
+                    .collect();
+                match crate::client::admin::commit_offsets(cluster, group, &offsets).await {
+                    Ok(()) => Ok(outcome::offsets_reset(group)),
+                    Err(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration | ErrorCode::RebalanceInProgress) => {
+                        bail!(outcome::reset_refused_active(group))
+                    }
+                    Err(e) => bail!("{e:?}"),
+                }
+            }
+            Command::DeleteGroup { group } => match crate::client::admin::delete_group(cluster, group).await {
+                Ok(()) => Ok(outcome::group_deleted(group)),
+                Err(ErrorCode::NonEmptyGroup) => bail!(outcome::delete_refused_active(group)),
+                Err(ErrorCode::GroupIdNotFound) => bail!(outcome::no_such_group(group)),
+                Err(e) => bail!("{e:?}"),
+            },
             Command::PauseDemo => {
                 let workload = self.workload.lock().await.take();
                 match workload {

@@ -344,6 +344,22 @@ impl Broker {
             }
             GroupRequest::ListGroups => GroupResponse::ListGroups(g.list_groups()),
             GroupRequest::Describe { group_id } => GroupResponse::Describe(g.describe(&group_id)),
+            GroupRequest::DeleteGroup { group_id } => GroupResponse::DeleteGroup(match g.delete_group(&group_id) {
+                Ok(write) => group::tombstone_error(await_coordinator_write(&self.ctx.clock, &write).await),
+                Err(error) => group::tombstone_error(error),
+            }),
+            GroupRequest::OffsetDelete { group_id, partitions } => {
+                GroupResponse::OffsetDelete(match g.delete_offsets(&group_id, &partitions) {
+                    Ok((outcome, None)) => Ok(outcome),
+                    Ok((outcome, Some(write))) => {
+                        match group::tombstone_error(await_coordinator_write(&self.ctx.clock, &write).await) {
+                            ErrorCode::None => Ok(outcome),
+                            error => Err(error),
+                        }
+                    }
+                    Err(error) => Err(group::tombstone_error(error)),
+                })
+            }
         }
     }
 

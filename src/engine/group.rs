@@ -9,9 +9,11 @@
 //! empties. A broker that becomes the partition's leader replays it, so its groups come back
 //! as they were: members keep their ids and generation and carry on without a rebalance.
 
+mod admin;
 mod load;
 mod record;
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -174,6 +176,14 @@ struct Group {
     /// leaves the group alone meanwhile, or the commit could land in memory after the
     /// tombstone that expired its partition (Kafka checks its pending commits).
     commit_pending_until: i64,
+    /// The first offset of the offsets partition that can belong to this group: a commit
+    /// appended before it was for a group since deleted, and is not exposed when it
+    /// completes late (in the log, the deletion's tombstones come after it).
+    born_at: i64,
+    /// Offsets deleted (OffsetDelete) while a commit may still be replicating, with their
+    /// tombstone's offset: a commit appended before the tombstone must not bring the offset
+    /// back when it completes.
+    tombstoned: BTreeMap<TopicPartition, i64>,
 }
 
 impl Group {
@@ -192,6 +202,16 @@ impl Group {
             pending_members: BTreeMap::new(),
             empty_since: None,
             commit_pending_until: i64::MIN,
+            born_at: i64::MIN,
+            tombstoned: BTreeMap::new(),
+        }
+    }
+
+    /// A group that starts existing now, when the offsets partition ends at `log_end`.
+    fn born(log_end: i64) -> Self {
+        Group {
+            born_at: log_end,
+            ..Group::new()
         }
     }
 
@@ -349,6 +369,20 @@ pub fn commit_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
+/// How Kafka answers a DeleteGroups or OffsetDelete whose tombstones could not be written
+/// (the group coordinator service's `normalizeException`).
+pub fn tombstone_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::UnknownTopicOrPartition
+        | ErrorCode::NotEnoughReplicas
+        | ErrorCode::NotEnoughReplicasAfterAppend
+        | ErrorCode::RequestTimedOut => ErrorCode::CoordinatorNotAvailable,
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        ErrorCode::MessageTooLarge => ErrorCode::UnknownServerError,
+        other => other,
+    }
+}
+
 enum Load {
     /// Replaying the partition as its leader in `leader_epoch`; nothing is served meanwhile.
     Loading { log: Arc<Partition>, leader_epoch: i32 },
@@ -380,6 +414,10 @@ struct CoordinatorState {
     /// By id: groups expire in one order on every run (and so write their tombstones).
     groups: BTreeMap<String, Group>,
     next_member: u64,
+    /// Per offsets partition, where the last group deletion's tombstones begin: a commit
+    /// appended before them and completing after finds its group gone and must not bring
+    /// it back.
+    deleted_at: HashMap<i32, i64>,
 }
 
 impl GroupCoordinator {
@@ -552,10 +590,11 @@ impl GroupCoordinator {
                 .map_or(-1, |load| load.log().role().1);
             let member_id = format!("{}-{epoch}-{:x}", req.group_id, state.next_member);
             let session_timeout = Duration::from_millis(req.session_timeout_ms);
+            let log_end = log_end(&state.partitions, self.offsets_partition(&req.group_id));
             state
                 .groups
                 .entry(req.group_id.clone())
-                .or_insert_with(Group::new)
+                .or_insert_with(|| Group::born(log_end))
                 .pending_members
                 .insert(member_id.clone(), now + session_timeout);
             let _ = tx.send(JoinGroupResponse {
@@ -814,26 +853,35 @@ impl GroupCoordinator {
         ErrorCode::None
     }
 
+    /// Kafka's `ClassicGroup.validateOffsetCommit`. A commit with a negative generation comes
+    /// from an admin client (an offset reset) or a consumer outside group management: it is
+    /// taken only while the group is Empty (or does not exist yet: it is created), else it is
+    /// UNKNOWN_MEMBER_ID, as for a member the group does not know.
     fn validate_commit(&self, state: &CoordinatorState, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
         if let Some(error) = self.check(state, group_id) {
             return error;
         }
-        let group = state.groups.get(group_id);
-        if generation < 0 && member_id.is_empty() {
-            // A commit outside group management is fine while nobody is a member.
-            return match group {
-                Some(g) if !g.members.is_empty() => ErrorCode::UnknownMemberId,
-                _ => ErrorCode::None,
+        let Some(group) = state.groups.get(group_id) else {
+            // Kafka creates a "simple" group for a commit without a generation; with one,
+            // OffsetCommit before v9 says ILLEGAL_GENERATION.
+            return if generation < 0 {
+                ErrorCode::None
+            } else {
+                ErrorCode::IllegalGeneration
             };
-        }
-        let Some(group) = group else {
-            return ErrorCode::UnknownMemberId;
         };
-        if !group.members.contains_key(member_id) {
-            return ErrorCode::UnknownMemberId;
+        if generation < 0 && group.state == GroupState::Empty {
+            return ErrorCode::None;
         }
-        if generation != group.generation {
-            return ErrorCode::IllegalGeneration;
+        if generation >= 0 || !member_id.is_empty() {
+            if !group.members.contains_key(member_id) {
+                return ErrorCode::UnknownMemberId;
+            }
+            if generation != group.generation {
+                return ErrorCode::IllegalGeneration;
+            }
+        } else {
+            return ErrorCode::UnknownMemberId;
         }
         if group.state == GroupState::CompletingRebalance {
             return ErrorCode::RebalanceInProgress;
@@ -861,36 +909,50 @@ impl GroupCoordinator {
         if planted::active(Bug::OffsetCommitNotWritten) {
             // Planted (issue 24): served from memory only; the next coordinator loads the log
             // without these offsets.
-            let partition = self.offsets_partition(group_id);
-            let end = state
-                .partitions
-                .get(&partition)
-                .map_or(0, |l| l.log().log.log_end_offset());
+            let end = log_end(&state.partitions, self.offsets_partition(group_id)).max(0);
+            state
+                .groups
+                .entry(group_id.to_string())
+                .or_insert_with(|| Group::born(end));
             drop(state);
             self.committed(group_id, offsets, end);
             return Ok(None);
         }
         let write = self.append(&state.partitions, group_id, offset_commit_batch(group_id, offsets))?;
         let pending_until = self.wall.now_ms().saturating_add(millis_i64(OFFSETS_COMMIT_TIMEOUT));
-        let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
+        let group = state
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| Group::born(write.appended.first_offset));
         group.commit_pending_until = pending_until;
         Ok(Some(write))
     }
 
     /// The commit records from `first_offset` on are replicated: expose the offsets, unless
-    /// a later record of the same partition got there first.
+    /// a later record of the same partition got there first (another commit, or the
+    /// tombstone of a deletion).
     pub(crate) fn committed(&self, group_id: &str, offsets: &[(TopicPartition, CommittedOffset)], first_offset: i64) {
         let mut state = self.lock();
         if self.check(&state, group_id).is_some() {
             // Not served here any more; whoever loads the partition replays the records.
             return;
         }
-        let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
+        let deleted_since = state
+            .deleted_at
+            .get(&self.offsets_partition(group_id))
+            .is_some_and(|&at| at > first_offset);
+        let group = match state.groups.entry(group_id.to_string()) {
+            Entry::Occupied(group) => group.into_mut(),
+            Entry::Vacant(_) if deleted_since => return,
+            Entry::Vacant(vacant) => vacant.insert(Group::new()),
+        };
+        if first_offset < group.born_at {
+            return;
+        }
         for ((tp, offset), appended_offset) in offsets.iter().zip(first_offset..) {
-            if group
-                .offsets
-                .get(tp)
-                .is_some_and(|c| c.appended_offset > appended_offset)
+            let later = |at: i64| at > appended_offset;
+            if group.offsets.get(tp).is_some_and(|c| later(c.appended_offset))
+                || group.tombstoned.get(tp).copied().is_some_and(later)
             {
                 continue;
             }
@@ -1111,6 +1173,9 @@ impl GroupCoordinator {
             } else {
                 group.empty_since = None;
             }
+            if now_ms >= group.commit_pending_until {
+                group.tombstoned.clear();
+            }
         }
         drop(state);
         for e in events {
@@ -1123,6 +1188,7 @@ impl GroupCoordinator {
 /// NOT_COORDINATOR and look for the new coordinator.
 fn unload_locked(state: &mut CoordinatorState, partition: i32, partition_of: impl Fn(&str) -> i32) {
     state.partitions.remove(&partition);
+    state.deleted_at.remove(&partition);
     let gone: Vec<String> = state
         .groups
         .keys()
@@ -1321,6 +1387,12 @@ fn group_metadata_batch(group: &str, value: &GroupMetadataValue) -> Vec<u8> {
         Some(record::group_metadata_value(value)),
     );
     encode(&[rec])
+}
+
+/// Where the offsets partition `partition` ends, as this coordinator writes it (-1 when not
+/// served here).
+fn log_end(partitions: &HashMap<i32, Load>, partition: i32) -> i64 {
+    partitions.get(&partition).map_or(-1, |l| l.log().log.log_end_offset())
 }
 
 fn encode(recs: &[records::Record]) -> Vec<u8> {

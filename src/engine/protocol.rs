@@ -44,6 +44,8 @@ pub enum ErrorCode {
     InvalidConfig = 40,
     InvalidRequest = 42,
     KafkaStorageError = 56,
+    NonEmptyGroup = 68,
+    GroupIdNotFound = 69,
     FencedLeaderEpoch = 74,
     UnknownLeaderEpoch = 75,
     StaleBrokerEpoch = 77,
@@ -53,6 +55,7 @@ pub enum ErrorCode {
     MemberIdRequired = 79,
     ElectionNotNeeded = 84,
     NoReassignmentInProgress = 85,
+    GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
     InvalidUpdateVersion = 96,
     IneligibleReplica = 107,
@@ -236,6 +239,15 @@ pub enum GroupRequest {
     Describe {
         group_id: String,
     },
+    /// DeleteGroups, for one group.
+    DeleteGroup {
+        group_id: String,
+    },
+    /// OffsetDelete.
+    OffsetDelete {
+        group_id: String,
+        partitions: Vec<TopicPartition>,
+    },
 }
 
 #[derive(Debug)]
@@ -248,4 +260,7 @@ pub enum GroupResponse {
     OffsetFetch(Result<Vec<(TopicPartition, i64)>, ErrorCode>),
     ListGroups(Vec<(String, GroupState)>),
     Describe(Result<Option<GroupDescription>, ErrorCode>),
+    DeleteGroup(ErrorCode),
+    /// Each partition's outcome, or the group's error.
+    OffsetDelete(Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode>),
 }

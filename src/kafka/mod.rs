@@ -1,12 +1,13 @@
 //! Kafka's shared vocabulary: the words both sides of kdeck use, the embedded engine and an
-//! external cluster's client alike. The topic-name rule, a ListOffsets lookup, a broker's id
-//! and where a key's records go mean the same whichever cluster the console shows, so they
-//! live here, at the bottom: this room imports nothing of ours, and the engine, the wire, the
-//! view and the remote client all import it.
+//! external cluster's client alike. The topic-name rule, a ListOffsets lookup, a broker's id,
+//! where a key's records go and where an offset reset moves a group mean the same whichever
+//! cluster the console shows, so they live here, at the bottom: this room imports nothing of
+//! ours, and the engine, the wire, the view and the remote client all import it.
 
 pub mod offsets;
 pub mod partitioner;
 pub mod reassign;
+pub mod reset;
 pub mod topic;
 
 pub use offsets::OffsetSpec;

@@ -41,6 +41,8 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetFetch, 8),
     (ApiKey::ListGroups, 4),
     (ApiKey::DescribeGroups, 5),
+    (ApiKey::DeleteGroups, 2),
+    (ApiKey::OffsetDelete, 0),
     (ApiKey::CreateTopics, 7),
     (ApiKey::DeleteTopics, 6),
     (ApiKey::CreatePartitions, 3),

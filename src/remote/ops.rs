@@ -15,12 +15,13 @@ use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteTopicsRequest,
-    DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteGroupsRequest,
+    DeleteTopicsRequest, DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest,
+    ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -35,6 +36,7 @@ pub use reassign::{alter_reassignments, assignments, list_reassignments};
 use super::{KafkaClient, RemoteError, Target, error_name};
 use crate::kafka::BrokerId;
 pub use crate::kafka::OffsetSpec;
+use crate::kafka::reset::{self, ResetSpec};
 use crate::view::TailRecord;
 
 /// A record to produce.
@@ -970,6 +972,173 @@ async fn committed_offsets_once(client: &KafkaClient, group: &str) -> Result<Vec
     }
     offsets.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
     Ok(offsets)
+}
+
+/// One partition of an offset reset: where the group was, where it goes, and where the log
+/// ends (the lag after the reset is `log_end - new`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResetPlan {
+    pub topic: String,
+    pub partition: i32,
+    /// The committed offset before the reset, if any.
+    pub old: Option<i64>,
+    pub new: i64,
+    pub log_end: i64,
+}
+
+/// Plans a reset of `group`'s offsets of `partitions` as kafka-consumer-groups.sh does
+/// ([`reset::new_offset`]): looks up each partition's log start and end, the group's committed
+/// offsets, and for a time the first offset at or after it (`now_ms` is the time a duration
+/// counts back from). Nothing is changed: commit the plan with [`commit_offsets`].
+pub async fn plan_offset_reset(
+    client: &KafkaClient,
+    group: &str,
+    partitions: &[(String, i32)],
+    spec: ResetSpec,
+    now_ms: i64,
+) -> Result<Vec<ResetPlan>, RemoteError> {
+    let starts = list_offsets(client, partitions, OffsetSpec::Earliest).await;
+    let ends = list_offsets(client, partitions, OffsetSpec::Latest).await;
+    let at_time = match spec.timestamp(now_ms) {
+        Some(ms) => list_offsets(client, partitions, OffsetSpec::Timestamp(ms))
+            .await
+            .into_iter()
+            .map(|r| r.map(|offset| (offset >= 0).then_some(offset)))
+            .collect(),
+        None => partitions.iter().map(|_| Ok(None)).collect::<Vec<_>>(),
+    };
+    let committed = committed_offsets(client, group).await?;
+    let mut plan = Vec::with_capacity(partitions.len());
+    for ((((topic, partition), start), end), at_time) in partitions.iter().zip(starts).zip(ends).zip(at_time) {
+        let offsets = reset::PartitionOffsets {
+            log_start: start?,
+            log_end: end?,
+            committed: committed
+                .iter()
+                .find(|c| c.topic == *topic && c.partition == *partition)
+                .map(|c| c.offset),
+            at_time: at_time?,
+        };
+        let new = reset::new_offset(spec, &offsets)
+            .map_err(|reason| RemoteError::Other(format!("{topic}/{partition}: {reason}")))?;
+        plan.push(ResetPlan {
+            topic: topic.clone(),
+            partition: *partition,
+            old: offsets.committed,
+            new,
+            log_end: offsets.log_end,
+        });
+    }
+    Ok(plan)
+}
+
+/// DeleteGroups for one group at its coordinator (once more at a new coordinator when the
+/// first one moved): GROUP_ID_NOT_FOUND when it does not exist, NON_EMPTY_GROUP while it has
+/// members.
+pub async fn delete_group(client: &KafkaClient, group: &str) -> Result<(), RemoteError> {
+    match delete_group_once(client, group).await {
+        Err(error) if is_coordinator_error(&error) => {
+            client.forget_coordinator(group);
+            delete_group_once(client, group).await
+        }
+        other => other,
+    }
+}
+
+async fn delete_group_once(client: &KafkaClient, group: &str) -> Result<(), RemoteError> {
+    let coordinator = client.coordinator(group).await?;
+    let target = Target::Broker(coordinator);
+    version(client, target, ApiKey::DeleteGroups).await?;
+    let request = DeleteGroupsRequest::default().with_groups_names(vec![group_id(group)]);
+    let response = client.send(target, request).await?;
+    let result = response
+        .results
+        .iter()
+        .find(|r| r.group_id.0.as_str() == group)
+        .ok_or_else(|| RemoteError::Protocol {
+            broker: coordinator.to_string(),
+            reason: format!("DeleteGroups answer without group {group}"),
+        })?;
+    if result.error_code != 0 {
+        return Err(kafka_error(format!("deleting group {group}"), result.error_code, None));
+    }
+    Ok(())
+}
+
+/// One partition's outcome of an OffsetDelete: `None` when its offset was deleted.
+pub type OffsetDeletion = (String, i32, Option<RemoteError>);
+
+/// OffsetDelete at the group's coordinator: each partition's outcome, in the order asked
+/// (GROUP_SUBSCRIBED_TO_TOPIC for topics the group's members consume), or the error about the
+/// whole group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP...).
+pub async fn delete_offsets(
+    client: &KafkaClient,
+    group: &str,
+    partitions: &[(String, i32)],
+) -> Result<Vec<OffsetDeletion>, RemoteError> {
+    match delete_offsets_once(client, group, partitions).await {
+        Err(error) if is_coordinator_error(&error) => {
+            client.forget_coordinator(group);
+            delete_offsets_once(client, group, partitions).await
+        }
+        other => other,
+    }
+}
+
+async fn delete_offsets_once(
+    client: &KafkaClient,
+    group: &str,
+    partitions: &[(String, i32)],
+) -> Result<Vec<OffsetDeletion>, RemoteError> {
+    let coordinator = client.coordinator(group).await?;
+    let target = Target::Broker(coordinator);
+    version(client, target, ApiKey::OffsetDelete).await?;
+    let mut topics: Vec<OffsetDeleteRequestTopic> = Vec::new();
+    for (topic, partition) in partitions {
+        let entry = OffsetDeleteRequestPartition::default().with_partition_index(*partition);
+        match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.partitions.push(entry),
+            None => topics.push(
+                OffsetDeleteRequestTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![entry]),
+            ),
+        }
+    }
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(group_id(group))
+        .with_topics(topics);
+    let response = client.send(target, request).await?;
+    if response.error_code != 0 {
+        return Err(kafka_error(
+            format!("deleting offsets of group {group}"),
+            response.error_code,
+            None,
+        ));
+    }
+    partitions
+        .iter()
+        .map(|(topic, partition)| {
+            let answer = response
+                .topics
+                .iter()
+                .filter(|t| t.name.0.as_str() == topic)
+                .flat_map(|t| t.partitions.iter())
+                .find(|p| p.partition_index == *partition)
+                .ok_or_else(|| RemoteError::Protocol {
+                    broker: coordinator.to_string(),
+                    reason: format!("OffsetDelete answer without {topic}/{partition}"),
+                })?;
+            let error = (answer.error_code != 0).then(|| {
+                kafka_error(
+                    format!("deleting group {group}'s offset of {topic}/{partition}"),
+                    answer.error_code,
+                    None,
+                )
+            });
+            Ok((topic.clone(), *partition, error))
+        })
+        .collect()
 }
 
 /// Creates a topic at the controller; `partitions` / `replication_factor` -1 take the brokers'

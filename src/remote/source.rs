@@ -267,10 +267,33 @@ async fn execute(
             ops::delete_topic(client, name).await.map_err(kafka)?;
             Ok(outcome::topic_deleted(name))
         }
+        Command::ResetOffsets { group, offsets } => match ops::commit_offsets(client, group, offsets).await {
+            Ok(()) => Ok(outcome::offsets_reset(group)),
+            Err(e) if kafka_code(&e) == Some(UNKNOWN_MEMBER_ID) => Err(outcome::reset_refused_active(group)),
+            Err(e) => Err(kafka(e)),
+        },
+        Command::DeleteGroup { group } => match ops::delete_group(client, group).await {
+            Ok(()) => Ok(outcome::group_deleted(group)),
+            Err(e) if kafka_code(&e) == Some(NON_EMPTY_GROUP) => Err(outcome::delete_refused_active(group)),
+            Err(e) if kafka_code(&e) == Some(GROUP_ID_NOT_FOUND) => Err(outcome::no_such_group(group)),
+            Err(e) => Err(kafka(e)),
+        },
         // Kafka's AlterConfigs could set min.insync.replicas and the unclean rule, but an
         // operator's console does not change a shared cluster's settings as a side effect
         // of a trainer's toggle.
         other => Err(outcome::embedded_only(other)),
+    }
+}
+
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const NON_EMPTY_GROUP: i16 = 68;
+const GROUP_ID_NOT_FOUND: i16 = 69;
+
+/// The Kafka error code of a broker's answer, if that is what went wrong.
+fn kafka_code(error: &RemoteError) -> Option<i16> {
+    match error {
+        RemoteError::Kafka { code, .. } => Some(*code),
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Pane;
+use crate::kafka::reset::ResetSpec;
 use crate::view::{BrokerId, Command, LinkState, ProduceRequest, ReplicaMove, SeekPosition, TailSpec};
 
 /// One thing the console does. Serialized as a table tagged by `action` in snake_case:
@@ -198,6 +199,18 @@ pub enum Action {
     ResumeGroup {
         group: String,
     },
+    /// Move an empty group's committed offsets (of one topic, or all it has): a preview of
+    /// old -> new offsets and the lag after is confirmed first.
+    ResetOffsets {
+        group: String,
+        #[serde(default)]
+        topic: Option<String>,
+        to: ResetSpec,
+    },
+    /// Delete a group without active members, with its offsets (asks first).
+    DeleteGroup {
+        group: String,
+    },
 }
 
 /// What "explain" explains: `{ kind = "partition", topic = "orders", partition = 0 }`,
@@ -370,6 +383,7 @@ impl Action {
             Action::RemoveMember { group } => Command::RemoveMember { group: group.clone() },
             Action::PauseGroup { group } => Command::PauseGroup { group: group.clone() },
             Action::ResumeGroup { group } => Command::ResumeGroup { group: group.clone() },
+            Action::DeleteGroup { group } => Command::DeleteGroup { group: group.clone() },
             _ => return None,
         })
     }
@@ -390,7 +404,10 @@ impl Action {
     /// produce or create dialog counts, so that a read-only console offers no form.
     pub fn mutates(&self) -> bool {
         self.command().is_some_and(|c| c.mutates())
-            || matches!(self, Action::OpenProduce { .. } | Action::OpenCreateTopic)
+            || matches!(
+                self,
+                Action::OpenProduce { .. } | Action::OpenCreateTopic | Action::ResetOffsets { .. }
+            )
     }
 }
 

@@ -19,6 +19,7 @@ use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
 use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
+use crate::kafka::reset::{self, ResetSpec};
 use crate::view::explain::Explanation;
 use crate::view::lang::Msg;
 use crate::view::{
@@ -1504,6 +1505,7 @@ impl App {
                 self.overlays.insert(0, Overlay::Caption { title, text });
             }
             Action::HideCaption => self.overlays.retain(|o| !matches!(o, Overlay::Caption { .. })),
+            Action::ResetOffsets { group, topic, to } => self.preview_reset(&group, topic.as_deref(), to, now),
             other => self.cluster_action(other, now, &mut effects),
         }
         self.ensure_tail(&mut effects);
@@ -1558,6 +1560,17 @@ impl App {
             Action::Reassign { moves } => {
                 let question = self.reassign_question(moves);
                 self.overlays.push(Overlay::Confirm { question, command });
+            }
+            Action::DeleteGroup { group } if self.group_active(group) => self.hint(
+                &lang.fmt(
+                    "group {group} has active members: stop its consumers before deleting it",
+                    &[("group", &group)],
+                ),
+                now,
+            ),
+            Action::DeleteGroup { group } => {
+                let question = lang.fmt("Delete group {group} and its committed offsets?", &[("group", &group)]);
+                self.submit_destructive(command, question, now, effects)
             }
             Action::SetMinInsync { .. }
             | Action::SetUncleanElection { .. }
@@ -1627,6 +1640,116 @@ impl App {
             lines.push(lang.fmt("  and {n} more", &[("n", &(moves.len() - SHOWN).to_string())]));
         }
         lines.join("\n")
+    }
+
+    /// Whether a group has active members as the view shows it (a group the view does not
+    /// list has none).
+    fn group_active(&self, group: &str) -> bool {
+        self.view
+            .groups
+            .iter()
+            .any(|g| g.group_id == group && !matches!(g.state.as_str(), "Empty" | "Dead"))
+    }
+
+    /// `:reset-offsets`: the plan, as kafka-consumer-groups.sh --dry-run prints it, from what
+    /// the view shows (the group's committed offsets, each partition's log start and high
+    /// watermark), in a confirmation; yes commits exactly the offsets shown. Refused, as Kafka
+    /// refuses it, while the group has active members.
+    fn preview_reset(&mut self, group: &str, topic: Option<&str>, to: ResetSpec, now: DateTime<Utc>) {
+        let lang = self.lang;
+        let Some(row) = self.view.groups.iter().find(|g| g.group_id == group) else {
+            return self.hint(&lang.fmt("group {group} does not exist", &[("group", &group)]), now);
+        };
+        if reset::reset_refused(group, &row.state).is_some() {
+            let state = row.state.clone();
+            return self.hint(
+                &lang.fmt(
+                    "Assignments can only be reset if the group '{group}' is inactive, but the current state is {state}.",
+                    &[("group", &group), ("state", &state)],
+                ),
+                now,
+            );
+        }
+        // --topic T: every partition of T; else every partition with a committed offset.
+        let partitions: Vec<(String, i32)> = match topic {
+            Some(t) => self
+                .view
+                .partitions_of(t)
+                .map(|p| (p.topic.clone(), p.partition))
+                .collect(),
+            None => row.offsets.iter().map(|o| (o.topic.clone(), o.partition)).collect(),
+        };
+        if partitions.is_empty() {
+            return self.hint(
+                &lang.fmt("group {group} has no committed offsets to reset", &[("group", &group)]),
+                now,
+            );
+        }
+        let mut offsets = Vec::with_capacity(partitions.len());
+        let mut lines = vec![lang.fmt(
+            "Reset the offsets of group {group}? (old -> new, lag after)",
+            &[("group", &group)],
+        )];
+        for (t, p) in partitions {
+            let committed = row
+                .offsets
+                .iter()
+                .find(|o| o.topic == t && o.partition == p)
+                .map(|o| o.committed);
+            let bounds = self
+                .view
+                .partitions_of(&t)
+                .find(|r| r.partition == p)
+                .and_then(|r| Some((r.log_start_offset.unwrap_or(0), r.high_watermark?)));
+            let Some((log_start, log_end)) = bounds else {
+                return self.hint(
+                    &lang.fmt(
+                        "{partition}: its end offset is not known yet",
+                        &[("partition", &format!("{t}-{p}"))],
+                    ),
+                    now,
+                );
+            };
+            let known = reset::PartitionOffsets {
+                log_start,
+                log_end,
+                committed,
+                at_time: None,
+            };
+            let new = match reset::new_offset(to, &known) {
+                Ok(new) => new,
+                Err(_) => {
+                    return self.hint(
+                        &lang.fmt(
+                            "{partition}: no committed offset to shift",
+                            &[("partition", &format!("{t}-{p}"))],
+                        ),
+                        now,
+                    );
+                }
+            };
+            let old = committed.map_or("-".to_string(), |c| c.to_string());
+            let lag = (log_end - new).max(0);
+            lines.push(lang.fmt(
+                "  {partition}  {old} -> {new}  lag {lag}",
+                &[
+                    ("partition", &format!("{t}-{p}")),
+                    ("old", &old),
+                    ("new", &new),
+                    ("lag", &lag),
+                ],
+            ));
+            offsets.push((t, p, new));
+        }
+        let command = Command::ResetOffsets {
+            group: group.to_string(),
+            offsets,
+        };
+        // Always asked, whatever confirm_destructive says: the preview is the point.
+        self.overlays.push(Overlay::Confirm {
+            question: lines.join("\n"),
+            command,
+        });
     }
 
     /// The question a live toggle asks in the operator's console.

@@ -14,6 +14,7 @@ use super::Pane;
 use super::action::{Action, ExplainTarget};
 use super::overlay::parse_time;
 use crate::kafka::reassign::{self, Assignment, Goal};
+use crate::kafka::reset::ResetSpec;
 use crate::view::{BrokerId, BrokerStatus, ClusterView, LinkState, ProduceRequest, ReplicaMove, SeekPosition};
 
 /// One command: its name, its arguments as help shows them, what it does, and whether it
@@ -114,6 +115,16 @@ pub const COMMANDS: &[Spec] = &[
         "group",
         "pause|resume GROUP",
         "stop a demo group's consumers polling, or let them go on",
+    ),
+    spec(
+        "reset-offsets",
+        "GROUP --to-earliest|--to-latest|--to-offset N|--shift-by N [--topic TOPIC]",
+        "move an empty group's committed offsets, after a preview of old -> new offsets and lag",
+    ),
+    spec(
+        "delete-group",
+        "GROUP",
+        "delete a group without active members, with its committed offsets",
     ),
     look("freeze", "", "stop the cluster's clock"),
     look("thaw", "", "let the cluster's clock run again"),
@@ -270,6 +281,8 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
         ("member", ["remove", g]) => Action::RemoveMember { group: group(view, g)? },
         ("group", ["pause", g]) => Action::PauseGroup { group: group(view, g)? },
         ("group", ["resume", g]) => Action::ResumeGroup { group: group(view, g)? },
+        ("reset-offsets", [g, options @ ..]) => reset_offsets(view, g, options).map_err(|e| e.unwrap_or_else(usage))?,
+        ("delete-group", [g]) => Action::DeleteGroup { group: group(view, g)? },
         ("freeze", []) => Action::Freeze,
         ("thaw", []) => Action::Thaw,
         ("slow", [factor]) => {
@@ -522,6 +535,50 @@ fn seek_position(text: &str, cx: &Context) -> Result<SeekPosition, String> {
     })
 }
 
+/// `reset-offsets GROUP --to-... [--topic TOPIC]`, options in any order; `Err(None)` when
+/// the line is not the command's shape (the usage says it).
+fn reset_offsets(view: &ClusterView, g: &str, options: &[&str]) -> Result<Action, Option<String>> {
+    let group = group(view, g)?;
+    let (mut to, mut topic_name) = (None, None);
+    let mut rest = options.iter();
+    while let Some(option) = rest.next() {
+        let spec = match *option {
+            "--to-earliest" => ResetSpec::Earliest,
+            "--to-latest" => ResetSpec::Latest,
+            "--to-offset" | "--shift-by" => {
+                let value = rest.next().ok_or(None)?;
+                let n = number::<i64>(value, "a number")?;
+                if *option == "--to-offset" {
+                    if n < 0 {
+                        return Err(Some(format!("offset {n} is negative")));
+                    }
+                    ResetSpec::Offset(n)
+                } else {
+                    ResetSpec::ShiftBy(n)
+                }
+            }
+            "--topic" => {
+                let name = rest.next().ok_or(None)?;
+                if topic_name.replace(topic(view, name)?).is_some() {
+                    return Err(None);
+                }
+                continue;
+            }
+            _ => return Err(None),
+        };
+        if to.replace(spec).is_some() {
+            return Err(Some(
+                "one of --to-earliest, --to-latest, --to-offset, --shift-by".into(),
+            ));
+        }
+    }
+    Ok(Action::ResetOffsets {
+        group,
+        topic: topic_name,
+        to: to.ok_or(None)?,
+    })
+}
+
 fn create_topic(name: &str, options: &[&str]) -> Result<Action, String> {
     if let Some(problem) = crate::view::topic_name_error(name) {
         return Err(format!("topic name {name:?}: {problem}"));
@@ -660,7 +717,9 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         ["explain"] => words_of(&["partition", "broker", "group"]),
         ["explain", "partition"] | ["log" | "flow"] => partitions(),
         ["explain", "broker"] => brokers(),
-        ["explain", "group"] | ["member" | "group", _] => groups(),
+        ["explain", "group"] | ["member" | "group", _] | ["reset-offsets" | "delete-group"] => groups(),
+        ["reset-offsets", .., "--topic"] => topics(),
+        ["reset-offsets", _, ..] => words_of(&["--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--topic"]),
         ["link"] => words_of(&["cut", "heal", "delay"]),
         ["link", _] | ["link", _, _] => brokers(),
         ["member"] => words_of(&["add", "remove"]),

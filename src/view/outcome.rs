@@ -46,6 +46,29 @@ pub fn topic_deleted(name: &str) -> String {
     format!("topic {name} deleted")
 }
 
+pub fn offsets_reset(group: &str) -> String {
+    format!("offsets of group {group} reset")
+}
+
+pub fn group_deleted(group: &str) -> String {
+    format!("group {group} deleted with its committed offsets")
+}
+
+/// Why a group's offsets were not reset: Kafka's coordinator refuses a commit from outside
+/// the generation while the group has members.
+pub fn reset_refused_active(group: &str) -> String {
+    format!("group {group} has active members: stop its consumers before resetting its offsets")
+}
+
+/// Why a group was not deleted (NON_EMPTY_GROUP).
+pub fn delete_refused_active(group: &str) -> String {
+    format!("group {group} has active members: stop its consumers before deleting it")
+}
+
+pub fn no_such_group(group: &str) -> String {
+    format!("group {group} does not exist")
+}
+
 pub const DEMO_PAUSED: &str = "demo workload paused";
 pub const DEMO_RESUMED: &str = "demo workload resumed";
 

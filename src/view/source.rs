@@ -112,6 +112,16 @@ pub enum Command {
     ResumeGroup {
         group: String,
     },
+    /// Commit these offsets for a group without active members (an offset reset whose
+    /// preview the operator confirmed): (topic, partition, offset).
+    ResetOffsets {
+        group: String,
+        offsets: Vec<(String, i32, i64)>,
+    },
+    /// Delete a group without active members, with its committed offsets.
+    DeleteGroup {
+        group: String,
+    },
 }
 
 /// One partition's part in a reassignment: its target replicas, or `None` to cancel its
@@ -206,6 +216,8 @@ impl std::fmt::Display for Command {
             Command::RemoveMember { group } => write!(f, "remove a consumer from {group}"),
             Command::PauseGroup { group } => write!(f, "pause the consumers of {group}"),
             Command::ResumeGroup { group } => write!(f, "resume the consumers of {group}"),
+            Command::ResetOffsets { group, .. } => write!(f, "reset the offsets of group {group}"),
+            Command::DeleteGroup { group } => write!(f, "delete group {group}"),
         }
     }
 }

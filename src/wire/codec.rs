@@ -55,6 +55,8 @@ pub enum RequestBody {
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
     ListPartitionReassignments(ListPartitionReassignmentsRequest),
     DescribeCluster(DescribeClusterRequest),
+    DeleteGroups(DeleteGroupsRequest),
+    OffsetDelete(OffsetDeleteRequest),
 }
 
 #[derive(Debug)]
@@ -137,6 +139,8 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         ApiKey::ListPartitionReassignments => {
             RequestBody::ListPartitionReassignments(ListPartitionReassignmentsRequest::decode(b, v).map_err(malformed)?)
         }
+        ApiKey::DeleteGroups => RequestBody::DeleteGroups(DeleteGroupsRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::OffsetDelete => RequestBody::OffsetDelete(OffsetDeleteRequest::decode(b, v).map_err(malformed)?),
         ApiKey::DescribeCluster => {
             RequestBody::DescribeCluster(DescribeClusterRequest::decode(b, v).map_err(malformed)?)
         }

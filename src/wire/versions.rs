@@ -37,6 +37,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     // KIP-455; v1 adds allow_replication_factor_change (KIP-860).
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    // Every version: v2 is v1 made flexible. Admin clients delete groups with it
+    // (kafka-consumer-groups.sh --delete, confluent-kafka's delete_consumer_groups).
+    (ApiKey::DeleteGroups, 0, 2),
+    // Its only version: kafka-consumer-groups.sh --delete-offsets, Admin.deleteConsumerGroupOffsets.
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

@@ -727,6 +727,107 @@ def scenario_reassign(server):
     print(f"  reassign: {len(producer.acked)} records acknowledged during the moves, all read back")
 
 
+def group_state(server, group):
+    described = admin(server).describe_consumer_groups([group])[group].result(timeout=30)
+    return described.state.name
+
+
+def wait_group_state(server, group, state, timeout=60):
+    deadline = time.time() + timeout
+    while group_state(server, group) != state:
+        assert time.time() < deadline, f"group {group} never became {state}: {group_state(server, group)}"
+        time.sleep(0.2)
+
+
+def admin_error(future):
+    """The Kafka error a failed admin future raises (None when it succeeds)."""
+    try:
+        future.result(timeout=30)
+    except KafkaException as e:
+        return e.args[0].code()
+    return None
+
+
+def scenario_group_offsets(server):
+    """kafka-consumer-groups.sh's work through confluent-kafka's AdminClient: an empty group's
+    offsets altered and read back (and moved by kdeck's CLI), refused while the group has a
+    member; groups deleted, refused while one has a member or when it does not exist."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    topic, group = "ledger", "ledger-readers"
+    create_topic(server, topic, 3, 3)
+    producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all"})
+    for p in range(3):
+        for i in range(10):
+            producer.produce(topic, value=f"{p}-{i}", partition=p)
+    assert producer.flush(30) == 0, "records left unsent"
+
+    def member():
+        c = Consumer({
+            "bootstrap.servers": server.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        })
+        c.subscribe([topic])
+        return c
+
+    def read(c, count):
+        got = []
+        deadline = time.time() + 60
+        while len(got) < count:
+            assert time.time() < deadline, f"read {len(got)} of {count}"
+            got += [(m.partition(), m.offset()) for m in c.consume(100, timeout=0.5) if not m.error()]
+        return got
+
+    # The group reads everything, commits and leaves: Empty, its offsets at the ends.
+    c = member()
+    read(c, 30)
+    c.commit(asynchronous=False)
+    c.close()
+    wait_group_state(server, group, "EMPTY")
+    assert committed_offsets(server, group, topic, 3) == {0: 10, 1: 10, 2: 10}
+
+    def alter(offsets):
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+        return list(admin(server).alter_consumer_group_offsets([request]).values())[0]
+
+    altered = alter({0: 3, 1: 0}).result(timeout=30)
+    assert [tp.error for tp in altered.topic_partitions] == [None, None], altered.topic_partitions
+    assert committed_offsets(server, group, topic, 3) == {0: 3, 1: 0, 2: 10}
+    # kdeck's CLI moves the same offsets: what it commits, librdkafka reads back.
+    kdeck_cli(server, "groups", "reset-offsets", group, "--topic", f"{topic}:2", "--shift-by", "-4", "--execute")
+    assert committed_offsets(server, group, topic, 3) == {0: 3, 1: 0, 2: 6}
+
+    # A member resumes from there: 7 + 10 + 4 records. While it is in the group, its offsets
+    # are not altered and the group is not deleted.
+    c = member()
+    resumed = read(c, 21)
+    assert sorted(resumed) == sorted(
+        [(0, o) for o in range(3, 10)] + [(1, o) for o in range(10)] + [(2, o) for o in range(6, 10)]
+    ), resumed
+    wait_group_state(server, group, "STABLE")
+    try:
+        # The coordinator refuses a commit from outside the generation (as Kafka's does,
+        # UNKNOWN_MEMBER_ID); librdkafka tells it on the partition.
+        refused = alter({0: 0}).result(timeout=30).topic_partitions
+        assert [tp.error and tp.error.code() for tp in refused] == [KafkaError.UNKNOWN_MEMBER_ID], refused
+        deleting = admin(server).delete_consumer_groups([group])[group]
+        assert admin_error(deleting) == KafkaError.NON_EMPTY_GROUP
+        assert committed_offsets(server, group, topic, 3) == {0: 3, 1: 0, 2: 6}
+    finally:
+        c.close()
+
+    # Empty again, the group is deleted with its offsets; a second deletion finds nothing.
+    wait_group_state(server, group, "EMPTY")
+    assert admin_error(admin(server).delete_consumer_groups([group])[group]) is None
+    groups = admin(server).list_consumer_groups().result(timeout=30)
+    assert group not in [g.group_id for g in groups.valid], groups.valid
+    assert committed_offsets(server, group, topic, 3) == {0: -1001, 1: -1001, 2: -1001}
+    again = admin(server).delete_consumer_groups([group])[group]
+    assert admin_error(again) == KafkaError.GROUP_ID_NOT_FOUND
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -738,6 +839,7 @@ SCENARIOS = {
     "idempotent-chaos": scenario_idempotent_chaos,
     "group-failover": scenario_group_failover,
     "reassign": scenario_reassign,
+    "group-offsets": scenario_group_offsets,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the

@@ -244,13 +244,13 @@ fn put_bytes(b: &mut BytesMut, bytes: &[u8]) {
 
 /// Kafka's schema types over a record's bytes; `flexible` versions use compact (varint)
 /// lengths and end each struct with tagged fields.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     buf: &'a [u8],
     flexible: bool,
 }
 
 impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8], flexible: bool) -> Self {
+    pub(super) fn new(buf: &'a [u8], flexible: bool) -> Self {
         Reader { buf, flexible }
     }
 
@@ -261,7 +261,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
+    pub(super) fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
         self.need(2, what)?;
         Ok(self.buf.get_i16())
     }
@@ -322,7 +322,7 @@ impl<'a> Reader<'a> {
             .map_err(|_| RecordError::NotUtf8(what))
     }
 
-    fn string(&mut self, what: &'static str) -> Result<String, RecordError> {
+    pub(super) fn string(&mut self, what: &'static str) -> Result<String, RecordError> {
         self.nullable_string(what)?.ok_or(RecordError::NegativeLength(what))
     }
 
@@ -331,7 +331,7 @@ impl<'a> Reader<'a> {
         Ok(Bytes::copy_from_slice(self.take(len, what)?))
     }
 
-    fn array_len(&mut self, what: &'static str) -> Result<usize, RecordError> {
+    pub(super) fn array_len(&mut self, what: &'static str) -> Result<usize, RecordError> {
         self.length(what, true)?.ok_or(RecordError::NegativeLength(what))
     }
 

@@ -435,3 +435,71 @@ async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps
     );
     assert_eq!(successor.describe("gone"), Ok(None));
 }
+
+/// A standalone commit of `offset` for `tp`, appended but not yet replicated.
+fn commit_appended(coordinator: &GroupCoordinator, group: &str, tp: &TopicPartition, offset: i64) -> i64 {
+    coordinator
+        .commit_offsets(group, -1, "", &[(tp.clone(), commit(offset))])
+        .expect("commit accepted")
+        .expect("written")
+        .appended
+        .first_offset
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_appended_before_its_group_was_deleted_does_not_bring_the_group_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
+    let tp = TopicPartition::new("orders", 0);
+    let at = commit_appended(&coordinator, "billing", &tp, 10);
+    coordinator.delete_group("billing").expect("an empty group is deleted");
+    // The commit's record precedes the tombstones: a reload would not have it either.
+    coordinator.committed("billing", &[(tp.clone(), commit(10))], at);
+    assert_eq!(coordinator.describe("billing"), Ok(None));
+    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(Vec::new()));
+
+    // A group of the same name made afresh ignores the old commit too.
+    let again = commit_appended(&coordinator, "billing", &tp, 30);
+    coordinator.committed("billing", &[(tp.clone(), commit(10))], at);
+    coordinator.committed("billing", &[(tp.clone(), commit(30))], again);
+    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(vec![(tp, 30)]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_appended_before_its_offset_was_deleted_does_not_bring_the_offset_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
+    let tp = TopicPartition::new("orders", 0);
+    let first = commit_appended(&coordinator, "billing", &tp, 10);
+    coordinator.committed("billing", &[(tp.clone(), commit(10))], first);
+    let in_flight = commit_appended(&coordinator, "billing", &tp, 20);
+    let (outcome, write) = coordinator
+        .delete_offsets("billing", std::slice::from_ref(&tp))
+        .expect("offset delete");
+    assert_eq!(outcome, vec![(tp.clone(), ErrorCode::None)]);
+    assert!(write.is_some(), "a tombstone was written");
+    coordinator.committed("billing", &[(tp.clone(), commit(20))], in_flight);
+    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(Vec::new()));
+}
+
+#[test]
+fn a_consumer_subscription_gives_its_topics_and_garbage_gives_none() {
+    // ConsumerProtocolSubscription v1: version, topics, user data, owned partitions.
+    let mut b = Vec::new();
+    b.extend_from_slice(&1i16.to_be_bytes());
+    b.extend_from_slice(&2i32.to_be_bytes());
+    for topic in ["orders", "payments"] {
+        b.extend_from_slice(&(topic.len() as i16).to_be_bytes());
+        b.extend_from_slice(topic.as_bytes());
+    }
+    b.extend_from_slice(&(-1i32).to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    assert_eq!(
+        admin::subscription_topics(&b),
+        Some(vec!["orders".to_string(), "payments".to_string()])
+    );
+    assert_eq!(admin::subscription_topics(&b[..9]), None);
+    assert_eq!(admin::subscription_topics(b"x"), None);
+}

@@ -1,8 +1,10 @@
 //! The classic consumer-group APIs, answered by this broker's group coordinator (a broker
-//! that does not coordinate the group says NOT_COORDINATOR, and the client looks again).
+//! that does not coordinate the group says NOT_COORDINATOR, and the client looks again);
+//! with the admin ones that delete groups and their offsets.
 
 use std::time::Duration;
 
+use kafka_protocol::messages::delete_groups_response::{DeletableGroupResult, DeleteGroupsResponse};
 use kafka_protocol::messages::describe_groups_response::{
     DescribeGroupsResponse, DescribedGroup, DescribedGroupMember,
 };
@@ -12,13 +14,17 @@ use kafka_protocol::messages::list_groups_response::{ListGroupsResponse, ListedG
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponse, OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{
-    DescribeGroupsRequest, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, SyncGroupResponse,
+    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    SyncGroupRequest, SyncGroupResponse,
 };
 
 use super::{BrokerDown, Context, OPERATIONS_NOT_REQUESTED, codes, reached, str_bytes, topic_name};
@@ -419,4 +425,95 @@ pub async fn describe_groups(
         groups.push(group.with_authorized_operations(OPERATIONS_NOT_REQUESTED));
     }
     Ok(DescribeGroupsResponse::default().with_groups(groups))
+}
+
+/// DeleteGroups: each group (once, however often it is named) deleted by its coordinator,
+/// which must be this broker (NOT_COORDINATOR otherwise: the admin client asks the right one).
+pub async fn delete_groups(ctx: &Context, request: &DeleteGroupsRequest) -> Result<DeleteGroupsResponse, BrokerDown> {
+    let mut results: Vec<DeletableGroupResult> = Vec::with_capacity(request.groups_names.len());
+    for group_id in &request.groups_names {
+        if results.iter().any(|r| r.group_id == *group_id) {
+            continue;
+        }
+        let code = if group_id.0.is_empty() {
+            codes::INVALID_GROUP_ID
+        } else {
+            let engine_request = GroupRequest::DeleteGroup {
+                group_id: group_id.0.to_string(),
+            };
+            match call(ctx, engine_request, GROUP_CALL).await? {
+                Ok(GroupResponse::DeleteGroup(e)) => e.code(),
+                Ok(_) => ErrorCode::UnknownServerError.code(),
+                Err(e) => e.code(),
+            }
+        };
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(group_id.clone())
+                .with_error_code(code),
+        );
+    }
+    Ok(DeleteGroupsResponse::default().with_results(results))
+}
+
+/// OffsetDelete: the partitions of topics the cluster does not know are
+/// UNKNOWN_TOPIC_OR_PARTITION (Kafka checks the metadata before the coordinator); the
+/// coordinator answers for the others. An error about the group is the response's, without
+/// topics.
+pub async fn offset_delete(ctx: &Context, request: &OffsetDeleteRequest) -> Result<OffsetDeleteResponse, BrokerDown> {
+    if request.group_id.0.is_empty() {
+        return Ok(OffsetDeleteResponse::default().with_error_code(codes::INVALID_GROUP_ID));
+    }
+    let image = ctx.cluster.metadata();
+    let known = |topic: &str| image.topics.contains_key(topic);
+    let partitions: Vec<TopicPartition> = request
+        .topics
+        .iter()
+        .filter(|t| known(t.name.0.as_str()))
+        .flat_map(|t| {
+            let name = t.name.0.to_string();
+            t.partitions
+                .iter()
+                .map(move |p| TopicPartition::new(name.clone(), p.partition_index))
+        })
+        .collect();
+    let engine_request = GroupRequest::OffsetDelete {
+        group_id: request.group_id.0.to_string(),
+        partitions,
+    };
+    let outcome = match call(ctx, engine_request, GROUP_CALL).await? {
+        Ok(GroupResponse::OffsetDelete(Ok(outcome))) => outcome,
+        Ok(GroupResponse::OffsetDelete(Err(e))) | Err(e) => {
+            return Ok(OffsetDeleteResponse::default().with_error_code(e.code()));
+        }
+        Ok(_) => return Ok(OffsetDeleteResponse::default().with_error_code(ErrorCode::UnknownServerError.code())),
+    };
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let code = if !known(name) {
+                        codes::UNKNOWN_TOPIC_OR_PARTITION
+                    } else {
+                        outcome
+                            .iter()
+                            .find(|(tp, _)| tp.topic == name && tp.partition == p.partition_index)
+                            .map_or(ErrorCode::UnknownServerError.code(), |(_, e)| e.code())
+                    };
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            OffsetDeleteResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    Ok(OffsetDeleteResponse::default().with_topics(topics))
 }

@@ -155,6 +155,8 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::OffsetFetch(r) => frame(&request, &groups::offset_fetch(ctx, r, v).await?),
         RequestBody::ListGroups(r) => frame(&request, &groups::list_groups(ctx, r).await?),
         RequestBody::DescribeGroups(r) => frame(&request, &groups::describe_groups(ctx, r).await?),
+        RequestBody::DeleteGroups(r) => frame(&request, &groups::delete_groups(ctx, r).await?),
+        RequestBody::OffsetDelete(r) => frame(&request, &groups::offset_delete(ctx, r).await?),
         RequestBody::CreateTopics(r) => frame(&request, &admin::create_topics(ctx, r).await),
         RequestBody::DeleteTopics(r) => frame(&request, &admin::delete_topics(ctx, r, v).await),
         RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),
