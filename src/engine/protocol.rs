@@ -42,6 +42,8 @@ pub enum ErrorCode {
     NotController = 41,
     InvalidConfig = 40,
     InvalidRequest = 42,
+    /// DeleteRecords on a topic whose `cleanup.policy` does not delete (compact only).
+    PolicyViolation = 44,
     KafkaStorageError = 56,
     FencedLeaderEpoch = 74,
     UnknownLeaderEpoch = 75,
@@ -140,6 +142,11 @@ pub enum Request {
         tp: TopicPartition,
         spec: OffsetSpec,
     },
+    /// Client -> leader: move the log start up to `offset` (-1: the high watermark).
+    DeleteRecords {
+        tp: TopicPartition,
+        offset: i64,
+    },
     /// Broker -> controller on start.
     RegisterBroker {
         broker: BrokerId,
@@ -182,6 +189,11 @@ pub enum Response {
         error: ErrorCode,
         offset: i64,
         timestamp: i64,
+    },
+    DeleteRecords {
+        error: ErrorCode,
+        /// The leader's log start offset after the request.
+        low_watermark: i64,
     },
     RegisterBroker {
         error: ErrorCode,
