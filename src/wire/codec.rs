@@ -53,6 +53,8 @@ pub enum RequestBody {
     CreatePartitions(CreatePartitionsRequest),
     ElectLeaders(ElectLeadersRequest),
     DescribeCluster(DescribeClusterRequest),
+    DescribeLogDirs(DescribeLogDirsRequest),
+    DeleteRecords(DeleteRecordsRequest),
 }
 
 #[derive(Debug)]
@@ -132,6 +134,10 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         ApiKey::DescribeCluster => {
             RequestBody::DescribeCluster(DescribeClusterRequest::decode(b, v).map_err(malformed)?)
         }
+        ApiKey::DescribeLogDirs => {
+            RequestBody::DescribeLogDirs(DescribeLogDirsRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(b, v).map_err(malformed)?),
         other => {
             return Err(CodecError::UnsupportedVersion {
                 api: other,

@@ -4,6 +4,7 @@
 mod admin;
 mod fetch;
 mod groups;
+mod log_dirs;
 mod metadata;
 mod produce;
 
@@ -159,5 +160,7 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),
         RequestBody::DescribeConfigs(r) => frame(&request, &admin::describe_configs(ctx, r)),
         RequestBody::ElectLeaders(r) => frame(&request, &admin::elect_leaders(ctx, r, v).await),
+        RequestBody::DescribeLogDirs(r) => frame(&request, &log_dirs::describe_log_dirs(ctx, r)?),
+        RequestBody::DeleteRecords(r) => frame(&request, &log_dirs::delete_records(ctx, r).await?),
     }
 }
