@@ -45,6 +45,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Consume(args)) => commands::consume(&args),
         Some(Command::Groups(args)) => commands::groups(&args),
         Some(Command::Elect(args)) => commands::elect(&args),
+        Some(Command::Records(args)) => commands::records(&args),
         Some(Command::Scenario { what }) => scenario_command(what),
         Some(Command::Record(args)) => record_console(&args),
         Some(Command::Replay(args)) => replay(&args),

@@ -55,6 +55,7 @@ fn main() -> ExitCode {
                 | Command::Consume(_)
                 | Command::Groups(_)
                 | Command::Elect(_)
+                | Command::Records(_)
         ) || matches!(
             command,
             Command::Bench {

@@ -11,13 +11,14 @@ mod groups;
 mod list;
 mod member;
 mod produce;
+mod records;
 mod topics;
 
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, TopicsArgs};
+use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, RecordsArgs, TopicsArgs};
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
 
@@ -51,6 +52,11 @@ pub fn groups(args: &GroupsArgs) -> Result<()> {
 pub fn elect(args: &ElectArgs) -> Result<()> {
     let settings = settings(&args.connect)?;
     run(settings, async |client, out| elect::run(args, client, out).await)
+}
+
+pub fn records(args: &RecordsArgs) -> Result<()> {
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| records::run(args, client, out).await)
 }
 
 /// The checked client settings: the configuration's `[remote]` with the flags laid over it.
