@@ -184,6 +184,8 @@ pub enum Command {
     /// Move partitions' replicas between brokers (kafka-reassign-partitions.sh): propose a
     /// plan, execute it, follow it, cancel it.
     Reassign(ReassignArgs),
+    /// Delete a partition's records before an offset (kafka-delete-records).
+    Records(RecordsArgs),
     /// Trainer mode: list the teaching scenarios, or run one (in the console, or headless).
     Scenario {
         #[command(subcommand)]
@@ -332,6 +334,39 @@ pub enum TopicsAction {
     Delete {
         /// The topic to delete.
         name: String,
+    },
+    /// Grow a topic to N partitions (CreatePartitions; a topic never shrinks).
+    AddPartitions {
+        /// The topic to grow.
+        name: String,
+        /// The topic's new partition count, more than it has.
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=100_000))]
+        partitions: i32,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RecordsArgs {
+    #[command(subcommand)]
+    pub action: RecordsAction,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum RecordsAction {
+    /// Move a partition's log start offset up to OFFSET (DeleteRecords): the records before
+    /// it are gone for every reader.
+    Delete {
+        /// The partition's topic.
+        #[arg(short, long)]
+        topic: String,
+        /// The partition.
+        #[arg(short, long, value_parser = clap::value_parser!(i32).range(0..))]
+        partition: i32,
+        /// The new log start offset; -1: the high watermark (every record so far).
+        #[arg(short, long, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(-1..))]
+        offset: i64,
     },
 }
 

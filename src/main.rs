@@ -56,6 +56,7 @@ fn main() -> ExitCode {
                 | Command::Groups(_)
                 | Command::Elect(_)
                 | Command::Reassign(_)
+                | Command::Records(_)
         ) || matches!(
             command,
             Command::Bench {

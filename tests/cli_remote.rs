@@ -585,6 +585,53 @@ fn reassign_plans_drains_a_broker_follows_the_move_and_refuses_bad_plans() {
     assert!(said.contains("line 2, column"), "{said}");
 }
 
+#[test]
+fn delete_records_moves_the_log_start_and_add_partitions_grows_a_topic() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "dr", "-p", "2", "-r", "3"], b"");
+    let lines: String = (0..10).map(|i| format!("record {i}\n")).collect();
+    server.ok(&["produce", "-t", "dr", "-p", "0"], lines.as_bytes());
+    let start_and_end = |partition: i32| {
+        describe(&server, "dr")
+            .into_iter()
+            .find(|row| row.0 == partition)
+            .map(|(.., start, end)| (start, end))
+    };
+    assert_eq!(start_and_end(0), Some(("0".into(), "10".into())));
+
+    let out = server.ok(&["records", "delete", "-t", "dr", "-p", "0", "--offset", "4"], b"");
+    assert_eq!(out.trim(), "dr 0 low_watermark=4");
+    assert_eq!(start_and_end(0), Some(("4".into(), "10".into())));
+    let consumed = server.ok(&["consume", "-t", "dr", "-p", "0", "-e"], b"");
+    assert_eq!(consumed.lines().next(), Some("record 4"), "{consumed}");
+
+    // -1 is the high watermark; past it is OFFSET_OUT_OF_RANGE; a missing partition fails.
+    let out = server.ok(&["records", "delete", "-t", "dr", "-p", "0", "--offset", "-1"], b"");
+    assert_eq!(out.trim(), "dr 0 low_watermark=10");
+    for (partition, offset, error) in [
+        ("0", "11", "OFFSET_OUT_OF_RANGE"),
+        ("7", "0", "UNKNOWN_TOPIC_OR_PARTITION"),
+    ] {
+        let failed = server.kdeck(
+            &["records", "delete", "-t", "dr", "-p", partition, "--offset", offset],
+            b"",
+        );
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(!failed.status.success() && stderr.contains(error), "{stderr}");
+    }
+
+    server.ok(&["topics", "add-partitions", "dr", "--partitions", "5"], b"");
+    let rows = describe(&server, "dr");
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert!(rows.iter().all(|r| r.2.split(',').count() == 3), "{rows:?}");
+    let failed = server.kdeck(&["topics", "add-partitions", "dr", "--partitions", "5"], b"");
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success() && stderr.contains("INVALID_PARTITIONS"),
+        "{stderr}"
+    );
+}
+
 /// Polls `topics describe` until `done` holds (a broker's fencing and catching up take the
 /// cluster's own time).
 fn wait_for(server: &Server, topic: &str, done: impl Fn(&[(i32, String, String, String, String, String)]) -> bool) {

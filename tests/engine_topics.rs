@@ -658,3 +658,216 @@ async fn a_compacted_topic_refuses_a_record_without_a_key_and_writes_nothing() {
         .await
         .expect("a keyless record on a delete topic is written");
 }
+
+/// Every live replica's log start offset, by broker, as each broker sees its own replica.
+fn log_starts(s: &kdeck::engine::ClusterSnapshot, tp: &TopicPartition) -> Vec<Option<i64>> {
+    s.partition(tp).map_or_else(Vec::new, |p| {
+        p.replicas
+            .iter()
+            .filter(|r| r.online)
+            .map(|r| r.log_start_offset)
+            .collect()
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_records_moves_the_log_start_on_the_leader_and_its_followers_and_survives_a_failover() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("trim", TopicConfig::new(1, 3).with_segment_bytes(1024))
+        .await
+        .expect("create");
+    ready(&cluster, "trim", 1).await;
+    let t = TopicPartition::new("trim", 0);
+    let mut acked = Acked::default();
+    for n in 0..60 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let before = cluster.snapshot();
+    let sizes_before: Vec<u64> = before
+        .partition(&t)
+        .expect("partition")
+        .replicas
+        .iter()
+        .map(|r| r.size_bytes.expect("size"))
+        .collect();
+
+    assert_eq!(cluster.delete_records(&t, 30).await, Ok(30), "the new low watermark");
+    let after = cluster
+        .wait_for(Duration::from_secs(10), |s| log_starts(s, &t) == vec![Some(30); 3])
+        .await
+        .expect("every follower follows the leader's log start");
+    let sizes_after: Vec<u64> = after
+        .partition(&t)
+        .expect("partition")
+        .replicas
+        .iter()
+        .map(|r| r.size_bytes.expect("size"))
+        .collect();
+    for (b, a) in sizes_before.iter().zip(&sizes_after) {
+        assert!(
+            a < b,
+            "whole segments below the log start are deleted on every replica: {sizes_before:?} -> {sizes_after:?}"
+        );
+    }
+    assert_eq!(cluster.list_offset(&t, -2).await, Ok(30));
+    assert_eq!(
+        cluster.fetch(&t, 29, 1024).await.err(),
+        Some(ErrorCode::OffsetOutOfRange)
+    );
+    let kept = read_committed(&cluster, &t).await;
+    assert_eq!(kept.keys().next().copied(), Some(30));
+    assert_eq!(
+        cluster.delete_records(&t, 10).await,
+        Ok(30),
+        "an offset below the log start changes nothing"
+    );
+
+    let old_leader = after.partition(&t).and_then(|p| p.leader).expect("leader");
+    cluster.kill(old_leader).expect("kill");
+    let s = cluster
+        .wait_for(Duration::from_secs(30), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.leader.is_some_and(|l| l != old_leader) && p.high_watermark.is_some())
+        })
+        .await
+        .expect("a new leader");
+    assert_eq!(
+        s.partition(&t).and_then(|p| p.log_start_offset),
+        Some(30),
+        "the new leader kept the log start"
+    );
+    assert_eq!(cluster.list_offset(&t, -2).await, Ok(30));
+    let hw = cluster.list_offset(&t, -1).await.expect("high watermark");
+    assert_eq!(hw, 60);
+    assert_eq!(
+        cluster
+            .delete_records(&t, kdeck::engine::DELETE_TO_HIGH_WATERMARK)
+            .await,
+        Ok(60),
+        "-1 deletes up to the high watermark"
+    );
+    cluster
+        .wait_for(Duration::from_secs(10), |s| log_starts(s, &t) == vec![Some(60); 2])
+        .await
+        .expect("the remaining follower follows the new leader's log start");
+    cluster.start_broker(old_leader).expect("restart");
+    cluster
+        .wait_for(Duration::from_secs(30), |s| log_starts(s, &t) == vec![Some(60); 3])
+        .await
+        .expect("the old leader comes back with the log start of the new one");
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_records_refuses_offsets_past_the_high_watermark_followers_and_compacted_topics() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("trim", TopicConfig::new(1, 2))
+        .await
+        .expect("create");
+    cluster
+        .create_topic(
+            "kept",
+            TopicConfig::new(1, 1).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
+        )
+        .await
+        .expect("create");
+    ready(&cluster, "trim", 1).await;
+    ready(&cluster, "kept", 1).await;
+    let t = TopicPartition::new("trim", 0);
+    let mut acked = Acked::default();
+    for n in 0..5 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    assert_eq!(cluster.delete_records(&t, 6).await, Err(ErrorCode::OffsetOutOfRange));
+    assert_eq!(cluster.delete_records(&t, -2).await, Err(ErrorCode::OffsetOutOfRange));
+    let p = cluster.snapshot().partition(&t).cloned().expect("partition");
+    let follower = p.replicas.iter().find(|r| !r.is_leader).expect("follower").broker;
+    assert_eq!(
+        cluster.delete_records_on(follower, &t, 2).await,
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+    assert_eq!(
+        cluster.delete_records(&TopicPartition::new("kept", 0), -1).await,
+        Err(ErrorCode::PolicyViolation)
+    );
+    assert_eq!(
+        cluster.delete_records(&TopicPartition::new("nowhere", 0), 0).await,
+        Err(ErrorCode::UnknownTopicOrPartition)
+    );
+    assert_eq!(
+        cluster.list_offset(&t, -2).await,
+        Ok(0),
+        "nothing refused moved the log start"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broker_describes_its_log_dir_with_each_replica_it_hosts_and_its_size() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    cluster
+        .create_topic("sized", TopicConfig::new(2, 3))
+        .await
+        .expect("create");
+    cluster
+        .create_topic("other", TopicConfig::new(1, 3))
+        .await
+        .expect("create");
+    ready(&cluster, "sized", 2).await;
+    ready(&cluster, "other", 1).await;
+    let t = TopicPartition::new("sized", 0);
+    let mut acked = Acked::default();
+    for n in 0..10 {
+        acked
+            .produce(&cluster, &t, n, Acks::All, Duration::from_secs(10))
+            .await
+            .expect("produce");
+    }
+    let s = cluster
+        .wait_for(Duration::from_secs(10), |s| {
+            s.partition(&t)
+                .is_some_and(|p| p.replicas.iter().all(|r| r.log_end_offset == Some(10)))
+        })
+        .await
+        .expect("replicated");
+    let only = ["sized".to_string()];
+    let d = cluster.describe_log_dir(1, Some(&only)).expect("broker 1 is up");
+    assert_eq!(d.path, dir.path().join("broker-1"));
+    assert!(
+        d.total_bytes
+            .is_some_and(|total| d.usable_bytes.is_some_and(|free| free <= total))
+    );
+    let listed: Vec<&TopicPartition> = d.replicas.iter().map(|r| &r.tp).collect();
+    assert_eq!(
+        listed,
+        [&t, &TopicPartition::new("sized", 1)],
+        "only the topics asked for"
+    );
+    let own = s
+        .partition(&t)
+        .and_then(|p| p.replicas.iter().find(|r| r.broker == 1))
+        .and_then(|r| r.size_bytes);
+    assert_eq!(Some(d.replicas[0].size_bytes), own);
+    assert!(d.replicas[0].size_bytes > 0);
+    assert_eq!(d.replicas[0].offset_lag, 0, "a caught-up replica has no lag");
+    let all = cluster.describe_log_dir(1, None).expect("broker 1 is up");
+    assert!(all.replicas.iter().any(|r| r.tp.topic == "other"));
+    assert_eq!(all.size_bytes(), all.replicas.iter().map(|r| r.size_bytes).sum::<u64>());
+    cluster.kill(2).expect("kill");
+    assert_eq!(
+        cluster.describe_log_dir(2, None).err(),
+        Some(ErrorCode::NetworkException)
+    );
+    cluster.shutdown().await;
+}

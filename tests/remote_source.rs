@@ -102,8 +102,8 @@ fn produce(topic: &str, partition: i32, value: &str) -> Command {
 
 /// Everything both views know, side by side: `Err` names the first difference.
 ///
-/// Not compared, because an external cluster cannot tell them: byte rates and topic sizes
-/// (JMX, DescribeLogDirs), followers' log end offsets (only the leader's high watermark is
+/// Not compared, because an external cluster cannot tell them or tells them on other clocks:
+/// byte rates (JMX), sizes (DescribeLogDirs, asked every few refreshes), followers' log end offsets (only the leader's high watermark is
 /// public), a group's generation (DescribeGroups does not carry it), change times and
 /// events (the remote ones come from diffing its own refreshes).
 fn same_cluster(embedded: &ClusterView, remote: &ClusterView) -> Result<(), String> {
@@ -422,6 +422,72 @@ async fn a_killed_broker_shows_down_and_a_preferred_election_restores_its_leader
         refused.result,
         Err("not available on an external cluster: Kafka has no API to stop or start a broker".into())
     );
+}
+
+/// DescribeLogDirs of every broker: each replica's size, a topic's as its leaders' sum and a
+/// broker's disk use as its replicas' sum show instead of "-".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_dirs_give_replica_topic_and_broker_sizes() {
+    let (_server, bootstrap) = tokio::task::block_in_place(start_serve);
+    let remote = attach(connect(&bootstrap).await);
+    ok(
+        &remote,
+        Command::CreateTopic {
+            name: "sized".into(),
+            partitions: 2,
+            replication_factor: 3,
+            cleanup_policy: "delete".into(),
+        },
+    )
+    .await;
+    for i in 0..20 {
+        ok(
+            &remote,
+            produce("sized", i % 2, &format!("a record of some length {i}")),
+        )
+        .await;
+    }
+    let view = wait_view(&remote, "sizes of every replica of sized", |v| {
+        let parts: Vec<_> = v.partitions_of("sized").collect();
+        let sizes: Vec<Option<u64>> = parts
+            .iter()
+            .flat_map(|p| p.replicas.iter().map(|r| r.size_bytes))
+            .collect();
+        let full = parts.len() == 2
+            && parts
+                .iter()
+                .all(|p| p.high_watermark == Some(10) && !p.under_replicated)
+            && sizes.iter().all(|s| s.is_some_and(|s| s > 0))
+            && parts.iter().all(|p| {
+                let leader = p.replicas.iter().find(|r| r.role == ReplicaRole::Leader);
+                p.replicas
+                    .iter()
+                    .all(|r| r.size_bytes == leader.and_then(|l| l.size_bytes))
+            });
+        if full { Ok(()) } else { Err(format!("{sizes:?}")) }
+    })
+    .await;
+    let leaders: u64 = view
+        .partitions_of("sized")
+        .filter_map(|p| p.replicas.iter().find(|r| r.role == ReplicaRole::Leader)?.size_bytes)
+        .sum();
+    let topic = view.topic("sized").expect("sized is listed");
+    assert_eq!(topic.size_bytes, Some(leaders), "a topic's size is its leaders' sum");
+    for b in &view.brokers {
+        let hosted: u64 = view
+            .partitions
+            .iter()
+            .flat_map(|p| &p.replicas)
+            .filter(|r| r.broker == b.id)
+            .filter_map(|r| r.size_bytes)
+            .sum();
+        let disk = b.disk_bytes.expect("every broker tells its disk use");
+        assert!(
+            disk >= hosted && hosted > 0,
+            "broker {}: disk {disk}, replicas {hosted}",
+            b.id
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -151,6 +151,7 @@ fn replica(
         log_start_offset: Some(0),
         high_watermark: Some(hw),
         epochs: epochs(list),
+        size_bytes: None,
         caught_up_ms_ago: caught_up,
     }
 }

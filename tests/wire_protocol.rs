@@ -995,3 +995,132 @@ async fn partition_reassignment_is_listed_while_it_moves_and_completes() {
     assert!(listed.topics.is_empty(), "{listed:?}");
     s.stop().await;
 }
+
+fn describe_log_dirs_request(topic: Option<(&str, i32)>) -> DescribeLogDirsRequest {
+    DescribeLogDirsRequest::default().with_topics(topic.map(|(name, partition)| {
+        vec![
+            describe_log_dirs_request::DescribableLogDirTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(name.to_string())))
+                .with_partitions(vec![partition]),
+        ]
+    }))
+}
+
+fn delete_records_request(topic: &str, partition: i32, offset: i64) -> DeleteRecordsRequest {
+    DeleteRecordsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            delete_records_request::DeleteRecordsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![
+                    delete_records_request::DeleteRecordsPartition::default()
+                        .with_partition_index(partition)
+                        .with_offset(offset),
+                ]),
+        ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_log_dirs_tells_each_replica_size_and_delete_records_moves_the_log_start_on_the_leader() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("orders", 1).await;
+    let follower = (leader + 1) % 3;
+    let tp = TopicPartition::new("orders", 0);
+    let mut to_leader = connect(s.addr(leader)).await;
+    let produced: ProduceResponse = call(
+        &mut to_leader,
+        ApiKey::Produce,
+        9,
+        &produce_request("orders", 0, -1, batch(&["a", "b", "c", "d"])),
+    )
+    .await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    s.cluster
+        .wait_for(Duration::from_secs(10), |snap| {
+            snap.partition(&tp)
+                .is_some_and(|p| p.replicas.iter().all(|r| r.log_end_offset == Some(4)))
+        })
+        .await
+        .expect("replicated");
+
+    let mut to_follower = connect(s.addr(follower)).await;
+    for version in [1, 4] {
+        let dirs: DescribeLogDirsResponse = call(
+            &mut to_follower,
+            ApiKey::DescribeLogDirs,
+            version,
+            &describe_log_dirs_request(Some(("orders", 0))),
+        )
+        .await;
+        assert_eq!(dirs.results.len(), 1, "one log dir per broker");
+        let dir = &dirs.results[0];
+        assert_eq!(dir.error_code, 0);
+        assert!(
+            dir.log_dir.ends_with(&format!("broker-{follower}")),
+            "{}",
+            dir.log_dir.as_str()
+        );
+        assert_eq!(dir.topics.len(), 1);
+        assert_eq!(dir.topics[0].name.as_str(), "orders");
+        let p = &dir.topics[0].partitions[0];
+        assert_eq!((p.partition_index, p.offset_lag, p.is_future_key), (0, 0, false));
+        assert!(p.partition_size > 0, "the segment holds the four records");
+        if version == 4 {
+            assert!(dir.total_bytes > 0 && dir.usable_bytes >= 0 && dir.usable_bytes <= dir.total_bytes);
+        }
+    }
+    let all: DescribeLogDirsResponse = call(
+        &mut to_follower,
+        ApiKey::DescribeLogDirs,
+        4,
+        &describe_log_dirs_request(None),
+    )
+    .await;
+    assert!(
+        all.results[0].topics.iter().any(|t| t.name.as_str() == "orders"),
+        "null topics: every replica"
+    );
+
+    let refused: DeleteRecordsResponse = call(
+        &mut to_follower,
+        ApiKey::DeleteRecords,
+        2,
+        &delete_records_request("orders", 0, 2),
+    )
+    .await;
+    assert_eq!(refused.topics[0].partitions[0].error_code, 6, "NOT_LEADER_OR_FOLLOWER");
+    let past: DeleteRecordsResponse = call(
+        &mut to_leader,
+        ApiKey::DeleteRecords,
+        2,
+        &delete_records_request("orders", 0, 5),
+    )
+    .await;
+    assert_eq!(
+        past.topics[0].partitions[0].error_code, 1,
+        "OFFSET_OUT_OF_RANGE past the HW"
+    );
+    let deleted: DeleteRecordsResponse = call(
+        &mut to_leader,
+        ApiKey::DeleteRecords,
+        0,
+        &delete_records_request("orders", 0, 2),
+    )
+    .await;
+    let p = &deleted.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.low_watermark), (0, 2));
+    let below: FetchResponse = call(&mut to_leader, ApiKey::Fetch, 12, &fetch_request("orders", 0, 0, 0)).await;
+    assert_eq!(below.responses[0].partitions[0].error_code, 1, "offset 0 is gone");
+    let to_hw: DeleteRecordsResponse = call(
+        &mut to_leader,
+        ApiKey::DeleteRecords,
+        1,
+        &delete_records_request("orders", 0, -1),
+    )
+    .await;
+    assert_eq!(
+        to_hw.topics[0].partitions[0].low_watermark, 4,
+        "-1 is the high watermark"
+    );
+    s.stop().await;
+}

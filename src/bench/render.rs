@@ -69,6 +69,7 @@ fn large_view(partitions: u32) -> ClusterView {
                 out_per_sec: 2e6,
             },
             address: Some(format!("127.0.0.1:{}", 9092 + id)),
+            disk_bytes: Some(40 << 30),
             produce_history: (0..60).map(|i| 1000 + i * 37 % 500).collect(),
             changed_at: None,
         })
@@ -93,6 +94,7 @@ fn large_view(partitions: u32) -> ClusterView {
                     start_offset: 0,
                 }]
                 .into(),
+                size_bytes: Some(1 << 30),
                 caught_up_ms_ago: (k > 0).then_some(0),
             })
             .collect();

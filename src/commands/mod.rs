@@ -12,13 +12,16 @@ mod list;
 mod member;
 mod produce;
 mod reassign;
+mod records;
 mod topics;
 
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, TopicsArgs};
+use crate::cli::{
+    ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, RecordsArgs, TopicsArgs,
+};
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
 
@@ -57,6 +60,11 @@ pub fn elect(args: &ElectArgs) -> Result<()> {
 pub fn reassign(args: &ReassignArgs) -> Result<()> {
     let settings = settings(&args.connect)?;
     run(settings, async |client, out| reassign::run(args, client, out).await)
+}
+
+pub fn records(args: &RecordsArgs) -> Result<()> {
+    let settings = settings(&args.connect)?;
+    run(settings, async |client, out| records::run(args, client, out).await)
 }
 
 /// The checked client settings: the configuration's `[remote]` with the flags laid over it.

@@ -1,4 +1,4 @@
-//! `kdeck topics [list|describe|create|delete]`.
+//! `kdeck topics [list|describe|create|delete|add-partitions]`.
 
 use anyhow::{Result, anyhow};
 
@@ -32,6 +32,11 @@ pub(crate) async fn run(args: &TopicsArgs, client: &KafkaClient, out: &mut Outpu
         Some(TopicsAction::Delete { name }) => {
             ops::delete_topic(client, name).await?;
             eprintln!("kdeck: deleted topic {name}");
+            Ok(())
+        }
+        Some(TopicsAction::AddPartitions { name, partitions }) => {
+            ops::create_partitions(client, name, *partitions).await?;
+            eprintln!("kdeck: topic {name} has {partitions} partitions");
             Ok(())
         }
     }

@@ -203,6 +203,7 @@ mod same_sentence_from_both_sources {
                     log_start_offset: None,
                     high_watermark: None,
                     epochs: Default::default(),
+                    size_bytes: None,
                     caught_up_ms_ago: None,
                 })
                 .collect(),

@@ -194,6 +194,15 @@ impl ViewBuilder {
                         out_per_sec: rate_out,
                     },
                     address: self.addresses.get(&b.id).cloned(),
+                    disk_bytes: matches!(b.state, BrokerState::Running | BrokerState::Paused).then(|| {
+                        snapshot
+                            .partitions
+                            .iter()
+                            .flat_map(|p| &p.replicas)
+                            .filter(|r| r.broker == b.id)
+                            .filter_map(|r| r.size_bytes)
+                            .sum()
+                    }),
                     produce_history,
                     changed_at: None,
                 }
@@ -238,6 +247,7 @@ impl ViewBuilder {
                         log_end_offset: r.log_end_offset,
                         log_start_offset: r.log_start_offset,
                         high_watermark: r.high_watermark,
+                        size_bytes: r.size_bytes,
                         epochs: epochs_of(&p.tp.topic, p.tp.partition, r.broker, &r.epochs),
                         caught_up_ms_ago: r.caught_up_ms_ago,
                     })

@@ -131,6 +131,11 @@ impl Broker {
         self.ctx.wall.now_ms()
     }
 
+    /// The broker's log directory (`<data_dir>/broker-<id>`), Kafka's `log.dirs` of one entry.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     pub fn broker_epoch(&self) -> i64 {
         self.broker_epoch.load(Ordering::SeqCst)
     }
@@ -232,6 +237,7 @@ impl Broker {
             } => self.handle_produce(tp, ticket, &mut records, acks, timeout_ms).await,
             Request::Fetch(req) => self.handle_fetch(req).await,
             Request::ListOffsets { tp, spec } => self.handle_list_offsets(&tp, spec),
+            Request::DeleteRecords { tp, offset } => self.handle_delete_records(&tp, offset),
             Request::UpdateMetadata(image) => {
                 self.apply_image(&image);
                 Response::UpdateMetadata
@@ -521,6 +527,28 @@ impl Broker {
                 Ok(Some(found)) if found.offset < hw => reply(ErrorCode::None, found.offset, found.timestamp),
                 Ok(_) => reply(ErrorCode::None, -1, -1),
                 Err(e) => reply(ErrorCode::from_storage(e.kafka_error_code()), -1, -1),
+            },
+        }
+    }
+
+    fn handle_delete_records(&self, tp: &TopicPartition, offset: i64) -> Response {
+        let Some(partition) = self.partition(tp) else {
+            return Response::DeleteRecords {
+                error: self.unknown_or_not_leader(tp),
+                low_watermark: -1,
+            };
+        };
+        match partition.delete_records(offset, self.now_ms()) {
+            Ok(low_watermark) => {
+                tracing::info!(broker = self.id, %tp, log_start = low_watermark, "records deleted");
+                Response::DeleteRecords {
+                    error: ErrorCode::None,
+                    low_watermark,
+                }
+            }
+            Err(error) => Response::DeleteRecords {
+                error,
+                low_watermark: -1,
             },
         }
     }

@@ -24,8 +24,10 @@ use super::protocol::ErrorCode;
 use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 
+mod log_dirs;
 mod requests;
 
+pub use log_dirs::{LogDirDescription, LogDirReplica};
 pub use requests::ProduceOutcome;
 
 /// What a broker is doing, as the console shows it.
@@ -100,6 +102,8 @@ pub struct ReplicaView {
     /// leader's), when its broker is up.
     pub log_start_offset: Option<i64>,
     pub high_watermark: Option<i64>,
+    /// Bytes of its segment files, when its broker is up.
+    pub size_bytes: Option<u64>,
     /// Its leader-epoch cache, when its broker is up: a handful of entries.
     pub epochs: Vec<EpochEntry>,
     /// How long ago the leader last saw this follower caught up to its log end (Kafka's
@@ -757,6 +761,7 @@ impl Cluster {
                             log_end_offset: own.map(|s| s.log_end_offset),
                             log_start_offset: own.map(|s| s.log_start_offset),
                             high_watermark: own.map(|s| s.high_watermark),
+                            size_bytes: own.map(|s| s.size_bytes),
                             epochs: own.map_or_else(Vec::new, |s| s.epochs.clone()),
                             caught_up_ms_ago: caught_up,
                         }

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 
 pub use clock::{Clock, ClockChange, ClockError, Elapsed};
 pub use cluster::{
-    BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, PartitionView, ProduceOutcome,
-    ReplicaView, TopicView,
+    BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, LogDirDescription, LogDirReplica,
+    PartitionView, ProduceOutcome, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use controller::{
@@ -43,7 +43,7 @@ pub use controller::{
 pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting, log_events_in_words};
 pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
-pub use partition::has_keyless_record;
+pub use partition::{DELETE_TO_HIGH_WATERMARK, has_keyless_record};
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
 
 /// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and

@@ -22,6 +22,10 @@ use super::{BrokerId, Clock, TopicPartition};
 use crate::storage::batch::Batches;
 use crate::storage::{EpochEndOffset, EpochEntry, Log, LogError};
 
+/// DeleteRecords' offset for "up to the high watermark" (Kafka's
+/// `DeleteRecordsRequest.HIGH_WATERMARK`).
+pub const DELETE_TO_HIGH_WATERMARK: i64 = -1;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Leader,
@@ -732,10 +736,47 @@ impl Partition {
             if hw > s.high_watermark {
                 s.high_watermark = hw;
             }
+            let hw = s.high_watermark;
             drop(s);
+            // Kafka's `maybeIncrementLogStartOffset(leaderLogStartOffset)`: the leader's log
+            // start moved by DeleteRecords or retention; ours follows (never past our HW).
+            let log_start = data.log_start_offset.min(hw);
+            if log_start > self.log.log_start_offset() {
+                self.log.delete_records(log_start, hw, now_ms)?;
+            }
             self.notify();
             Ok(())
         })
+    }
+
+    /// Leader (Kafka's `deleteRecordsOnLeader`): moves the log start up to `offset`, -1
+    /// meaning the high watermark, and deletes the segments wholly below it. Returns the new
+    /// log start. POLICY_VIOLATION when the topic's cleanup policy does not delete;
+    /// OFFSET_OUT_OF_RANGE for an offset below -1 or above the high watermark. An offset at
+    /// or below the log start changes nothing.
+    pub fn delete_records(&self, offset: i64, now_ms: i64) -> Result<i64, ErrorCode> {
+        let _stable = self.stable_leadership();
+        let high_watermark = {
+            let s = self.lock();
+            if s.role != Role::Leader {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            s.high_watermark
+        };
+        if !self.log.config().cleanup_policy.deletes() {
+            return Err(ErrorCode::PolicyViolation);
+        }
+        let offset = if offset == DELETE_TO_HIGH_WATERMARK {
+            high_watermark
+        } else {
+            offset
+        };
+        let start = self
+            .log
+            .delete_records(offset, high_watermark, now_ms)
+            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
+        self.notify();
+        Ok(start)
     }
 
     /// Follower: the leader says our log diverged from its own, and where its epoch `E_l` that

@@ -43,6 +43,8 @@ pub enum ErrorCode {
     NotController = 41,
     InvalidConfig = 40,
     InvalidRequest = 42,
+    /// DeleteRecords on a topic whose `cleanup.policy` does not delete (compact only).
+    PolicyViolation = 44,
     KafkaStorageError = 56,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
@@ -145,6 +147,11 @@ pub enum Request {
         tp: TopicPartition,
         spec: OffsetSpec,
     },
+    /// Client -> leader: move the log start up to `offset` (-1: the high watermark).
+    DeleteRecords {
+        tp: TopicPartition,
+        offset: i64,
+    },
     /// Broker -> controller on start.
     RegisterBroker {
         broker: BrokerId,
@@ -187,6 +194,11 @@ pub enum Response {
         error: ErrorCode,
         offset: i64,
         timestamp: i64,
+    },
+    DeleteRecords {
+        error: ErrorCode,
+        /// The leader's log start offset after the request.
+        low_watermark: i64,
     },
     RegisterBroker {
         error: ErrorCode,

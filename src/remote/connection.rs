@@ -52,6 +52,7 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0),
     (ApiKey::DescribeCluster, 1),
     (ApiKey::DescribeLogDirs, 4),
+    (ApiKey::DeleteRecords, 2),
     (ApiKey::SaslHandshake, 1),
     (ApiKey::SaslAuthenticate, 2),
 ];

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::consumer_protocol_assignment::ConsumerProtocolAssignment;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -19,9 +21,10 @@ use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartiti
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreateTopicsRequest, DeleteGroupsRequest,
-    DeleteTopicsRequest, DescribeGroupsRequest, ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest,
-    ListOffsetsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId as WireBrokerId, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    ElectLeadersRequest, FetchRequest, GroupId, ListGroupsRequest, ListOffsetsRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::records::{
@@ -1305,6 +1308,138 @@ pub async fn elect_preferred(
             .collect();
         results.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         Ok(results)
+    };
+    retry_at_new_controller(client, attempt).await
+}
+
+/// One replica in a broker's log directories, as DescribeLogDirs tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaSize {
+    pub topic: String,
+    pub partition: i32,
+    /// Bytes of the replica's segment files.
+    pub size_bytes: u64,
+    /// A future replica (being moved between a broker's log dirs) is not counted twice.
+    pub future: bool,
+}
+
+/// DescribeLogDirs at `broker` for every replica it hosts: each replica once per log dir
+/// that holds it (a future replica marked). A log dir answering an error (KAFKA_STORAGE_ERROR)
+/// is left out; the whole answer's error is an error.
+pub async fn describe_log_dirs(client: &KafkaClient, broker: BrokerId) -> Result<Vec<ReplicaSize>, RemoteError> {
+    let target = Target::Broker(broker);
+    version(client, target, ApiKey::DescribeLogDirs).await?;
+    // topics null: every replica on the broker.
+    let response = client
+        .send(target, DescribeLogDirsRequest::default().with_topics(None))
+        .await?;
+    if response.error_code != 0 {
+        return Err(kafka_error(
+            format!("log dirs of broker {broker}"),
+            response.error_code,
+            None,
+        ));
+    }
+    Ok(response
+        .results
+        .iter()
+        .filter(|dir| dir.error_code == 0)
+        .flat_map(|dir| {
+            dir.topics.iter().flat_map(|t| {
+                t.partitions.iter().map(|p| ReplicaSize {
+                    topic: t.name.0.as_str().to_string(),
+                    partition: p.partition_index,
+                    size_bytes: u64::try_from(p.partition_size).unwrap_or(0),
+                    future: p.is_future_key,
+                })
+            })
+        })
+        .collect())
+}
+
+/// DeleteRecords at the partition's leader: moves its log start offset up to `offset` (-1:
+/// the high watermark). The new low watermark.
+pub async fn delete_records(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> Result<i64, RemoteError> {
+    let attempt = || async {
+        let leader = client.leader_of(topic, partition).await?;
+        let target = Target::Broker(leader);
+        version(client, target, ApiKey::DeleteRecords).await?;
+        let request = DeleteRecordsRequest::default()
+            .with_timeout_ms(BROKER_TIMEOUT_MS)
+            .with_topics(vec![
+                DeleteRecordsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![
+                        DeleteRecordsPartition::default()
+                            .with_partition_index(partition)
+                            .with_offset(offset),
+                    ]),
+            ]);
+        let response = client.send(target, request).await?;
+        let answer = response
+            .topics
+            .iter()
+            .filter(|t| t.name.0.as_str() == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: leader.to_string(),
+                reason: format!("DeleteRecords answer without {topic}/{partition}"),
+            })?;
+        if answer.error_code != 0 {
+            return Err(kafka_error(
+                format!("deleting records of {topic}/{partition}"),
+                answer.error_code,
+                None,
+            ));
+        }
+        Ok(answer.low_watermark)
+    };
+    match attempt().await {
+        Err(error) if is_leader_error(&error) => {
+            client.refresh_metadata().await?;
+            attempt().await
+        }
+        other => other,
+    }
+}
+
+/// CreatePartitions at the controller: `topic` grows to `total` partitions, the new ones
+/// placed by the controller (no assignment given).
+pub async fn create_partitions(client: &KafkaClient, topic: &str, total: i32) -> Result<(), RemoteError> {
+    let attempt = || async {
+        version(client, Target::Controller, ApiKey::CreatePartitions).await?;
+        let request = CreatePartitionsRequest::default()
+            .with_timeout_ms(BROKER_TIMEOUT_MS)
+            .with_validate_only(false)
+            .with_topics(vec![
+                CreatePartitionsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_count(total)
+                    .with_assignments(None),
+            ]);
+        let response = client.send(Target::Controller, request).await?;
+        let result = response
+            .results
+            .iter()
+            .find(|t| t.name.0.as_str() == topic)
+            .ok_or_else(|| RemoteError::Protocol {
+                broker: "controller".into(),
+                reason: format!("CreatePartitions answer without {topic}"),
+            })?;
+        if result.error_code != 0 {
+            return Err(kafka_error(
+                format!("adding partitions to {topic}"),
+                result.error_code,
+                result.error_message.as_ref(),
+            ));
+        }
+        Ok(())
     };
     retry_at_new_controller(client, attempt).await
 }

@@ -7,7 +7,10 @@
 //!   latest), followers' as unknown;
 //! - byte rates (JMX only): brokers show the records per second appended to the partitions
 //!   they lead, from successive end offsets;
-//! - a topic's size: unknown (DescribeLogDirs is not asked);
+//! - sizes: each broker's DescribeLogDirs, asked on the first round, after a command and
+//!   then every [`LOG_DIRS_EVERY`] (it walks every log on the broker): a replica's size, a
+//!   topic's as its leaders' sum, a broker's disk use as its replicas' sum; unknown (`-`)
+//!   where a broker refuses it (an ACL, a broker older than Kafka 1.0) or does not answer;
 //! - a group's generation: DescribeGroups does not carry it (0).
 
 mod events;
@@ -43,6 +46,11 @@ pub use crate::view::outcome::NO_BROKER_CONTROL;
 /// A real cluster is refreshed at most once a second: each round asks every partition
 /// leader and every group coordinator, which a console should not do four times a second.
 pub const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+/// How often the refresh asks every broker for its log dirs (besides the first round and
+/// the round after a command): DescribeLogDirs walks every log on a broker, more than a
+/// console's refresh should cost a cluster.
+pub const LOG_DIRS_EVERY: Duration = Duration::from_secs(10);
 
 /// How long a tail's fetch waits at the broker for new records.
 const TAIL_MAX_WAIT: Duration = Duration::from_millis(500);
@@ -179,7 +187,11 @@ async fn execute(
     let kafka = |e: RemoteError| e.to_string();
     match command {
         Command::Produce(request) => {
-            let metadata = client.metadata().await.map_err(kafka)?;
+            let mut metadata = client.metadata().await.map_err(kafka)?;
+            if metadata.topic(&request.topic).is_none() {
+                // Created since the metadata was cached (a topic made a moment ago): ask again.
+                metadata = client.refresh_metadata().await.map_err(kafka)?;
+            }
             let topic = metadata
                 .topic(&request.topic)
                 .ok_or_else(|| outcome::no_such_topic(&request.topic))?;
@@ -309,13 +321,16 @@ pub struct Observation {
     /// The reassignments in progress (one ListPartitionReassignments at the controller);
     /// empty when none, or when the cluster cannot list them.
     pub reassignments: Vec<Ongoing>,
+    /// Each broker's replicas and their sizes (`None`: the broker refused or did not
+    /// answer DescribeLogDirs), when this round asked; `None`: the last ones stay.
+    pub log_dirs: Option<BTreeMap<BrokerId, Option<Vec<ops::ReplicaSize>>>>,
     /// What went wrong this round besides broker connections.
     pub problems: Vec<String>,
 }
 
 /// One refresh round: metadata, then every partition's offsets and every group, each
 /// request bounded by the client's timeouts. A failure leaves its part empty and a problem.
-async fn observe(client: &KafkaClient) -> Observation {
+async fn observe(client: &KafkaClient, log_dirs: bool) -> Observation {
     let mut observation = Observation::default();
     let metadata = match client.refresh_metadata().await {
         Ok(m) => m,
@@ -341,10 +356,30 @@ async fn observe(client: &KafkaClient) -> Observation {
         Err(RemoteError::Unsupported { .. }) => {}
         Err(e) => observation.problems.push(format!("cannot list the reassignments: {e}")),
     }
-    let (starts, ends) = tokio::join!(
+    let brokers: Vec<BrokerId> = metadata.brokers.iter().map(|b| b.id).collect();
+    let (starts, ends, sizes) = tokio::join!(
         ops::list_offsets(client, &partitions, OffsetSpec::Earliest),
         ops::list_offsets(client, &partitions, OffsetSpec::Latest),
+        async {
+            if !log_dirs {
+                return None;
+            }
+            let answers = ops::join_all(brokers.iter().map(|&b| ops::describe_log_dirs(client, b)).collect()).await;
+            Some(
+                brokers
+                    .iter()
+                    .zip(answers)
+                    .map(|(&b, answer)| {
+                        let sizes = answer
+                            .inspect_err(|e| tracing::debug!(broker = b, error = %e, "no log dirs"))
+                            .ok();
+                        (b, sizes)
+                    })
+                    .collect(),
+            )
+        },
     );
+    observation.log_dirs = sizes;
     let mut offset_errors = BTreeSet::new();
     for ((tp, start), end) in partitions.into_iter().zip(starts).zip(ends) {
         let mut keep = |r: Result<i64, RemoteError>| match r {
@@ -431,12 +466,17 @@ async fn refresh_loop(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let settings = client.settings().clone();
     let budget = refresh.max(settings.request_timeout + settings.connect_timeout);
+    let mut log_dirs_at: Option<tokio::time::Instant> = None;
     loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = refresh_now.notified() => {}
+        let asked = tokio::select! {
+            _ = interval.tick() => false,
+            _ = refresh_now.notified() => true,
+        };
+        let log_dirs = asked || log_dirs_at.is_none_or(|at| at.elapsed() >= LOG_DIRS_EVERY);
+        if log_dirs {
+            log_dirs_at = Some(tokio::time::Instant::now());
         }
-        let observation = match tokio::time::timeout(budget, observe(&client)).await {
+        let observation = match tokio::time::timeout(budget, observe(&client, log_dirs)).await {
             Ok(o) => o,
             Err(_) => Observation {
                 problems: vec![format!(
@@ -454,6 +494,9 @@ async fn refresh_loop(
     }
 }
 
+/// Bytes of each replica a broker hosts, by (topic, partition).
+type ReplicaSizes = HashMap<(String, i32), u64>;
+
 /// Turns observations into views, keeping the brokers seen before and the previous view to
 /// compare the next with; rates, histories, the timeline and change times are kept by the
 /// shared view-model.
@@ -467,6 +510,11 @@ pub struct ViewBuilder {
     known_brokers: BTreeMap<BrokerId, String>,
     /// Records per second by partition, from successive high watermarks.
     partition_rates: CounterRates<PartitionKey>,
+    /// Each broker's replica sizes from its last DescribeLogDirs (`None`: it refused).
+    sizes: BTreeMap<BrokerId, Option<ReplicaSizes>>,
+    /// Each broker's disk use from its last DescribeLogDirs: every replica in its log dirs,
+    /// future ones included (they take disk too).
+    disk: BTreeMap<BrokerId, Option<u64>>,
 }
 
 impl ViewBuilder {
@@ -479,6 +527,8 @@ impl ViewBuilder {
             previous: None,
             known_brokers: BTreeMap::new(),
             partition_rates: CounterRates::default(),
+            sizes: BTreeMap::new(),
+            disk: BTreeMap::new(),
         }
     }
 
@@ -561,6 +611,34 @@ impl ViewBuilder {
         for b in &metadata.brokers {
             self.known_brokers.insert(b.id, b.address.to_string());
         }
+        if let Some(log_dirs) = &observation.log_dirs {
+            self.disk = log_dirs
+                .iter()
+                .map(|(&broker, replicas)| (broker, replicas.as_ref().map(|r| r.iter().map(|r| r.size_bytes).sum())))
+                .collect();
+            self.sizes = log_dirs
+                .iter()
+                .map(|(&broker, replicas)| {
+                    let sizes = replicas.as_ref().map(|replicas| {
+                        // A future replica (moving between log dirs) is not the replica's size.
+                        replicas
+                            .iter()
+                            .filter(|r| !r.future)
+                            .map(|r| ((r.topic.clone(), r.partition), r.size_bytes))
+                            .collect()
+                    });
+                    (broker, sizes)
+                })
+                .collect();
+        }
+        let sizes = &self.sizes;
+        let size_of = |broker: BrokerId, topic: &str, partition: i32| {
+            sizes
+                .get(&broker)?
+                .as_ref()?
+                .get(&(topic.to_string(), partition))
+                .copied()
+        };
         let in_metadata: BTreeSet<BrokerId> = metadata.brokers.iter().map(|b| b.id).collect();
         let status = |id: BrokerId| {
             if !in_metadata.contains(&id) {
@@ -615,6 +693,9 @@ impl ViewBuilder {
                             log_start_offset: leads.then_some(start).flatten(),
                             high_watermark: log_end_offset,
                             epochs: Default::default(),
+                            size_bytes: (role != ReplicaRole::Offline)
+                                .then(|| size_of(broker, &t.name, p.partition))
+                                .flatten(),
                             caught_up_ms_ago: None,
                         }
                     })
@@ -655,7 +736,14 @@ impl ViewBuilder {
                         .iter()
                         .filter_map(|p| Some(p.high_watermark? - p.log_start_offset?))
                         .sum(),
-                    size_bytes: None,
+                    size_bytes: {
+                        let leaders: Vec<u64> = mine
+                            .iter()
+                            .filter_map(|p| p.replicas.iter().find(|r| r.role == ReplicaRole::Leader))
+                            .filter_map(|r| r.size_bytes)
+                            .collect();
+                        (!leaders.is_empty()).then(|| leaders.iter().sum())
+                    },
                     messages_per_sec: mine
                         .iter()
                         .map(|p| self.partition_rates.rate(&(p.topic.clone(), p.partition)))
@@ -694,6 +782,10 @@ impl ViewBuilder {
                         .count(),
                     throughput: Throughput::Messages { in_per_sec: rate },
                     address: Some(address),
+                    // Every replica in its log dirs, future ones included: they take disk too.
+                    disk_bytes: (status(id) == BrokerStatus::Online)
+                        .then(|| self.disk.get(&id).copied().flatten())
+                        .flatten(),
                     produce_history,
                     changed_at: None,
                 }

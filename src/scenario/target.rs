@@ -209,6 +209,7 @@ mod tests {
                 log_start_offset: None,
                 high_watermark: None,
                 epochs: Default::default(),
+                size_bytes: None,
                 caught_up_ms_ago: None,
             })
             .collect(),

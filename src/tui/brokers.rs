@@ -1,5 +1,6 @@
-//! Brokers: state, leaders, replicas, leader skew, bytes in/out and a produce-rate sparkline.
-//! The controller is marked ◆. An external cluster tells no byte rates without JMX: there the
+//! Brokers: state, leaders, replicas, leader skew, disk use (the bytes of the replicas it
+//! hosts, where the pane is wide enough), bytes in/out and a produce-rate sparkline. The
+//! controller is marked ◆. An external cluster tells no byte rates without JMX: there the
 //! columns show the records per second appended to the partitions each broker leads, and the
 //! outbound column "–".
 
@@ -73,7 +74,12 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
     let inner = block.inner(area);
     let height = inner.height.saturating_sub(1) as usize;
     let cursor = app.cursor(Pane::Brokers);
-    let spark_width = (inner.width as usize).saturating_sub(51).clamp(4, 30);
+    // DISK only where it fits beside the rest (the dashboard's brokers pane at 120 columns
+    // has no room for it; a maximised pane or a wide screen has).
+    let disk = inner.width >= DISK_FROM_WIDTH;
+    let spark_width = (inner.width as usize)
+        .saturating_sub(if disk { 60 } else { 51 })
+        .clamp(4, 30);
     let layout = PaneLayout::table(Pane::Brokers, area, inner, scroll(cursor, height), brokers.len());
     let rows = brokers
         .iter()
@@ -101,7 +107,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             } else {
                 b.id.to_string()
             };
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(id),
                 Cell::from(Span::styled(app.lang.tr(b.status.label()).to_string(), state_style)),
                 Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
@@ -110,30 +116,40 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
                 Cell::from(Line::from(throughput_in(b.throughput)).right_aligned()),
                 Cell::from(Line::from(throughput_out(b.throughput)).right_aligned()),
                 Cell::from(Span::styled(sparkline(&b.produce_history, spark_width), t.ok)),
-            ]);
+            ];
+            if disk {
+                let used = b.disk_bytes.map_or("–".into(), |d| bytes(d as f64));
+                cells.insert(5, Cell::from(Line::from(used).right_aligned()));
+            }
+            let row = Row::new(cells);
             if i == cursor && app.focus == Pane::Brokers {
                 row.style(t.selected)
             } else {
                 row
             }
         });
-    let columns = headers(
-        app,
-        &[
-            Column::left("ID", Length(4)).kept(),
-            Column::left("STATE", Length(7)),
-            Column::right("LEAD", Length(4)),
-            Column::right("REPL", Length(4)),
-            Column::right("SKEW", Length(5)),
-            Column::right(if messages { "IN MSG/S" } else { "IN" }, Length(10)),
-            Column::right("OUT", Length(10)),
-            Column::left("RATE", Min(4)),
-        ],
-    );
+    let mut columns = vec![
+        Column::left("ID", Length(4)).kept(),
+        Column::left("STATE", Length(7)),
+        Column::right("LEAD", Length(4)),
+        Column::right("REPL", Length(4)),
+        Column::right("SKEW", Length(5)),
+        Column::right(if messages { "IN MSG/S" } else { "IN" }, Length(10)),
+        Column::right("OUT", Length(10)),
+        Column::left("RATE", Min(4)),
+    ];
+    if disk {
+        columns.insert(5, Column::right("DISK", Length(8)));
+    }
+    let columns = headers(app, &columns);
     let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
 }
+
+/// The pane's inner width from which the DISK column is shown: the other columns, their
+/// gaps and the shortest sparkline take 56.
+const DISK_FROM_WIDTH: u16 = 65;
 
 /// For a room: id (◆ controller), state and leaders, spaced.
 fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLayout {
@@ -239,6 +255,7 @@ mod tests {
                 out_per_sec: 0.0,
             },
             address: address.map(str::to_string),
+            disk_bytes: None,
             produce_history: Vec::new(),
             changed_at: None,
         }

@@ -833,6 +833,7 @@ mod tests {
                     out_per_sec: 0.0,
                 },
                 address: None,
+                disk_bytes: None,
                 produce_history: Vec::new(),
                 changed_at: None,
             })

@@ -1071,6 +1071,7 @@ mod tests {
             log_start_offset: Some(0),
             high_watermark: Some(1180),
             epochs: Default::default(),
+            size_bytes: None,
             caught_up_ms_ago: None,
         }
     }
@@ -1089,6 +1090,7 @@ mod tests {
                 replicas: 1,
                 throughput: Throughput::Messages { in_per_sec: 0.0 },
                 address: None,
+                disk_bytes: None,
                 produce_history: Vec::new(),
                 changed_at: None,
             })

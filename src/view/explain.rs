@@ -846,6 +846,7 @@ mod tests {
                 start_offset: 0,
             }]
             .into(),
+            size_bytes: None,
             caught_up_ms_ago: caught_up,
         }
     }
@@ -859,6 +860,7 @@ mod tests {
             replicas: 1,
             throughput: Throughput::Messages { in_per_sec: 0.0 },
             address: None,
+            disk_bytes: None,
             produce_history: Vec::new(),
             changed_at: None,
         }

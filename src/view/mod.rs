@@ -118,6 +118,9 @@ pub struct BrokerRow {
     pub throughput: Throughput,
     /// `host:port` where Kafka clients reach the broker (none when it serves no clients).
     pub address: Option<String>,
+    /// Bytes of the replicas the broker hosts (its log dirs), `None` when the source cannot
+    /// tell: the broker is down, or an external cluster refuses DescribeLogDirs.
+    pub disk_bytes: Option<u64>,
     /// The inbound rate ([`Throughput::in_per_sec`]), oldest first, one sample per refresh.
     pub produce_history: Vec<u64>,
     /// When the broker last changed state (for the brief flash of changed cells).
@@ -163,6 +166,9 @@ pub struct ReplicaRow {
     pub log_start_offset: Option<i64>,
     /// The replica's own high watermark, when known: a follower's lags the leader's.
     pub high_watermark: Option<i64>,
+    /// Bytes of the replica's segment files, when its broker tells (an external cluster
+    /// through DescribeLogDirs).
+    pub size_bytes: Option<u64>,
     /// The replica's leader-epoch cache, oldest first: which offsets each leader epoch
     /// wrote (empty when the source cannot tell). Short ones sit in the row, long ones are
     /// shared between views: a new view per tick copies no replica's epochs.
@@ -240,7 +246,8 @@ pub struct TopicRow {
     pub under_replicated: usize,
     pub offline: usize,
     pub messages: i64,
-    /// `None` when the source cannot tell (an external cluster without DescribeLogDirs).
+    /// The sum of the partition leaders' sizes; `None` when the source cannot tell (an
+    /// external cluster that refuses DescribeLogDirs).
     pub size_bytes: Option<u64>,
     pub messages_per_sec: f64,
     /// Sum of every group's lag on this topic; `None` when no group reads it.

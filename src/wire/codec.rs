@@ -57,6 +57,8 @@ pub enum RequestBody {
     DescribeCluster(DescribeClusterRequest),
     DeleteGroups(DeleteGroupsRequest),
     OffsetDelete(OffsetDeleteRequest),
+    DescribeLogDirs(DescribeLogDirsRequest),
+    DeleteRecords(DeleteRecordsRequest),
 }
 
 #[derive(Debug)]
@@ -144,6 +146,10 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         ApiKey::DescribeCluster => {
             RequestBody::DescribeCluster(DescribeClusterRequest::decode(b, v).map_err(malformed)?)
         }
+        ApiKey::DescribeLogDirs => {
+            RequestBody::DescribeLogDirs(DescribeLogDirsRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(b, v).map_err(malformed)?),
         other => {
             return Err(CodecError::UnsupportedVersion {
                 api: other,

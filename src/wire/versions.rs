@@ -42,6 +42,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     // Its only version: kafka-consumer-groups.sh --delete-offsets, Admin.deleteConsumerGroupOffsets.
     (ApiKey::OffsetDelete, 0, 0),
+    // Each broker has one log dir; v4 adds its filesystem's total and usable bytes. v0 is
+    // gone from Kafka 4 and from the crate.
+    (ApiKey::DescribeLogDirs, 1, 4),
+    // Answered as soon as the leader moved its log start (no wait for the followers').
+    (ApiKey::DeleteRecords, 0, 2),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

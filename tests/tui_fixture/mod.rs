@@ -45,6 +45,7 @@ pub fn replica(broker: i32, role: ReplicaRole, leo: Option<i64>) -> ReplicaRow {
         log_end_offset: leo,
         log_start_offset: leo.map(|_| 0),
         high_watermark: leo,
+        size_bytes: leo.map(|_| 329_218),
         epochs: match leo {
             Some(_) => [epoch(3, 0), epoch(4, 1000)].into(),
             None => Default::default(),
@@ -103,6 +104,7 @@ pub fn view() -> ClusterView {
             }
         },
         address: Some(format!("127.0.0.1:{}", 9092 + id)),
+        disk_bytes: (status == BrokerStatus::Online).then_some(2_962_962 + id as u64 * 1_000_000),
         produce_history: history.to_vec(),
         changed_at: None,
     };

@@ -329,7 +329,7 @@ impl Cluster {
         Ok(())
     }
 
-    fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
+    pub(super) fn leader_of(&self, tp: &TopicPartition) -> Result<BrokerId, ErrorCode> {
         let image = self.metadata();
         let p = image.partition(tp).ok_or(ErrorCode::UnknownTopicOrPartition)?;
         if p.leader == NO_LEADER {
@@ -338,7 +338,12 @@ impl Cluster {
         Ok(p.leader)
     }
 
-    async fn call(&self, broker: BrokerId, request: Request, timeout: Duration) -> Result<Response, ErrorCode> {
+    pub(super) async fn call(
+        &self,
+        broker: BrokerId,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, ErrorCode> {
         self.inner
             .ctx
             .network

@@ -191,6 +191,7 @@ mod tests {
             replicas: 0,
             throughput: Throughput::Messages { in_per_sec: 0.0 },
             address: None,
+            disk_bytes: None,
             produce_history: Vec::new(),
             changed_at: None,
         }
@@ -211,6 +212,7 @@ mod tests {
                     log_start_offset: None,
                     high_watermark: None,
                     epochs: Default::default(),
+                    size_bytes: None,
                     caught_up_ms_ago: None,
                 })
                 .collect(),

@@ -4,6 +4,7 @@
 mod admin;
 mod fetch;
 mod groups;
+mod log_dirs;
 mod metadata;
 mod produce;
 mod reassign;
@@ -164,5 +165,7 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::ElectLeaders(r) => frame(&request, &admin::elect_leaders(ctx, r, v).await),
         RequestBody::AlterPartitionReassignments(r) => frame(&request, &reassign::alter(ctx, r, v).await),
         RequestBody::ListPartitionReassignments(r) => frame(&request, &reassign::list(ctx, r)),
+        RequestBody::DescribeLogDirs(r) => frame(&request, &log_dirs::describe_log_dirs(ctx, r)?),
+        RequestBody::DeleteRecords(r) => frame(&request, &log_dirs::delete_records(ctx, r).await?),
     }
 }
