@@ -7,18 +7,18 @@
 //! through failures like real clients, so the demo survives broker kills.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI16, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use bytes::Bytes;
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Clock, Cluster, TopicConfig};
+use crate::engine::{Acks, Clock, Cluster, TopicConfig};
 
 pub const PAGE_VIEWS: &str = "page-views";
 pub const CLICKS: &str = "clicks";
@@ -57,12 +57,46 @@ impl Default for DemoConfig {
     }
 }
 
-/// The running demo; dropping it does not stop it, [`Workload::stop`] does.
+/// The running demo; dropping it does not stop it, [`Workload::stop`] does. A trainer or an
+/// operator steers it from the console as a scenario's traffic: the producers' `acks`, one
+/// member more or fewer in a group, a group's consumers paused.
 pub struct Workload {
-    tasks: Vec<JoinHandle<()>>,
-    /// Records consumed per consumer (`group/member-index`), for the console and tests.
-    pub consumed: BTreeMap<String, Arc<AtomicU64>>,
+    cluster: Cluster,
+    config: DemoConfig,
+    producer_tasks: Mutex<Vec<JoinHandle<()>>>,
+    acks: AtomicI16,
+    groups: tokio::sync::Mutex<BTreeMap<&'static str, DemoGroup>>,
     pub produced: Arc<AtomicU64>,
+}
+
+/// One of the demo's consumer groups and its members, newest last.
+struct DemoGroup {
+    topic: &'static str,
+    delay_ms: u64,
+    paused: Arc<AtomicBool>,
+    members: Vec<Member>,
+    /// The index the next member's counter gets (`group/index`), never reused.
+    next: usize,
+    /// Records consumed per member, members that left included.
+    consumed: BTreeMap<usize, Arc<AtomicU64>>,
+}
+
+struct Member {
+    task: JoinHandle<()>,
+    leave: Arc<AtomicBool>,
+}
+
+/// The producers' `acks` as the client takes it.
+fn acks_of(code: i16) -> Acks {
+    match code {
+        0 => Acks::None,
+        1 => Acks::Leader,
+        _ => Acks::All,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Workload {
@@ -84,57 +118,170 @@ impl Workload {
                     .await?;
             }
         }
-        let produced = Arc::new(AtomicU64::new(0));
-        let mut tasks = Vec::new();
-        let producer = Producer::new(cluster.clone(), ProducerConfig::default()).await?;
-        tasks.push(tokio::spawn(produce_loop(
-            producer.clone(),
-            cluster.clock().clone(),
-            PAGE_VIEWS,
-            config.page_views_per_sec,
-            config.users,
-            Arc::clone(&produced),
-        )));
-        tasks.push(tokio::spawn(produce_loop(
-            producer,
-            cluster.clock().clone(),
-            CLICKS,
-            config.clicks_per_sec,
-            config.users,
-            Arc::clone(&produced),
-        )));
-        let mut consumed = BTreeMap::new();
-        let members = [
+        let workload = Workload {
+            cluster: cluster.clone(),
+            config,
+            producer_tasks: Mutex::new(Vec::new()),
+            acks: AtomicI16::new(-1),
+            groups: tokio::sync::Mutex::new(BTreeMap::new()),
+            produced: Arc::new(AtomicU64::new(0)),
+        };
+        let tasks = workload.start_producers(-1).await?;
+        *lock(&workload.producer_tasks) = tasks;
+        let groups = [
             ("analytics", PAGE_VIEWS, 3, 0),
             ("audit", PAGE_VIEWS, 1, 0),
-            ("billing", CLICKS, 1, config.billing_ms_per_record),
+            ("billing", CLICKS, 1, workload.config.billing_ms_per_record),
         ];
-        for (group, topic, count, delay) in members {
-            for i in 0..count {
-                let counter = Arc::new(AtomicU64::new(0));
-                consumed.insert(format!("{group}/{i}"), Arc::clone(&counter));
-                tasks.push(tokio::spawn(consume_loop(
-                    cluster.clone(),
-                    group,
+        {
+            let mut runs = workload.groups.lock().await;
+            for (name, topic, count, delay_ms) in groups {
+                let mut group = DemoGroup {
                     topic,
-                    delay,
-                    counter,
-                )));
+                    delay_ms,
+                    paused: Arc::new(AtomicBool::new(false)),
+                    members: Vec::new(),
+                    next: 0,
+                    consumed: BTreeMap::new(),
+                };
+                for _ in 0..count {
+                    workload.spawn_member(name, &mut group);
+                }
+                runs.insert(name, group);
             }
         }
-        Ok(Workload {
-            tasks,
-            consumed,
-            produced,
-        })
+        Ok(workload)
     }
 
-    pub fn stop(self) {
-        for t in self.tasks {
+    /// The producers' tasks with `acks`; idempotence only with acks=all, as Kafka's producer
+    /// turns it off by default when acks is not all.
+    async fn start_producers(&self, acks: i16) -> Result<Vec<JoinHandle<()>>> {
+        let config = ProducerConfig {
+            acks: acks_of(acks),
+            enable_idempotence: acks == -1,
+            ..ProducerConfig::default()
+        };
+        let producer = Producer::new(self.cluster.clone(), config).await?;
+        let tasks = [
+            (PAGE_VIEWS, self.config.page_views_per_sec),
+            (CLICKS, self.config.clicks_per_sec),
+        ]
+        .into_iter()
+        .map(|(topic, per_sec)| {
+            tokio::spawn(produce_loop(
+                producer.clone(),
+                self.cluster.clock().clone(),
+                topic,
+                per_sec,
+                self.config.users,
+                Arc::clone(&self.produced),
+            ))
+        })
+        .collect();
+        Ok(tasks)
+    }
+
+    fn spawn_member(&self, name: &'static str, group: &mut DemoGroup) {
+        let counter = Arc::new(AtomicU64::new(0));
+        group.consumed.insert(group.next, Arc::clone(&counter));
+        group.next += 1;
+        let leave = Arc::new(AtomicBool::new(false));
+        let member = DemoMember {
+            group: name,
+            client_id: format!("{name}-consumer-{}", group.next - 1),
+            topic: group.topic,
+            delay_ms: group.delay_ms,
+        };
+        let task = tokio::spawn(consume_loop(
+            self.cluster.clone(),
+            member,
+            Arc::clone(&group.paused),
+            Arc::clone(&leave),
+            counter,
+        ));
+        group.members.push(Member { task, leave });
+    }
+
+    /// Records consumed per consumer (`group/member-index`), members that left included.
+    pub async fn consumed(&self) -> BTreeMap<String, u64> {
+        let runs = self.groups.lock().await;
+        runs.iter()
+            .flat_map(|(name, g)| {
+                g.consumed
+                    .iter()
+                    .map(move |(i, c)| (format!("{name}/{i}"), c.load(Ordering::Relaxed)))
+            })
+            .collect()
+    }
+
+    /// The producers' `acks` now (0, 1 or -1 for all).
+    pub fn acks(&self) -> i16 {
+        self.acks.load(Ordering::Relaxed)
+    }
+
+    /// Restarts the producers with another `acks` (a Kafka producer cannot change it live).
+    pub async fn set_acks(&self, acks: i16) -> Result<()> {
+        if ![-1, 0, 1].contains(&acks) {
+            bail!("acks must be all (-1), 1 or 0, not {acks}");
+        }
+        // The new producers first: a failure leaves the old ones running.
+        let tasks = self.start_producers(acks).await?;
+        self.acks.store(acks, Ordering::Relaxed);
+        for t in std::mem::replace(&mut *lock(&self.producer_tasks), tasks) {
             t.abort();
+        }
+        Ok(())
+    }
+
+    /// One more consumer in `group`; answers how many it runs now.
+    pub async fn add_member(&self, group: &str) -> Result<usize> {
+        let mut runs = self.groups.lock().await;
+        let (Some(name), Some(run)) = (DEMO_GROUPS.iter().find(|g| **g == group), runs.get_mut(group)) else {
+            bail!("the demo runs no group {group} (it runs {})", DEMO_GROUPS.join(", "));
+        };
+        self.spawn_member(name, run);
+        Ok(run.members.len())
+    }
+
+    /// The newest consumer of `group` leaves it (its consumer closes: LeaveGroup).
+    pub async fn remove_member(&self, group: &str) -> Result<usize> {
+        let mut runs = self.groups.lock().await;
+        let Some(run) = runs.get_mut(group) else {
+            bail!("the demo runs no group {group} (it runs {})", DEMO_GROUPS.join(", "));
+        };
+        let Some(member) = run.members.pop() else {
+            bail!("group {group} has no member left to remove");
+        };
+        // The loop sees the flag, closes its consumer (LeaveGroup) and ends.
+        member.leave.store(true, Ordering::Relaxed);
+        Ok(run.members.len())
+    }
+
+    /// Stops (or resumes) `group`'s consumers polling, without leaving the group: their
+    /// heartbeats go on, so the group keeps its members while the lag grows.
+    pub async fn pause_group(&self, group: &str, paused: bool) -> Result<()> {
+        let runs = self.groups.lock().await;
+        let Some(run) = runs.get(group) else {
+            bail!("the demo runs no group {group} (it runs {})", DEMO_GROUPS.join(", "));
+        };
+        run.paused.store(paused, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub fn stop(mut self) {
+        for t in lock(&self.producer_tasks).drain(..) {
+            t.abort();
+        }
+        for (_, run) in std::mem::take(self.groups.get_mut()) {
+            for m in run.members {
+                m.task.abort();
+            }
         }
     }
 }
+
+/// The demo's consumer groups.
+pub const DEMO_GROUPS: [&str; 3] = ["analytics", "audit", "billing"];
 
 const PAGES: [&str; 8] = [
     "/",
@@ -229,13 +376,27 @@ async fn produce_loop(
     }
 }
 
-async fn consume_loop(
-    cluster: Cluster,
+/// Who a demo consumer is: its group, `client.id`, topic and time spent per record.
+struct DemoMember {
     group: &'static str,
+    client_id: String,
     topic: &'static str,
     delay_ms: u64,
+}
+
+async fn consume_loop(
+    cluster: Cluster,
+    member: DemoMember,
+    paused: Arc<AtomicBool>,
+    leave: Arc<AtomicBool>,
     counter: Arc<AtomicU64>,
 ) {
+    let DemoMember {
+        group,
+        client_id,
+        topic,
+        delay_ms,
+    } = member;
     let clock = cluster.clock().clone();
     let mut consumer = Consumer::new(
         cluster,
@@ -244,11 +405,20 @@ async fn consume_loop(
             auto_offset_reset: OffsetReset::Earliest,
             auto_commit_interval_ms: 1_000,
             max_poll_records: 100,
+            client_id,
             ..ConsumerConfig::default()
         },
     );
     consumer.subscribe(vec![topic.to_string()]);
     loop {
+        if leave.load(Ordering::Relaxed) {
+            consumer.close().await;
+            return;
+        }
+        if paused.load(Ordering::Relaxed) {
+            clock.sleep(Duration::from_millis(200)).await;
+            continue;
+        }
         match consumer.poll(Duration::from_millis(500)).await {
             Ok(records) => {
                 counter.fetch_add(records.len() as u64, Ordering::Relaxed);

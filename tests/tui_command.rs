@@ -346,3 +346,134 @@ fn delete_group_asks_first_then_deletes_an_empty_group() {
         }]
     );
 }
+
+fn question(h: &tui_fixture::Harness) -> String {
+    match h.app.overlay() {
+        Some(Overlay::Confirm { question, .. }) => question.clone(),
+        other => panic!("no confirmation: {other:?}"),
+    }
+}
+
+fn note(h: &tui_fixture::Harness) -> String {
+    h.app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default()
+}
+
+#[test]
+fn delete_records_says_how_many_records_go_and_deletes_only_on_yes() {
+    let mut h = harness();
+    // T on a partition opens the line with the partition typed; the offset is the operator's.
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('T'));
+    let typed = line(&h).text;
+    let (topic, partition) = h
+        .app
+        .selected_partition()
+        .map(|p| (p.topic.clone(), p.partition))
+        .expect("a partition is selected");
+    assert_eq!(typed, format!("delete-records {topic}-{partition} "));
+    h.press(KeyCode::Esc);
+
+    // page-views-1: log start 0, high watermark 1201.
+    h.press(KeyCode::Char(':'));
+    h.chars("delete-records page-views-1 100");
+    h.press(KeyCode::Enter);
+    let asked = question(&h);
+    assert!(
+        asked.contains("page-views-1 before offset 100") && asked.contains("0 -> 100: 100 records"),
+        "{asked}"
+    );
+    h.press(KeyCode::Char('n'));
+    assert!(h.source.commands().is_empty(), "no is no");
+
+    h.press(KeyCode::Char(':'));
+    h.chars("delete-records page-views-1 hw");
+    h.press(KeyCode::Enter);
+    assert!(question(&h).contains("1201 records"), "{}", question(&h));
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::DeleteRecords {
+            topic: "page-views".into(),
+            partition: 1,
+            offset: -1,
+        }]
+    );
+
+    // Past the high watermark is Kafka's OFFSET_OUT_OF_RANGE, said before anything is sent.
+    h.press(KeyCode::Char(':'));
+    h.chars("delete-records page-views-1 5000");
+    h.press(KeyCode::Enter);
+    assert!(note(&h).contains("past the high watermark 1201"), "{}", note(&h));
+    assert_eq!(h.app.overlay(), None);
+    assert_eq!(h.source.commands().len(), 1);
+}
+
+#[test]
+fn add_partitions_asks_what_it_does_to_keys_and_a_topic_never_shrinks() {
+    let mut h = harness();
+    h.press(KeyCode::Char('2'));
+    h.press(KeyCode::Char('A'));
+    let topic = h.app.selected_topic().map(|t| t.name.clone()).expect("a topic");
+    assert_eq!(line(&h).text, format!("topic add-partitions {topic} "));
+    h.press(KeyCode::Esc);
+
+    h.press(KeyCode::Char(':'));
+    h.chars("topic add-partitions page-views 2");
+    h.press(KeyCode::Enter);
+    assert!(note(&h).contains("only grows"), "{}", note(&h));
+    assert!(h.source.commands().is_empty());
+
+    h.press(KeyCode::Char(':'));
+    h.chars("topic add-partitions page-views 12");
+    h.press(KeyCode::Enter);
+    let asked = question(&h);
+    assert!(asked.contains("to 12 partitions") && asked.contains("hash"), "{asked}");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::CreatePartitions {
+            topic: "page-views".into(),
+            count: 12,
+        }]
+    );
+}
+
+#[test]
+fn m_and_shift_m_add_and_remove_a_member_of_the_selected_group() {
+    let mut h = harness();
+    h.press(KeyCode::Char('m'));
+    assert!(note(&h).contains("focus it with 4"), "{}", note(&h));
+    h.press(KeyCode::Char('4'));
+    let group = h.app.selected_group().map(|g| g.group_id.clone()).expect("a group");
+    h.press(KeyCode::Char('m'));
+    h.press(KeyCode::Char('M'));
+    assert_eq!(
+        h.source.commands(),
+        vec![
+            Command::AddMember { group: group.clone() },
+            Command::RemoveMember { group }
+        ]
+    );
+
+    // An external cluster runs no workload of kdeck's: the keys say so and send nothing.
+    let mut h = external_harness(false);
+    h.press(KeyCode::Char('4'));
+    h.press(KeyCode::Char('m'));
+    assert!(h.source.commands().is_empty());
+}
+
+#[test]
+fn a_read_only_console_offers_neither_delete_records_nor_add_partitions() {
+    let mut h = external_harness(true);
+    h.press(KeyCode::Char('3'));
+    h.press(KeyCode::Char('T'));
+    assert_ne!(
+        h.app.overlay().map(|o| matches!(o, Overlay::Command(_))),
+        Some(true),
+        "T opens no line in a read-only console"
+    );
+    h.press(KeyCode::Char(':'));
+    h.chars("topic add-partitions orders 12");
+    h.press(KeyCode::Enter);
+    assert!(h.source.commands().is_empty());
+}

@@ -13,11 +13,8 @@ use kdeck::client::admin;
 use kdeck::engine::Cluster;
 use kdeck::workload::{DemoConfig, Workload};
 
-fn counts(w: &Workload) -> BTreeMap<String, u64> {
-    w.consumed
-        .iter()
-        .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
-        .collect()
+async fn counts(w: &Workload) -> BTreeMap<String, u64> {
+    w.consumed().await
 }
 
 #[tokio::test(start_paused = true)]
@@ -26,17 +23,17 @@ async fn the_demo_keeps_flowing_through_a_broker_kill_and_restart() {
     let cluster = Cluster::start(config(dir.path())).await.expect("start");
     let workload = Workload::start(&cluster, DemoConfig::default()).await.expect("demo");
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let warm = counts(&workload);
+    let warm = counts(&workload).await;
     assert!(warm.values().all(|c| *c > 0), "every consumer got records: {warm:?}");
 
     cluster.kill(1).expect("kill");
     tokio::time::sleep(Duration::from_secs(20)).await;
     cluster.start_broker(1).expect("restart");
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let restarted = counts(&workload);
+    let restarted = counts(&workload).await;
     let produced_then = workload.produced.load(Ordering::Relaxed);
     tokio::time::sleep(Duration::from_secs(30)).await;
-    let end = counts(&workload);
+    let end = counts(&workload).await;
     for (name, before) in &restarted {
         assert!(end[name] > *before, "{name} is stuck: {before} -> {}", end[name]);
     }
@@ -60,6 +57,70 @@ async fn the_demo_keeps_flowing_through_a_broker_kill_and_restart() {
         "{:?}",
         analytics.members
     );
+    workload.stop();
+    cluster.shutdown().await;
+}
+
+/// The console's `:member add|remove`, `:group pause|resume` and the acks key steer the demo
+/// as they steer a scenario's traffic: a member joins and the group shares its partitions
+/// with it, the newest leaves, a paused group reads nothing while keeping its members.
+#[tokio::test(start_paused = true)]
+async fn the_demo_takes_member_pause_and_acks_commands() {
+    let dir = scratch_dir();
+    let cluster = Cluster::start(config(dir.path())).await.expect("start");
+    let workload = Workload::start(&cluster, DemoConfig::default()).await.expect("demo");
+    tokio::time::sleep(Duration::from_secs(15)).await;
+
+    assert_eq!(workload.add_member("analytics").await.expect("add"), 4);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let analytics = admin::group_lag(&cluster, "analytics").await.expect("analytics");
+    assert_eq!(analytics.members.len(), 4, "{:?}", analytics.members);
+    let owned: usize = analytics.members.iter().map(|(_, parts)| parts.len()).sum();
+    assert_eq!(
+        owned, 6,
+        "every page-views partition has one owner: {:?}",
+        analytics.members
+    );
+    let counts_now = counts(&workload).await;
+    assert!(counts_now.contains_key("analytics/3"), "{counts_now:?}");
+
+    assert_eq!(workload.remove_member("audit").await.expect("remove"), 0);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let audit = admin::group_lag(&cluster, "audit").await.expect("audit");
+    assert!(
+        audit.members.is_empty(),
+        "the last audit member left: {:?}",
+        audit.members
+    );
+    let err = workload.remove_member("audit").await.expect_err("nobody left");
+    assert!(err.to_string().contains("no member left"), "{err}");
+    let err = workload.add_member("nope").await.expect_err("no such group");
+    assert!(err.to_string().contains("runs no group nope"), "{err}");
+
+    workload.pause_group("billing", true).await.expect("pause");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let paused_at = counts(&workload).await["billing/0"];
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(
+        counts(&workload).await["billing/0"],
+        paused_at,
+        "a paused group reads nothing"
+    );
+    let billing = admin::group_lag(&cluster, "billing").await.expect("billing");
+    assert_eq!(billing.members.len(), 1, "a paused member stays in its group");
+    workload.pause_group("billing", false).await.expect("resume");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(counts(&workload).await["billing/0"] > paused_at, "billing reads again");
+
+    workload.set_acks(0).await.expect("acks 0");
+    assert_eq!(workload.acks(), 0);
+    let produced = workload.produced.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        workload.produced.load(Ordering::Relaxed) > produced,
+        "acks=0 producers go on"
+    );
+    assert!(workload.set_acks(2).await.is_err(), "acks is 0, 1 or all");
     workload.stop();
     cluster.shutdown().await;
 }

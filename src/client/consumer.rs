@@ -18,7 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::assignor::{self, Subscription};
-use crate::engine::group::JoinGroupRequest;
+use crate::engine::group::{IN_PROCESS_HOST, JoinGroupRequest};
 use crate::engine::{
     Clock, Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, TopicPartition,
 };
@@ -52,6 +52,8 @@ pub struct ConsumerConfig {
     pub max_poll_records: usize,
     /// Assignor protocol names in order of preference.
     pub assignors: Vec<String>,
+    /// `client.id`: how the group's coordinator names this consumer (DescribeGroups).
+    pub client_id: String,
 }
 
 impl Default for ConsumerConfig {
@@ -68,6 +70,7 @@ impl Default for ConsumerConfig {
             max_partition_fetch_bytes: 1 << 20,
             max_poll_records: 500,
             assignors: vec!["range".into(), "cooperative-sticky".into()],
+            client_id: "kdeck".into(),
         }
     }
 }
@@ -584,6 +587,8 @@ impl Consumer {
                 rebalance_timeout_ms: self.config.rebalance_timeout_ms,
                 protocol_type: "consumer".into(),
                 protocols,
+                client_id: self.config.client_id.clone(),
+                client_host: IN_PROCESS_HOST.into(),
             });
             let timeout = Duration::from_millis(self.config.rebalance_timeout_ms + 5_000);
             let joined = match self.cluster.group_request(&group, join, timeout).await {

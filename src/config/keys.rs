@@ -36,6 +36,8 @@ pub enum Binding {
     Rebalance,
     CreateTopic,
     DeleteTopic,
+    AddPartitions,
+    DeleteRecords,
     PauseDemo,
     Follow,
     PauseTail,
@@ -55,6 +57,8 @@ pub enum Binding {
     MinInsyncUp,
     MinInsyncDown,
     Acks,
+    AddMember,
+    RemoveMember,
     NextStep,
     PrevStep,
     PlayScenario,
@@ -65,7 +69,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 45] = [
+    pub const ALL: [Binding; 49] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -89,6 +93,8 @@ impl Binding {
         Binding::Rebalance,
         Binding::CreateTopic,
         Binding::DeleteTopic,
+        Binding::AddPartitions,
+        Binding::DeleteRecords,
         Binding::PauseDemo,
         Binding::Follow,
         Binding::PauseTail,
@@ -108,6 +114,8 @@ impl Binding {
         Binding::MinInsyncUp,
         Binding::MinInsyncDown,
         Binding::Acks,
+        Binding::AddMember,
+        Binding::RemoveMember,
         Binding::NextStep,
         Binding::PrevStep,
         Binding::PlayScenario,
@@ -139,6 +147,8 @@ impl Binding {
             Binding::Rebalance => "rebalance",
             Binding::CreateTopic => "create_topic",
             Binding::DeleteTopic => "delete_topic",
+            Binding::AddPartitions => "add_partitions",
+            Binding::DeleteRecords => "delete_records",
             Binding::PauseDemo => "pause_demo",
             Binding::Follow => "follow",
             Binding::PauseTail => "pause_tail",
@@ -158,6 +168,8 @@ impl Binding {
             Binding::MinInsyncUp => "min_insync_up",
             Binding::MinInsyncDown => "min_insync_down",
             Binding::Acks => "acks",
+            Binding::AddMember => "add_member",
+            Binding::RemoveMember => "remove_member",
             Binding::NextStep => "next_step",
             Binding::PrevStep => "prev_step",
             Binding::PlayScenario => "play_scenario",

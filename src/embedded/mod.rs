@@ -78,6 +78,8 @@ struct Shared {
     /// Traffic that steers the cluster instead of the demo (a scenario's producers and groups).
     traffic: Option<Box<dyn Traffic>>,
     demo_running: std::sync::atomic::AtomicBool,
+    /// The demo's producers' `acks` as last set (it outlives a pause of the demo).
+    demo_acks: std::sync::atomic::AtomicI16,
     producer: OnceCell<Producer>,
     console: ConsoleConfig,
 }
@@ -197,6 +199,7 @@ impl Embedded {
         let events = cluster.events();
         let shared = Arc::new(Shared {
             demo_running: std::sync::atomic::AtomicBool::new(workload.is_some()),
+            demo_acks: std::sync::atomic::AtomicI16::new(-1),
             cluster,
             demo,
             workload: tokio::sync::Mutex::new(workload),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use bytes::Bytes;
 
-use super::{Shared, Traffic};
+use super::Shared;
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
 use crate::kafka::screaming_snake;
@@ -16,10 +16,15 @@ use crate::view::{Command, LinkState};
 use crate::workload::Workload;
 
 impl Shared {
-    fn traffic(&self) -> Result<&dyn Traffic> {
-        self.traffic
-            .as_deref()
-            .ok_or_else(|| anyhow::anyhow!(outcome::NO_SCENARIO_WORKLOAD))
+    /// The running demo, which takes the workload commands when no scenario's traffic
+    /// steers the cluster.
+    async fn demo_workload(&self) -> Result<tokio::sync::MappedMutexGuard<'_, Workload>> {
+        let slot = self.workload.lock().await;
+        match tokio::sync::MutexGuard::try_map(slot, Option::as_mut) {
+            Ok(workload) => Ok(workload),
+            Err(_) if self.demo.is_some() => bail!(outcome::DEMO_NOT_RUNNING),
+            Err(_) => bail!(outcome::NO_WORKLOAD),
+        }
     }
 
     async fn producer(&self) -> Result<&Producer> {
@@ -150,6 +155,28 @@ impl Shared {
                 Err(ErrorCode::GroupIdNotFound) => bail!(outcome::no_such_group(group)),
                 Err(e) => bail!("{e:?}"),
             },
+            Command::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            } => {
+                let tp = TopicPartition::new(topic.clone(), *partition);
+                let leader = cluster
+                    .metadata()
+                    .partition(&tp)
+                    .map(|p| p.leader)
+                    .filter(|l| *l >= 0)
+                    .ok_or_else(|| anyhow::anyhow!(outcome::no_such_partition(topic, *partition)))?;
+                match cluster.delete_records_on(leader, &tp, *offset).await {
+                    Ok(low) => Ok(outcome::records_deleted(topic, *partition, low)),
+                    Err(ErrorCode::OffsetOutOfRange) => bail!(outcome::past_high_watermark(topic, *partition, *offset)),
+                    Err(e) => bail!("{tp}: {}", screaming_snake(&format!("{e:?}"))),
+                }
+            }
+            Command::CreatePartitions { topic, count } => {
+                cluster.create_partitions(topic, *count).await?;
+                Ok(outcome::partitions_created(topic, *count))
+            }
             Command::PauseDemo => {
                 let workload = self.workload.lock().await.take();
                 match workload {
@@ -169,7 +196,13 @@ impl Shared {
                 if slot.is_some() {
                     bail!(outcome::DEMO_ALREADY_RUNNING);
                 }
-                *slot = Some(Workload::start(cluster, demo.clone()).await?);
+                let workload = Workload::start(cluster, demo.clone()).await?;
+                // The demo comes back with the acks it was last set to.
+                let acks = self.demo_acks.load(std::sync::atomic::Ordering::Relaxed);
+                if acks != -1 {
+                    workload.set_acks(acks).await?;
+                }
+                *slot = Some(workload);
                 self.demo_running.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(outcome::DEMO_RESUMED.into())
             }
@@ -244,24 +277,40 @@ impl Shared {
                 ))
             }
             Command::SetProducerAcks(acks) => {
-                self.traffic()?.set_acks(*acks).await?;
+                match &self.traffic {
+                    Some(t) => t.set_acks(*acks).await?,
+                    None => {
+                        self.demo_workload().await?.set_acks(*acks).await?;
+                        self.demo_acks.store(*acks, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
                 Ok(outcome::producer_acks(*acks))
             }
             Command::AddMember { group } => {
-                let members = self.traffic()?.add_member(group).await?;
+                let members = match &self.traffic {
+                    Some(t) => t.add_member(group).await?,
+                    None => self.demo_workload().await?.add_member(group).await?,
+                };
                 Ok(outcome::member_added(group, members))
             }
             Command::RemoveMember { group } => {
-                let members = self.traffic()?.remove_member(group).await?;
+                let members = match &self.traffic {
+                    Some(t) => t.remove_member(group).await?,
+                    None => self.demo_workload().await?.remove_member(group).await?,
+                };
                 Ok(outcome::member_removed(group, members))
             }
-            Command::PauseGroup { group } => {
-                self.traffic()?.pause_group(group, true).await?;
-                Ok(outcome::group_paused(group))
-            }
-            Command::ResumeGroup { group } => {
-                self.traffic()?.pause_group(group, false).await?;
-                Ok(outcome::group_resumed(group))
+            Command::PauseGroup { group } | Command::ResumeGroup { group } => {
+                let paused = matches!(command, Command::PauseGroup { .. });
+                match &self.traffic {
+                    Some(t) => t.pause_group(group, paused).await?,
+                    None => self.demo_workload().await?.pause_group(group, paused).await?,
+                }
+                Ok(if paused {
+                    outcome::group_paused(group)
+                } else {
+                    outcome::group_resumed(group)
+                })
             }
         }
     }

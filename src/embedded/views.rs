@@ -37,7 +37,12 @@ impl Shared {
             balanced_election: config.leader_election == crate::engine::LeaderElection::Balanced,
             replica_lag_time_max_ms: config.replica_lag_time_max_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
-            producer_acks: self.traffic.as_ref().and_then(|t| t.stats().acks),
+            producer_acks: match &self.traffic {
+                Some(t) => t.stats().acks,
+                None => {
+                    (self.demo_state() == Some(true)).then(|| self.demo_acks.load(std::sync::atomic::Ordering::Relaxed))
+                }
+            },
             clock_ms: self.cluster.clock().now_ms(),
         }
     }
@@ -276,9 +281,11 @@ impl ViewBuilder {
                     members: g
                         .members
                         .iter()
-                        .map(|(id, assignment)| MemberRow {
-                            member_id: id.clone(),
-                            assignment: decode_assignment(assignment)
+                        .map(|m| MemberRow {
+                            member_id: m.member_id.clone(),
+                            client_id: m.client_id.clone(),
+                            host: m.client_host.clone(),
+                            assignment: decode_assignment(&m.assignment)
                                 .unwrap_or_default()
                                 .into_iter()
                                 .map(|tp| (tp.topic, tp.partition))

@@ -161,7 +161,8 @@ pub struct GroupView {
     pub protocol: String,
     pub generation: i32,
     pub coordinator: BrokerId,
-    pub members: Vec<(String, bytes::Bytes)>,
+    /// Each member with its client id, host and assignment.
+    pub members: Vec<super::group::MemberDescription>,
     /// Per partition: committed offset, end offset (HW) and lag.
     pub offsets: Vec<GroupOffsetView>,
 }
@@ -805,7 +806,7 @@ impl Cluster {
                 protocol: d.protocol,
                 generation: d.generation_id,
                 coordinator,
-                members: d.members.into_iter().map(|m| (m.member_id, m.assignment)).collect(),
+                members: d.members,
                 offsets: offsets
                     .into_iter()
                     .map(|(tp, committed)| {

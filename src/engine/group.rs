@@ -51,6 +51,10 @@ pub fn partition_for_group(group: &str, partitions: i32) -> i32 {
     let abs = if h == i32::MIN { 0 } else { h.abs() };
     abs % partitions.max(1)
 }
+/// The host a group's coordinator shows for a member in kdeck's own process (a Kafka client
+/// over TCP shows as its address, `/127.0.0.1`).
+pub const IN_PROCESS_HOST: &str = "in-process";
+
 #[derive(Debug, Clone)]
 pub struct JoinGroupRequest {
     pub group_id: String,
@@ -61,6 +65,10 @@ pub struct JoinGroupRequest {
     pub protocol_type: String,
     /// `(assignor name, subscription bytes)` in the member's order of preference.
     pub protocols: Vec<(String, Bytes)>,
+    /// The client's `client.id` (the request header's), kept for DescribeGroups.
+    pub client_id: String,
+    /// Where the member connects from, as Kafka shows it (`/127.0.0.1`).
+    pub client_host: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -83,6 +91,8 @@ pub struct SyncGroupResponse {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberDescription {
     pub member_id: String,
+    pub client_id: String,
+    pub client_host: String,
     pub assignment: Bytes,
     pub metadata: Bytes,
 }
@@ -129,6 +139,8 @@ pub(crate) struct PendingWrite {
 
 #[derive(Debug)]
 struct Member {
+    client_id: String,
+    client_host: String,
     session_timeout: Duration,
     rebalance_timeout: Duration,
     protocols: Vec<(String, Bytes)>,
@@ -253,10 +265,8 @@ impl Group {
                 .map(|(id, m)| MemberMetadata {
                     member_id: id.clone(),
                     group_instance_id: None,
-                    // Members of the in-process network have neither; the wire layer does
-                    // not pass them on.
-                    client_id: String::new(),
-                    client_host: String::new(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
                     rebalance_timeout_ms: millis_i32(m.rebalance_timeout),
                     session_timeout_ms: millis_i32(m.session_timeout),
                     subscription: m.subscription(self.protocol.as_deref()),
@@ -289,6 +299,8 @@ impl Group {
             group.members.insert(
                 m.member_id,
                 Member {
+                    client_id: m.client_id,
+                    client_host: m.client_host,
                     session_timeout: millis(m.session_timeout_ms),
                     rebalance_timeout: millis(m.rebalance_timeout_ms),
                     protocols,
@@ -636,6 +648,8 @@ impl GroupCoordinator {
             Some(m) => {
                 let changed = m.protocols != req.protocols;
                 m.protocols = req.protocols;
+                m.client_id = req.client_id;
+                m.client_host = req.client_host;
                 m.session_timeout = session_timeout;
                 m.rebalance_timeout = rebalance_timeout;
                 m.last_heartbeat = now;
@@ -673,6 +687,8 @@ impl GroupCoordinator {
                 group.members.insert(
                     req.member_id.clone(),
                     Member {
+                        client_id: req.client_id,
+                        client_host: req.client_host,
                         session_timeout,
                         rebalance_timeout,
                         protocols: req.protocols,
@@ -1019,6 +1035,8 @@ impl GroupCoordinator {
                 .iter()
                 .map(|(id, m)| MemberDescription {
                     member_id: id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
                     assignment: m.assignment.clone(),
                     metadata: g
                         .protocol
@@ -1054,6 +1072,8 @@ impl GroupCoordinator {
                         .iter()
                         .map(|(mid, m)| MemberDescription {
                             member_id: mid.clone(),
+                            client_id: m.client_id.clone(),
+                            client_host: m.client_host.clone(),
                             assignment: m.assignment.clone(),
                             metadata: Bytes::new(),
                         })

@@ -290,6 +290,20 @@ async fn execute(
             Err(e) if kafka_code(&e) == Some(GROUP_ID_NOT_FOUND) => Err(outcome::no_such_group(group)),
             Err(e) => Err(kafka(e)),
         },
+        Command::DeleteRecords {
+            topic,
+            partition,
+            offset,
+        } => {
+            let low = ops::delete_records(client, topic, *partition, *offset)
+                .await
+                .map_err(kafka)?;
+            Ok(outcome::records_deleted(topic, *partition, low))
+        }
+        Command::CreatePartitions { topic, count } => {
+            ops::create_partitions(client, topic, *count).await.map_err(kafka)?;
+            Ok(outcome::partitions_created(topic, *count))
+        }
         // Kafka's AlterConfigs could set min.insync.replicas and the unclean rule, but an
         // operator's console does not change a shared cluster's settings as a side effect
         // of a trainer's toggle.
@@ -848,6 +862,8 @@ impl ViewBuilder {
                         .iter()
                         .map(|m| MemberRow {
                             member_id: m.member_id.clone(),
+                            client_id: m.client_id.clone(),
+                            host: m.host.clone(),
                             assignment: m.assignment.clone(),
                         })
                         .collect(),

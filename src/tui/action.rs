@@ -211,6 +211,22 @@ pub enum Action {
     DeleteGroup {
         group: String,
     },
+    /// Move a partition's log start offset up to `offset` (-1: the high watermark), after a
+    /// confirmation that says how many records go.
+    DeleteRecords {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+    /// Grow a topic to `count` partitions (asks first: keys map to other partitions).
+    AddPartitions {
+        topic: String,
+        count: i32,
+    },
+    /// Open the `:` command line with `text` typed (a key that needs one more argument).
+    CommandLineWith {
+        text: String,
+    },
 }
 
 /// What "explain" explains: `{ kind = "partition", topic = "orders", partition = 0 }`,
@@ -384,6 +400,19 @@ impl Action {
             Action::PauseGroup { group } => Command::PauseGroup { group: group.clone() },
             Action::ResumeGroup { group } => Command::ResumeGroup { group: group.clone() },
             Action::DeleteGroup { group } => Command::DeleteGroup { group: group.clone() },
+            Action::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            } => Command::DeleteRecords {
+                topic: topic.clone(),
+                partition: *partition,
+                offset: *offset,
+            },
+            Action::AddPartitions { topic, count } => Command::CreatePartitions {
+                topic: topic.clone(),
+                count: *count,
+            },
             _ => return None,
         })
     }

@@ -1137,6 +1137,20 @@ impl App {
             Binding::DeleteTopic => Action::DeleteTopic {
                 topic: self.selected_topic().ok_or("no topic selected")?.name.clone(),
             },
+            Binding::AddPartitions => {
+                let topic = self.selected_topic().ok_or("no topic selected")?;
+                Action::CommandLineWith {
+                    text: format!("topic add-partitions {} ", topic.name),
+                }
+            }
+            Binding::DeleteRecords => {
+                let (topic, partition) = self
+                    .selected_partition_of_pane()
+                    .ok_or("select a partition (3) or a message (5) first")?;
+                Action::CommandLineWith {
+                    text: format!("delete-records {topic}-{partition} "),
+                }
+            }
             Binding::PauseDemo => match self.view.demo {
                 Some(true) => Action::PauseDemo,
                 Some(false) => Action::ResumeDemo,
@@ -1184,6 +1198,21 @@ impl App {
             | Binding::MinInsyncUp
             | Binding::MinInsyncDown
             | Binding::Acks => self.trainer_action(binding)?,
+            Binding::AddMember | Binding::RemoveMember => {
+                if self.focus != Pane::Groups {
+                    return Err(format!(
+                        "{} / {} add a consumer to the group selected in Groups or take one away: focus it with 4 first",
+                        self.keymap.hint(Binding::AddMember),
+                        self.keymap.hint(Binding::RemoveMember)
+                    ));
+                }
+                let group = self.selected_group().ok_or("no group selected")?.group_id.clone();
+                if binding == Binding::AddMember {
+                    Action::AddMember { group }
+                } else {
+                    Action::RemoveMember { group }
+                }
+            }
             Binding::NextStep | Binding::PrevStep | Binding::PlayScenario => self.scenario_control(binding)?,
         })
     }
@@ -1419,6 +1448,10 @@ impl App {
             Action::Back => self.back(&mut effects),
             Action::EditFilter => self.overlays.push(Overlay::Filter),
             Action::CommandLine => self.overlays.push(Overlay::Command(Default::default())),
+            Action::CommandLineWith { text } => self.overlays.push(Overlay::Command(command::CommandLine {
+                text,
+                ..Default::default()
+            })),
             Action::Explain { target } => self.overlays.push(Overlay::Explain { target, scroll: 0 }),
             Action::ReplicaLog { topic, partition } => {
                 if self.view.partitions_of(&topic).any(|p| p.partition == partition) {
@@ -1571,6 +1604,35 @@ impl App {
             Action::DeleteGroup { group } => {
                 let question = lang.fmt("Delete group {group} and its committed offsets?", &[("group", &group)]);
                 self.submit_destructive(command, question, now, effects)
+            }
+            // Records deleted are gone for every reader: always asked, with how many go.
+            Action::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            } => match self.delete_records_question(topic, *partition, *offset) {
+                Ok(question) => self.overlays.push(Overlay::Confirm { question, command }),
+                Err(why) => self.hint(&why, now),
+            },
+            Action::AddPartitions { topic, count } => {
+                let from = self.view.topics.iter().find(|t| &t.name == topic).map(|t| t.partitions);
+                match from {
+                    None => self.hint(&lang.fmt("no topic {topic}", &[("topic", topic)]), now),
+                    Some(from) if *count <= from => self.hint(
+                        &lang.fmt(
+                            "topic {topic} has {from} partitions: a topic only grows (INVALID_PARTITIONS)",
+                            &[("topic", topic), ("from", &from)],
+                        ),
+                        now,
+                    ),
+                    Some(from) => {
+                        let question = lang.fmt(
+                            "Grow topic {topic} from {from} to {to} partitions? A keyed record goes to the partition of its key's hash modulo the count: from now on a key's records may go to another partition than its earlier ones (order holds per partition)",
+                            &[("topic", topic), ("from", &from), ("to", count)],
+                        );
+                        self.overlays.push(Overlay::Confirm { question, command });
+                    }
+                }
             }
             Action::SetMinInsync { .. }
             | Action::SetUncleanElection { .. }
@@ -1750,6 +1812,46 @@ impl App {
             question: lines.join("\n"),
             command,
         });
+    }
+
+    /// What deleting the records of a partition before `offset` (-1: its high watermark)
+    /// would do, as a question; or why it cannot.
+    fn delete_records_question(&self, topic: &str, partition: i32, offset: i64) -> Result<String, String> {
+        let lang = &self.lang;
+        let name = format!("{topic}-{partition}");
+        let row = self
+            .view
+            .partitions_of(topic)
+            .find(|p| p.partition == partition)
+            .ok_or_else(|| lang.fmt("no partition {partition}", &[("partition", &name)]))?;
+        let (Some(start), Some(hw)) = (row.log_start_offset, row.high_watermark) else {
+            return Err(lang.fmt(
+                "the offsets of {partition} are not known here (no live leader)",
+                &[("partition", &name)],
+            ));
+        };
+        let to = if offset == -1 { hw } else { offset };
+        if to > hw {
+            return Err(lang.fmt(
+                "{partition}: offset {offset} is past the high watermark {hw} (OFFSET_OUT_OF_RANGE)",
+                &[("partition", &name), ("offset", &to), ("hw", &hw)],
+            ));
+        }
+        if to <= start {
+            return Err(lang.fmt(
+                "{partition} starts at offset {start} already: nothing before {offset} to delete",
+                &[("partition", &name), ("start", &start), ("offset", &to)],
+            ));
+        }
+        Ok(lang.fmt(
+            "Delete the records of {partition} before offset {offset}? Its log start moves {start} -> {offset}: {count} records are gone for every reader, and a consumer behind it goes on from {offset}",
+            &[
+                ("partition", &name),
+                ("offset", &to),
+                ("start", &start),
+                ("count", &(to - start)),
+            ],
+        ))
     }
 
     /// The question a live toggle asks in the operator's console.

@@ -61,8 +61,13 @@ pub const COMMANDS: &[Spec] = &[
     spec("elect", "[TOPIC]", "preferred-leader election, for one topic or all"),
     spec(
         "topic",
-        "create NAME [--partitions N] [--rf N] [--cleanup POLICY] | delete NAME",
-        "create or delete a topic",
+        "create NAME [--partitions N] [--rf N] [--cleanup POLICY] | delete NAME | add-partitions NAME N",
+        "create or delete a topic, or grow it to N partitions",
+    ),
+    spec(
+        "delete-records",
+        "TOPIC-PARTITION OFFSET|hw",
+        "move a partition's log start offset up to OFFSET (hw: every record so far): the records before it are gone for every reader",
     ),
     spec(
         "reassign",
@@ -192,6 +197,25 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
         },
         ("topic", ["create", name, options @ ..]) => create_topic(name, options)?,
         ("topic", ["delete", t]) => Action::DeleteTopic { topic: topic(view, t)? },
+        ("topic", ["add-partitions", t, n]) => Action::AddPartitions {
+            topic: topic(view, t)?,
+            count: number::<i32>(n, "a partition count")?,
+        },
+        ("delete-records", [tp, offset]) => {
+            let (topic, partition) = one_partition(view, tp)?;
+            let offset = match *offset {
+                "hw" | "-1" => -1,
+                text => number::<i64>(text, "an offset or hw")?,
+            };
+            if offset < -1 {
+                return Err(format!("{offset} is not an offset (hw or -1: the high watermark)"));
+            }
+            Action::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            }
+        }
         ("reassign", ["cancel", "all"]) => {
             let moves: Vec<ReplicaMove> = view
                 .partitions
@@ -701,8 +725,10 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         [] => COMMANDS.iter().map(|s| s.name.to_string()).collect(),
         ["kill" | "stop" | "start" | "pause" | "resume" | "isolate"] => brokers(),
         ["elect"] => topics(),
-        ["topic"] => words_of(&["create", "delete"]),
-        ["topic", "delete"] => topics(),
+        ["topic"] => words_of(&["create", "delete", "add-partitions"]),
+        ["topic", "delete" | "add-partitions"] => topics(),
+        ["delete-records"] => partitions(),
+        ["delete-records", _] => words_of(&["hw"]),
         ["topic", "create", _, ..] => words_of(&["--partitions", "--rf", "--cleanup"]),
         ["config"] => words_of(&["topic", "broker"]),
         ["config", "topic"] => topics(),

@@ -1137,6 +1137,8 @@ mod tests {
             coordinator: 1,
             members: vec![MemberRow {
                 member_id: "risk-1".into(),
+                client_id: String::new(),
+                host: String::new(),
                 assignment: vec![("trades".into(), 0)],
             }],
             offsets: vec![GroupOffsetRow {

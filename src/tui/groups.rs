@@ -11,7 +11,7 @@ use super::app::App;
 use super::keymap::Binding;
 use super::layout::Width::{Length, Min};
 use super::layout::{Column, block, headers, rows_in, scroll, spaced_row};
-use super::pane::{GENERAL_HINTS, PaneLayout, PaneView};
+use super::pane::{PaneLayout, PaneView};
 use super::text::{fit, fit_end, sparkline};
 
 pub struct GroupsPane;
@@ -22,7 +22,15 @@ impl PaneView for GroupsPane {
     }
 
     fn hints(&self) -> &'static [(Binding, &'static str)] {
-        GENERAL_HINTS
+        &[
+            (Binding::AddMember, "member+"),
+            (Binding::RemoveMember, "member-"),
+            (Binding::NextPane, "pane"),
+            (Binding::Filter, "filter"),
+            (Binding::PauseDemo, "demo on/off"),
+            (Binding::Help, "help"),
+            (Binding::Quit, "quit"),
+        ]
     }
 
     fn rows(&self, app: &App) -> usize {
@@ -94,38 +102,61 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         return layout;
     };
     let height = parts[1].height.saturating_sub(1) as usize;
-    // What the fixed columns and their gaps leave to the member column.
-    let member_width = usize::from(parts[1].width).saturating_sub(16 + 9 + 8 + 6 + 4).max(6);
+    // What the fixed columns and their gaps leave to the member column; a wide pane also
+    // shows each owner's client id and host, as kafka-consumer-groups.sh does.
+    let rest = usize::from(parts[1].width).saturating_sub(16 + 9 + 8 + 6 + 4);
+    let (client_width, host_width) = (16, 15);
+    let who = rest >= 24 + client_width + host_width + 2 && group.members.iter().any(|m| !m.client_id.is_empty());
+    let member_width = if who {
+        rest - client_width - host_width - 2
+    } else {
+        rest.max(6)
+    };
     let rows = group.offsets.iter().take(height).map(|o| {
         // Member ids start with the group id; the rest tells members apart.
         let prefix = format!("{}-", group.group_id);
-        let member = group.owner(&o.topic, o.partition).map_or("-".to_string(), |m| {
+        let owner = group.owner(&o.topic, o.partition);
+        let member = owner.map_or("-".to_string(), |m| {
             fit_end(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), member_width)
         });
-        Row::new(vec![
-            Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),
-            Cell::from(Line::from(o.committed.to_string()).right_aligned()),
-            Cell::from(Line::from(o.end.map_or("-".into(), |e| e.to_string())).right_aligned()),
-            Cell::from(
-                Line::from(Span::styled(
-                    o.lag.map_or("-".into(), |l| l.to_string()),
-                    if o.lag.unwrap_or(0) > 0 { t.warn } else { t.text },
-                ))
-                .right_aligned(),
-            ),
-            Cell::from(Span::styled(member, t.dim)),
-        ])
+        let mut who_cells = Vec::new();
+        if who {
+            let (client, host) = owner.map_or(("-", "-"), |m| (m.client_id.as_str(), m.host.as_str()));
+            who_cells.push(Cell::from(Span::styled(fit(client, client_width), t.dim)));
+            who_cells.push(Cell::from(Span::styled(fit(host, host_width), t.dim)));
+        }
+        Row::new(
+            vec![
+                Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),
+                Cell::from(Line::from(o.committed.to_string()).right_aligned()),
+                Cell::from(Line::from(o.end.map_or("-".into(), |e| e.to_string())).right_aligned()),
+                Cell::from(
+                    Line::from(Span::styled(
+                        o.lag.map_or("-".into(), |l| l.to_string()),
+                        if o.lag.unwrap_or(0) > 0 { t.warn } else { t.text },
+                    ))
+                    .right_aligned(),
+                ),
+                Cell::from(Span::styled(member, t.dim)),
+            ]
+            .into_iter()
+            .chain(who_cells)
+            .collect::<Vec<_>>(),
+        )
     });
-    let columns = headers(
-        app,
-        &[
-            Column::left("PARTITION", Length(16)),
-            Column::right("COMMITTED", Length(9)),
-            Column::right("END", Length(8)),
-            Column::right("LAG", Length(6)),
-            Column::left("MEMBER", Min(6)),
-        ],
-    );
+    let mut wanted = vec![
+        Column::left("PARTITION", Length(16)),
+        Column::right("COMMITTED", Length(9)),
+        Column::right("END", Length(8)),
+        Column::right("LAG", Length(6)),
+        Column::left("MEMBER", Min(6)),
+    ];
+    if who {
+        wanted[4] = Column::left("MEMBER", Length(member_width as u16));
+        wanted.push(Column::left("CLIENT-ID", Length(client_width as u16)));
+        wanted.push(Column::left("HOST", Length(host_width as u16)));
+    }
+    let columns = headers(app, &wanted);
     let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(Table::new(rows, columns.widths).header(header), parts[1]);
     layout

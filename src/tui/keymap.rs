@@ -30,6 +30,8 @@ impl Meaning for Binding {
                 | Binding::Rebalance
                 | Binding::CreateTopic
                 | Binding::DeleteTopic
+                | Binding::AddPartitions
+                | Binding::DeleteRecords
                 | Binding::AutoRebalance
                 | Binding::Unclean
                 | Binding::MinInsyncUp
@@ -51,6 +53,8 @@ impl Meaning for Binding {
                 | Binding::MinInsyncUp
                 | Binding::MinInsyncDown
                 | Binding::Acks
+                | Binding::AddMember
+                | Binding::RemoveMember
         )
     }
 
@@ -105,6 +109,8 @@ impl Meaning for Binding {
             Binding::Rebalance => "preferred-leader election (selected topic in topics/partitions, else all)",
             Binding::CreateTopic => "create a topic",
             Binding::DeleteTopic => "delete the selected topic",
+            Binding::AddPartitions => "grow the selected topic to more partitions",
+            Binding::DeleteRecords => "delete the selected partition's records before an offset",
             Binding::PauseDemo => "pause / resume the demo workload",
             Binding::Follow => "messages: follow the newest record on / off",
             Binding::PauseTail => "messages: freeze / unfreeze the tail",
@@ -124,6 +130,8 @@ impl Meaning for Binding {
             Binding::MinInsyncUp => "min.insync.replicas +1 for the selected topic",
             Binding::MinInsyncDown => "min.insync.replicas -1 for the selected topic",
             Binding::Acks => "producers' acks: all -> 1 -> 0 -> all",
+            Binding::AddMember => "one consumer more in the selected group (it rebalances)",
+            Binding::RemoveMember => "the selected group's newest consumer leaves",
             Binding::NextStep => "scenario: run the next step",
             Binding::PrevStep => "scenario: back one step (replays from the start to it)",
             Binding::PlayScenario => "scenario: play / pause (steps follow one another)",

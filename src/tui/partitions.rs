@@ -84,6 +84,7 @@ impl PaneView for PartitionsPane {
             (Binding::Back, "topics"),
             (Binding::Rebalance, "rebalance topic"),
             (Binding::Produce, "produce"),
+            (Binding::DeleteRecords, "delete records"),
             (Binding::Help, "help"),
             (Binding::Quit, "quit"),
         ]

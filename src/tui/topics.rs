@@ -32,6 +32,7 @@ impl PaneView for TopicsPane {
             (Binding::DeleteTopic, "delete"),
             (Binding::Rebalance, "rebalance"),
             (Binding::Filter, "filter"),
+            (Binding::AddPartitions, "add partitions"),
             (Binding::Help, "help"),
             (Binding::Quit, "quit"),
         ]

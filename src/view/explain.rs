@@ -654,7 +654,16 @@ pub fn group(view: &ClusterView, id: &str) -> Explanation {
     }
     for m in &g.members {
         let parts: Vec<String> = m.assignment.iter().map(|(t, p)| partition_name(t, *p)).collect();
-        let member = Msg::new("{head}: {rest}").with("head", &m.member_id);
+        // Who it is as kafka-consumer-groups.sh --members shows it: client id and host.
+        let head = if m.client_id.is_empty() && m.host.is_empty() {
+            Msg::words(m.member_id.clone())
+        } else {
+            Msg::new("{member} (client.id {client}, host {host})")
+                .with("member", &m.member_id)
+                .with("client", &m.client_id)
+                .with("host", &m.host)
+        };
+        let member = Msg::new("{head}: {rest}").with_msg("head", head);
         e.say(with_or(
             member,
             "rest",
@@ -914,6 +923,8 @@ mod tests {
             coordinator: 1,
             members: vec![MemberRow {
                 member_id: "billing-1".into(),
+                client_id: "billing-app".into(),
+                host: "/10.0.0.7".into(),
                 assignment: vec![("orders".into(), 0)],
             }],
             offsets: Vec::new(),
@@ -1039,7 +1050,7 @@ mod tests {
             "{e:#?}"
         );
         assert!(e.says("group billing rebalanced: generation 8, 1 members (range)"));
-        assert!(e.says("billing-1: orders-0"));
+        assert!(e.says("billing-1 (client.id billing-app, host /10.0.0.7): orders-0"));
     }
 
     #[test]

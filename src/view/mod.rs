@@ -272,6 +272,10 @@ pub struct Retention {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberRow {
     pub member_id: String,
+    /// The consumer's `client.id`; empty where the source does not tell.
+    pub client_id: String,
+    /// Where it connects from (`/127.0.0.1`, `in-process`); empty where not told.
+    pub host: String,
     /// (topic, partition) pairs assigned to the member.
     pub assignment: Vec<(String, i32)>,
 }

@@ -50,6 +50,19 @@ pub fn offsets_reset(group: &str) -> String {
     format!("offsets of group {group} reset")
 }
 
+pub fn records_deleted(topic: &str, partition: i32, low_watermark: i64) -> String {
+    format!("{topic}-{partition} now starts at offset {low_watermark}: the records before it are deleted")
+}
+
+/// DeleteRecords past the high watermark: Kafka answers OFFSET_OUT_OF_RANGE.
+pub fn past_high_watermark(topic: &str, partition: i32, offset: i64) -> String {
+    format!("OFFSET_OUT_OF_RANGE: {topic}-{partition} has no offset {offset} below its high watermark to delete up to")
+}
+
+pub fn partitions_created(topic: &str, count: i32) -> String {
+    format!("topic {topic} now has {count} partitions")
+}
+
 pub fn group_deleted(group: &str) -> String {
     format!("group {group} deleted with its committed offsets")
 }
@@ -225,8 +238,9 @@ pub fn no_partitions(topic: &str) -> String {
 /// A scenario key pressed when no scenario runs.
 pub const NO_SCENARIO: &str = "no scenario is running: start one with kdeck scenario run NAME (kdeck scenario list)";
 
-/// A workload command asked of a cluster that runs no scenario.
-pub const NO_SCENARIO_WORKLOAD: &str = "only a scenario's producers and groups take this (kdeck scenario run)";
+/// A workload command asked of a cluster that runs neither the demo nor a scenario.
+pub const NO_WORKLOAD: &str =
+    "only the demo's or a scenario's producers and groups take this (this console runs with --no-demo)";
 
 pub fn producer_acks(acks: i16) -> String {
     format!("the producers now send with acks={}", super::source::acks_label(acks))

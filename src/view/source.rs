@@ -122,6 +122,18 @@ pub enum Command {
     DeleteGroup {
         group: String,
     },
+    /// Move a partition's log start offset up to `offset` (DeleteRecords; -1: the high
+    /// watermark): the records before it are gone for every reader.
+    DeleteRecords {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+    /// Grow a topic to `count` partitions (CreatePartitions).
+    CreatePartitions {
+        topic: String,
+        count: i32,
+    },
 }
 
 /// One partition's part in a reassignment: its target replicas, or `None` to cancel its
@@ -218,6 +230,17 @@ impl std::fmt::Display for Command {
             Command::ResumeGroup { group } => write!(f, "resume the consumers of {group}"),
             Command::ResetOffsets { group, .. } => write!(f, "reset the offsets of group {group}"),
             Command::DeleteGroup { group } => write!(f, "delete group {group}"),
+            Command::DeleteRecords {
+                topic,
+                partition,
+                offset: -1,
+            } => write!(f, "delete the records of {topic}-{partition} up to its high watermark"),
+            Command::DeleteRecords {
+                topic,
+                partition,
+                offset,
+            } => write!(f, "delete the records of {topic}-{partition} before offset {offset}"),
+            Command::CreatePartitions { topic, count } => write!(f, "grow topic {topic} to {count} partitions"),
         }
     }
 }

@@ -67,6 +67,9 @@ pub struct DecodedRequest {
     pub api_version: i16,
     pub correlation_id: i32,
     pub client_id: Option<String>,
+    /// Where the request came from as Kafka shows a member's host (`/127.0.0.1`); the
+    /// connection fills it in.
+    pub client_host: String,
     pub body: RequestBody,
 }
 
@@ -89,6 +92,7 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
                 api_version,
                 correlation_id,
                 client_id: None,
+                client_host: String::new(),
                 body: RequestBody::ApiVersionsUnsupported,
             });
         }
@@ -162,6 +166,7 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         api_version,
         correlation_id,
         client_id: header.client_id.map(|c| c.to_string()),
+        client_host: String::new(),
         body,
     })
 }

@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::codec::{self, RequestBody};
 use super::handlers::{self, Answer, Context, Unanswered};
+use crate::engine::group::IN_PROCESS_HOST;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -109,6 +110,11 @@ pub async fn serve<S>(
         }
     });
     let max = ctx.config.socket_request_max_bytes;
+    // Kafka shows a group member's host as `/` and its address; an in-memory pipe is in
+    // kdeck's own process.
+    let client_host = reader_peer
+        .parse::<std::net::SocketAddr>()
+        .map_or_else(|_| IN_PROCESS_HOST.to_string(), |a| format!("/{}", a.ip()));
     let read_loop = async move {
         let peer = reader_peer;
         loop {
@@ -121,7 +127,10 @@ pub async fn serve<S>(
                 }
             };
             let request = match codec::decode_request(frame) {
-                Ok(r) => r,
+                Ok(r) => codec::DecodedRequest {
+                    client_host: client_host.clone(),
+                    ..r
+                },
                 Err(e) => {
                     tracing::warn!(broker, %peer, "closing the connection: {e}");
                     return;

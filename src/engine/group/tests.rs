@@ -49,6 +49,8 @@ fn join_request(group: &str, member_id: &str) -> JoinGroupRequest {
         rebalance_timeout_ms: 30_000,
         protocol_type: "consumer".into(),
         protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
+        client_id: "app".into(),
+        client_host: "/10.0.0.1".into(),
     }
 }
 

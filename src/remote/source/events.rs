@@ -256,6 +256,8 @@ mod tests {
                 .iter()
                 .map(|m| MemberRow {
                     member_id: (*m).into(),
+                    client_id: String::new(),
+                    host: String::new(),
                     assignment: Vec::new(),
                 })
                 .collect(),

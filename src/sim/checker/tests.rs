@@ -235,7 +235,13 @@ impl World {
             protocol: "range".into(),
             generation,
             coordinator: 0,
-            members: vec![("m".into(), Bytes::new())],
+            members: vec![crate::engine::group::MemberDescription {
+                member_id: "m".into(),
+                client_id: String::new(),
+                client_host: String::new(),
+                assignment: Bytes::new(),
+                metadata: Bytes::new(),
+            }],
             offsets: vec![GroupOffsetView {
                 tp: tp(),
                 committed,

@@ -57,7 +57,18 @@ fn join_error(code: i16) -> JoinGroupResponse {
         .with_generation_id(-1)
 }
 
-pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> Result<JoinGroupResponse, BrokerDown> {
+/// Who sent a JoinGroup: its `client.id` and host, which DescribeGroups shows.
+pub struct Client {
+    pub id: String,
+    pub host: String,
+}
+
+pub async fn join(
+    ctx: &Context,
+    request: &JoinGroupRequest,
+    version: i16,
+    client: Client,
+) -> Result<JoinGroupResponse, BrokerDown> {
     if request.group_id.0.is_empty() {
         return Ok(join_error(codes::INVALID_GROUP_ID));
     }
@@ -77,6 +88,8 @@ pub async fn join(ctx: &Context, request: &JoinGroupRequest, version: i16) -> Re
             .iter()
             .map(|p| (p.name.to_string(), p.metadata.clone()))
             .collect(),
+        client_id: client.id,
+        client_host: client.host,
     };
     let timeout = Duration::from_millis(engine_request.rebalance_timeout_ms) + GROUP_CALL;
     let mut answer = match call(ctx, GroupRequest::Join(engine_request.clone()), timeout).await? {
@@ -409,6 +422,8 @@ pub async fn describe_groups(
                         .map(|m| {
                             DescribedGroupMember::default()
                                 .with_member_id(str_bytes(m.member_id))
+                                .with_client_id(str_bytes(m.client_id))
+                                .with_client_host(str_bytes(m.client_host))
                                 .with_member_metadata(m.metadata)
                                 .with_member_assignment(m.assignment)
                         })

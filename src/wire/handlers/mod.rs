@@ -148,7 +148,13 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::Fetch(r) => frame(&request, &fetch::fetch(ctx, r, v).await?),
         RequestBody::ListOffsets(r) => frame(&request, &fetch::list_offsets(ctx, r, v).await?),
         RequestBody::OffsetForLeaderEpoch(r) => frame(&request, &fetch::offset_for_leader_epoch(ctx, r)),
-        RequestBody::JoinGroup(r) => frame(&request, &groups::join(ctx, r, v).await?),
+        RequestBody::JoinGroup(r) => {
+            let client = groups::Client {
+                id: request.client_id.clone().unwrap_or_default(),
+                host: request.client_host.clone(),
+            };
+            frame(&request, &groups::join(ctx, r, v, client).await?)
+        }
         RequestBody::SyncGroup(r) => frame(&request, &groups::sync(ctx, r).await?),
         RequestBody::Heartbeat(r) => frame(&request, &groups::heartbeat(ctx, r).await?),
         RequestBody::LeaveGroup(r) => frame(&request, &groups::leave(ctx, r, v).await?),
