@@ -650,7 +650,9 @@ fn wait_for(server: &Server, topic: &str, done: impl Fn(&[(i32, String, String, 
 #[test]
 fn compressed_batches_of_every_codec_round_trip() {
     let server = Server::start();
-    let input: Vec<String> = (0..300).map(|i| format!("record {i} {}", "abc".repeat(i % 40))).collect();
+    let input: Vec<String> = (0..300)
+        .map(|i| format!("record {i} {}", "abc".repeat(i % 40)))
+        .collect();
     let input = input.join("\n") + "\n";
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let topic = format!("z-{codec}");
@@ -714,9 +716,15 @@ fn delimiters_and_raw_bytes_round_trip_unchanged() {
 
     // NUL-separated records holding newlines; -Z makes an empty value null.
     server.ok(&["topics", "create", "nul", "-p", "1", "-r", "3"], b"");
-    server.ok(&["produce", "-t", "nul", "-D", "\\0", "-K", "=", "-Z"], b"a=one\ntwo\0b=\0\0c=three\0");
+    server.ok(
+        &["produce", "-t", "nul", "-D", "\\0", "-K", "=", "-Z"],
+        b"a=one\ntwo\0b=\0\0c=three\0",
+    );
     let out = server.ok(&["consume", "-t", "nul", "-e", "-f", "%k|%S|%s;"], b"");
-    assert_eq!(out, "a|7|one\ntwo;b|-1|;c|5|three;", "empty records are skipped, -Z sends null");
+    assert_eq!(
+        out, "a|7|one\ntwo;b|-1|;c|5|three;",
+        "empty records are skipped, -Z sends null"
+    );
 
     // FILE arguments are one record each; with -l they are read as stdin.
     let dir = tempfile::tempdir().expect("temp dir");
@@ -767,7 +775,10 @@ fn several_topics_and_patterns_are_read_alone_and_in_a_group() {
     let offsets = group_offsets(&server, "pg");
     let topics: Vec<(&str, i32)> = offsets.iter().map(|(t, p, _, _)| (t.as_str(), *p)).collect();
     assert_eq!(topics, [("mt-a", 0), ("mt-a", 1), ("mt-b", 0)], "{offsets:?}");
-    assert!(offsets.iter().all(|(_, _, committed, end)| committed == end), "{offsets:?}");
+    assert!(
+        offsets.iter().all(|(_, _, committed, end)| committed == end),
+        "{offsets:?}"
+    );
 
     let positional = server.ok(&["consume", "-G", "pg2", "mt-b", "other", "-e", "-f", "%t %s\\n"], b"");
     assert_eq!(sorted(positional), expected(&["mt-b", "other"]));
@@ -788,40 +799,102 @@ fn client_properties_map_onto_kdecks_settings_and_unknown_ones_are_refused() {
     let home = server.0.home.path();
     let run = |args: &[&str], input: &[u8]| {
         let out = kdeck(args, input, home);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).expect("utf-8")
     };
     run(&["topics", "-X", &bootstrap, "create", "xp", "-p", "1", "-r", "3"], b"");
     run(
-        &["produce", "-t", "xp", "-X", &bootstrap, "-X", "request.required.acks=1", "-X", "linger.ms=0"],
+        &[
+            "produce",
+            "-t",
+            "xp",
+            "-X",
+            &bootstrap,
+            "-X",
+            "request.required.acks=1",
+            "-X",
+            "linger.ms=0",
+        ],
         b"1\n2\n3\n",
     );
     // A new group told to start at the end reads nothing and commits the end.
     let latest = run(
-        &["consume", "-t", "xp", "-e", "-X", &bootstrap, "-X", "group.id=late", "-X", "auto.offset.reset=latest"],
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-e",
+            "-X",
+            &bootstrap,
+            "-X",
+            "group.id=late",
+            "-X",
+            "auto.offset.reset=latest",
+        ],
         b"",
     );
     assert_eq!(latest, "");
-    assert_eq!(group_offsets(&server, "late"), [("xp".to_string(), 0, "3".to_string(), "3".to_string())]);
+    assert_eq!(
+        group_offsets(&server, "late"),
+        [("xp".to_string(), 0, "3".to_string(), "3".to_string())]
+    );
     // With enable.auto.commit=false nothing is committed.
     let read = run(
-        &["consume", "-t", "xp", "-e", "-X", &bootstrap, "-X", "group.id=nocommit", "-X", "enable.auto.commit=false"],
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-e",
+            "-X",
+            &bootstrap,
+            "-X",
+            "group.id=nocommit",
+            "-X",
+            "enable.auto.commit=false",
+        ],
         b"",
     );
     assert_eq!(read, "1\n2\n3\n");
-    let again = run(&["consume", "-t", "xp", "-e", "-X", &bootstrap, "-X", "group.id=nocommit"], b"");
+    let again = run(
+        &["consume", "-t", "xp", "-e", "-X", &bootstrap, "-X", "group.id=nocommit"],
+        b"",
+    );
     assert_eq!(again, "1\n2\n3\n", "nothing was committed, so the group starts over");
-    let listed = run(&["list", "-X", &bootstrap, "-X", "client.id=kcat-parity", "-t", "xp"], b"");
+    let listed = run(
+        &["list", "-X", &bootstrap, "-X", "client.id=kcat-parity", "-t", "xp"],
+        b"",
+    );
     assert!(listed.contains("  topic \"xp\" with 1 partition:"), "{listed}");
 
     let refused = |args: &[&str], what: &str| {
         let out = kdeck(args, b"", home);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(what) && !stderr.contains("bootstrap server"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(what) && !stderr.contains("bootstrap server"),
+            "{args:?}: {stderr}"
+        );
     };
-    refused(&["consume", "-t", "xp", "-b", "127.0.0.1:1", "-X", "fetch.error.backoff.ms=5"], "fetch.error.backoff.ms");
-    refused(&["produce", "-t", "xp", "-b", "127.0.0.1:1", "-X", "group.id=g"], "consumer property");
+    refused(
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-b",
+            "127.0.0.1:1",
+            "-X",
+            "fetch.error.backoff.ms=5",
+        ],
+        "fetch.error.backoff.ms",
+    );
+    refused(
+        &["produce", "-t", "xp", "-b", "127.0.0.1:1", "-X", "group.id=g"],
+        "consumer property",
+    );
     refused(&["list", "-b", "127.0.0.1:1", "-X", "acks=all"], "producer property");
     refused(&["produce", "-t", "xp", "-b", "127.0.0.1:1", "-X", "acks=2"], "acks=2");
     let list = run(&["produce", "-X", "list", "-t", "xp"], b"");

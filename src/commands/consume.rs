@@ -258,7 +258,14 @@ impl Reader<'_> {
             .iter()
             .map(|&i| {
                 let position = &self.positions[i];
-                ops::fetch(client, &position.topic, position.partition, position.offset, wait, bytes)
+                ops::fetch(
+                    client,
+                    &position.topic,
+                    position.partition,
+                    position.offset,
+                    wait,
+                    bytes,
+                )
             })
             .collect();
         let results = join_all(fetches).await;

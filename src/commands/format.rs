@@ -9,14 +9,18 @@ use crate::view::TailRecord;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Format {
     /// The value and the record delimiter (kcat's default `%s\n`).
-    Value { record_delimiter: Vec<u8> },
+    Value {
+        record_delimiter: Vec<u8>,
+    },
     /// Key, the key delimiter, value, the record delimiter (kcat -K).
     KeyValue {
         key_delimiter: Vec<u8>,
         record_delimiter: Vec<u8>,
     },
     /// One JSON object per record, each followed by the record delimiter.
-    Json { record_delimiter: Vec<u8> },
+    Json {
+        record_delimiter: Vec<u8>,
+    },
     Template(Vec<Piece>),
 }
 
@@ -211,7 +215,11 @@ pub(crate) fn unescape(text: &str) -> Result<Vec<u8>, String> {
                     Err(_) => return Err(format!("\\x needs a hex number (\\x00 to \\xff) in {text:?}")),
                 }
             }
-            Some(other) => return Err(format!("unknown escape \\{other} in {text:?} (known: \\n \\r \\t \\0 \\\\ \\xHH)")),
+            Some(other) => {
+                return Err(format!(
+                    "unknown escape \\{other} in {text:?} (known: \\n \\r \\t \\0 \\\\ \\xHH)"
+                ));
+            }
             None => return Err(format!("a lone \\ at the end of {text:?}")),
         }
     }
@@ -320,8 +328,14 @@ mod tests {
     fn kcat_delimiters_print_the_key_and_end_each_record() {
         let r = record();
         assert_eq!(render_with("value", Some("\\0"), None, &r), "héllo 🌍\0".as_bytes());
-        assert_eq!(render_with("value", None, Some(" => "), &r), "user-1 => héllo 🌍\n".as_bytes());
-        assert_eq!(render_with("kv", Some("\\r\\n"), None, &r), "user-1\théllo 🌍\r\n".as_bytes());
+        assert_eq!(
+            render_with("value", None, Some(" => "), &r),
+            "user-1 => héllo 🌍\n".as_bytes()
+        );
+        assert_eq!(
+            render_with("kv", Some("\\r\\n"), None, &r),
+            "user-1\théllo 🌍\r\n".as_bytes()
+        );
         assert_eq!(render_with("json", Some("\\x1e"), None, &r).last(), Some(&0x1e));
     }
 
@@ -332,12 +346,14 @@ mod tests {
         binary.value = Some(Bytes::from_static(b"\x00\x01\xfe"));
         binary.headers = vec![("trace".into(), Some(Bytes::from_static(b"\x80")))];
         assert_eq!(render_with("%k|%s\\n", None, None, &binary), b"\xff\x00|\x00\x01\xfe\n");
-        assert_eq!(render_with("%R%s", None, None, &binary), b"\x00\x00\x00\x03\x00\x01\xfe");
+        assert_eq!(
+            render_with("%R%s", None, None, &binary),
+            b"\x00\x00\x00\x03\x00\x01\xfe"
+        );
         let mut null = record();
         null.value = None;
         assert_eq!(render_with("%R", None, None, &null), (-1i32).to_be_bytes());
-        let json: serde_json::Value =
-            serde_json::from_slice(&render_with("json", None, None, &binary)).expect("json");
+        let json: serde_json::Value = serde_json::from_slice(&render_with("json", None, None, &binary)).expect("json");
         assert_eq!(json["key"], "/wA=");
         assert_eq!(json["value"], "AAH+");
         assert_eq!(json["headers"]["trace"], "gA==");

@@ -24,8 +24,8 @@ use crate::cli::{
     ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, RecordsArgs, TopicsArgs,
 };
 use crate::config::KdeckConfig;
-use properties::{Role, Tuning};
 use crate::remote::{ClientSettings, KafkaClient};
+use properties::{Role, Tuning};
 
 pub fn topics(args: &TopicsArgs) -> Result<()> {
     let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
@@ -90,7 +90,11 @@ pub fn records(args: &RecordsArgs) -> Result<()> {
 /// the flags over those; and what the properties set for a producer or consumer. None when
 /// `-X list` asked only for the properties kdeck takes (printed here).
 fn settings(connect: &ConnectArgs, role: Role) -> Result<Option<(ClientSettings, Tuning)>> {
-    if connect.properties.iter().any(|(name, value)| name == "list" && value.is_empty()) {
+    if connect
+        .properties
+        .iter()
+        .any(|(name, value)| name == "list" && value.is_empty())
+    {
         let mut out = Output::stdout();
         let printed = properties::list()
             .iter()

@@ -284,7 +284,11 @@ pub(crate) async fn run(plan: Plan, client: &KafkaClient) -> Result<()> {
             }
         }
         Input::Split(files) => {
-            let mut records = read_records(files.clone(), producer.plan.delimiter.clone(), producer.plan.batch_records);
+            let mut records = read_records(
+                files.clone(),
+                producer.plan.delimiter.clone(),
+                producer.plan.batch_records,
+            );
             let linger = producer.plan.linger;
             loop {
                 let bytes = match tokio::time::timeout(linger, records.recv()).await {
@@ -415,7 +419,11 @@ mod tests {
     #[test]
     fn input_splits_at_any_delimiter_bytes_and_keeps_every_other_byte() {
         assert_eq!(split(b"a\nb\n", b"\n"), vec![b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(split(b"a\nb", b"\n"), vec![b"a".to_vec(), b"b".to_vec()], "a last record without one");
+        assert_eq!(
+            split(b"a\nb", b"\n"),
+            vec![b"a".to_vec(), b"b".to_vec()],
+            "a last record without one"
+        );
         assert_eq!(
             split(b"\xff\x00x||y|z||", b"||"),
             vec![b"\xff\x00x".to_vec(), b"y|z".to_vec()],

@@ -29,8 +29,16 @@ enum Scope {
 /// The properties kdeck takes: every name (aliases after the first), where it applies, and
 /// what it sets (printed by `-X list`).
 const PROPERTIES: &[(&[&str], Scope, &str)] = &[
-    (&["bootstrap.servers", "metadata.broker.list"], Scope::Connection, "bootstrap servers (as -b)"),
-    (&["client.id"], Scope::Connection, "the client id sent with every request"),
+    (
+        &["bootstrap.servers", "metadata.broker.list"],
+        Scope::Connection,
+        "bootstrap servers (as -b)",
+    ),
+    (
+        &["client.id"],
+        Scope::Connection,
+        "the client id sent with every request",
+    ),
     (
         &["security.protocol"],
         Scope::Connection,
@@ -43,9 +51,21 @@ const PROPERTIES: &[(&[&str], Scope, &str)] = &[
     ),
     (&["sasl.username"], Scope::Connection, "SASL user name"),
     (&["sasl.password"], Scope::Connection, "SASL password"),
-    (&["ssl.ca.location"], Scope::Connection, "PEM file of the CA certificates to trust"),
-    (&["ssl.certificate.location"], Scope::Connection, "PEM client certificate (mutual TLS)"),
-    (&["ssl.key.location"], Scope::Connection, "PEM private key of the client certificate"),
+    (
+        &["ssl.ca.location"],
+        Scope::Connection,
+        "PEM file of the CA certificates to trust",
+    ),
+    (
+        &["ssl.certificate.location"],
+        Scope::Connection,
+        "PEM client certificate (mutual TLS)",
+    ),
+    (
+        &["ssl.key.location"],
+        Scope::Connection,
+        "PEM private key of the client certificate",
+    ),
     (
         &["enable.ssl.certificate.verification"],
         Scope::Connection,
@@ -66,10 +86,26 @@ const PROPERTIES: &[(&[&str], Scope, &str)] = &[
         Scope::Connection,
         "giving up on one request's answer, in ms",
     ),
-    (&["reconnect.backoff.ms"], Scope::Connection, "first wait before reconnecting, in ms"),
-    (&["reconnect.backoff.max.ms"], Scope::Connection, "longest wait between reconnects, in ms"),
-    (&["metadata.max.age.ms"], Scope::Connection, "cached metadata older than this is refreshed"),
-    (&["acks", "request.required.acks"], Scope::Producer, "0, 1, all or -1 (as --acks)"),
+    (
+        &["reconnect.backoff.ms"],
+        Scope::Connection,
+        "first wait before reconnecting, in ms",
+    ),
+    (
+        &["reconnect.backoff.max.ms"],
+        Scope::Connection,
+        "longest wait between reconnects, in ms",
+    ),
+    (
+        &["metadata.max.age.ms"],
+        Scope::Connection,
+        "cached metadata older than this is refreshed",
+    ),
+    (
+        &["acks", "request.required.acks"],
+        Scope::Producer,
+        "0, 1, all or -1 (as --acks)",
+    ),
     (
         &["compression.type", "compression.codec"],
         Scope::Producer,
@@ -81,7 +117,11 @@ const PROPERTIES: &[(&[&str], Scope, &str)] = &[
         "how long records wait for more before their batch leaves",
     ),
     (&["batch.num.messages"], Scope::Producer, "records per batch, at most"),
-    (&["batch.size"], Scope::Producer, "bytes of keys and values per batch, at most"),
+    (
+        &["batch.size"],
+        Scope::Producer,
+        "bytes of keys and values per batch, at most",
+    ),
     (
         &["message.max.bytes"],
         Scope::Producer,
@@ -92,7 +132,11 @@ const PROPERTIES: &[(&[&str], Scope, &str)] = &[
         Scope::Producer,
         "false only: kdeck produce is not idempotent",
     ),
-    (&["group.id"], Scope::Consumer, "consume as a member of this group (as -g)"),
+    (
+        &["group.id"],
+        Scope::Consumer,
+        "consume as a member of this group (as -g)",
+    ),
     (
         &["auto.offset.reset"],
         Scope::Consumer,
@@ -103,8 +147,16 @@ const PROPERTIES: &[(&[&str], Scope, &str)] = &[
         Scope::Consumer,
         "true or false: commit the group's offsets",
     ),
-    (&["auto.commit.interval.ms"], Scope::Consumer, "time between offset commits"),
-    (&["heartbeat.interval.ms"], Scope::Consumer, "time between group heartbeats"),
+    (
+        &["auto.commit.interval.ms"],
+        Scope::Consumer,
+        "time between offset commits",
+    ),
+    (
+        &["heartbeat.interval.ms"],
+        Scope::Consumer,
+        "time between group heartbeats",
+    ),
     (
         &["session.timeout.ms"],
         Scope::Consumer,
@@ -233,12 +285,17 @@ pub(crate) fn apply(properties: &[(String, String)], role: Role, remote: &mut Re
                 })
             }
             "compression.type" => {
-                tuning.compression =
-                    Some(compression(value).ok_or_else(|| bad("none, gzip, snappy, lz4 or zstd"))?)
+                tuning.compression = Some(compression(value).ok_or_else(|| bad("none, gzip, snappy, lz4 or zstd"))?)
             }
             "linger.ms" => tuning.linger = Some(Duration::from_millis(ms()?)),
             "batch.num.messages" => {
-                tuning.batch_records = Some(value.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| bad("a positive number of records"))?)
+                tuning.batch_records = Some(
+                    value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| bad("a positive number of records"))?,
+                )
             }
             "batch.size" => tuning.batch_bytes = Some(bytes()?.unsigned_abs() as usize),
             "message.max.bytes" => tuning.message_max_bytes = Some(bytes()?.unsigned_abs() as usize),
@@ -399,6 +456,10 @@ mod tests {
     fn the_list_names_every_property_once() {
         let lines = list();
         assert_eq!(lines.len(), PROPERTIES.len());
-        assert!(lines.iter().any(|l| l.starts_with("compression.type") && l.contains("compression.codec")));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("compression.type") && l.contains("compression.codec"))
+        );
     }
 }

@@ -1513,7 +1513,9 @@ mod tests {
 
     #[test]
     fn compressed_batches_say_their_codec_and_decode_to_the_same_records() {
-        let records: Vec<OutRecord> = (0..50).map(|i| value(&format!("record {i} {}", "x".repeat(i)))).collect();
+        let records: Vec<OutRecord> = (0..50)
+            .map(|i| value(&format!("record {i} {}", "x".repeat(i))))
+            .collect();
         for (compression, id) in [
             (Compression::Gzip, 1),
             (Compression::Snappy, 2),
