@@ -5,6 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
+use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::App;
@@ -97,10 +98,16 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     // What the fixed columns and their gaps leave to the member column.
     let member_width = usize::from(parts[1].width).saturating_sub(16 + 9 + 8 + 6 + 4).max(6);
     let rows = group.offsets.iter().take(height).map(|o| {
-        // Member ids start with the group id; the rest tells members apart.
+        // Whole when the column has room (as kafka-consumer-groups.sh prints it); else without
+        // the group id it starts with, since the rest tells members apart.
         let prefix = format!("{}-", group.group_id);
         let member = group.owner(&o.topic, o.partition).map_or("-".to_string(), |m| {
-            fit_end(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), member_width)
+            let id = if m.member_id.width() <= member_width {
+                &m.member_id
+            } else {
+                m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id)
+            };
+            fit_end(id, member_width)
         });
         Row::new(vec![
             Cell::from(fit(&format!("{}-{}", o.topic, o.partition), 16)),
