@@ -173,7 +173,7 @@ fn template(text: &str) -> Result<Vec<Piece>> {
             Some('S') => Piece::ValueLength,
             Some('R') => Piece::ValueLengthBinary,
             Some('%') => {
-                literal.push_str("%");
+                literal.push('%');
                 continue;
             }
             Some(other) => bail!("--format: unknown field %{other} (known: %t %p %o %k %s %T %h %K %S %R %%)"),

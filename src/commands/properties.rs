@@ -354,13 +354,11 @@ pub(crate) fn apply(properties: &[(String, String)], role: Role, remote: &mut Re
             );
         }
     }
-    if let Some(check) = hostname_check {
-        if !check && remote.tls.verify {
-            bail!(
-                "-X ssl.endpoint.identification.algorithm=none: kdeck checks a verified certificate's \
-                 name always; turn verification off with -X enable.ssl.certificate.verification=false"
-            );
-        }
+    if hostname_check == Some(false) && remote.tls.verify {
+        bail!(
+            "-X ssl.endpoint.identification.algorithm=none: kdeck checks a verified certificate's \
+             name always; turn verification off with -X enable.ssl.certificate.verification=false"
+        );
     }
     Ok(tuning)
 }
