@@ -227,7 +227,7 @@ pub(crate) fn apply(properties: &[(String, String)], role: Role, remote: &mut Re
         // kcat passes "topic."-prefixed names to the topic configuration; ours are one set.
         let name = given.strip_prefix("topic.").unwrap_or(given);
         let Some((names, scope, _)) = PROPERTIES.iter().find(|(names, _, _)| names.contains(&name)) else {
-            bail!("-X {given}: unknown or unsupported property (kdeck produce -X list shows the ones kdeck takes)");
+            bail!("-X {given}: unknown or unsupported property (kdeck list -X list shows the ones kdeck takes)");
         };
         let command = match role {
             Role::Producer => "produce",
