@@ -125,8 +125,21 @@ pub struct ConnectArgs {
     /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// A librdkafka client property, NAME=VALUE (kcat -X; repeatable): laid over the
+    /// configuration file, under the flags. `-X list` prints the ones kdeck takes; any other
+    /// name is an error.
+    #[arg(short = 'X', long = "property", value_name = "NAME=VALUE", global = true, value_parser = parse_property)]
+    pub properties: Vec<(String, String)>,
     #[command(flatten)]
     pub security: SecurityArgs,
+}
+
+/// `-X NAME=VALUE`, or `-X list` (the name `list` with no value).
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    if text == "list" {
+        return Ok((text.to_string(), String::new()));
+    }
+    parse_key_value(text).map_err(|_| format!("{text:?}: expected NAME=VALUE (a librdkafka property) or list"))
 }
 
 impl ConnectArgs {
@@ -172,9 +185,10 @@ pub enum Command {
     /// The cluster's brokers, then its topics with each partition's leader, replicas and ISR
     /// (kcat -L).
     List(ListArgs),
-    /// Produce records read from stdin (one per line) or given with --value.
+    /// Produce records read from stdin (one per line, or split at -D), from files, or given
+    /// with --value (kcat -P).
     Produce(ProduceArgs),
-    /// Print a topic's records, alone or as a member of a consumer group.
+    /// Print the records of topics, alone or as a member of a consumer group (kcat -C, -G).
     Consume(ConsumeArgs),
     /// List consumer groups, describe their members, offsets and lag, reset or delete their
     /// offsets, delete groups (kafka-consumer-groups.sh).
@@ -303,6 +317,9 @@ pub struct TopicsArgs {
 pub struct ListArgs {
     /// Only these topics (default: every topic).
     pub topics: Vec<String>,
+    /// Only this topic (kcat -L -t; repeatable, with the positional ones).
+    #[arg(short = 't', long = "topic", value_name = "TOPIC")]
+    pub topic: Vec<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -375,56 +392,94 @@ pub struct ProduceArgs {
     /// The topic to produce to (kcat -t).
     #[arg(short, long)]
     pub topic: String,
-    /// The key of every record (default: none, or split from each line with --key-delimiter).
+    /// The key of every record (kcat -k); with --key-delimiter, of the records whose input
+    /// has no delimiter.
     #[arg(short, long)]
     pub key: Option<String>,
-    /// Split each line at the first DELIM into key and value (kcat -K).
-    #[arg(short = 'K', long, value_name = "DELIM", conflicts_with = "key")]
+    /// Split each input record at the first DELIM into key and value (kcat -K; escapes
+    /// \n \r \t \0 \\ \xHH).
+    #[arg(short = 'K', long, value_name = "DELIM")]
     pub key_delimiter: Option<String>,
+    /// Split the input into records at DELIM, any bytes (kcat -D; default \n; escapes \n \r
+    /// \t \0 \\ \xHH). A last record without one counts; empty records are skipped.
+    #[arg(short = 'D', long, value_name = "DELIM")]
+    pub delimiter: Option<String>,
     /// Partition (default: by key with murmur2, like Kafka's producer; sticky without a key).
     #[arg(short, long, value_parser = clap::value_parser!(i32).range(0..))]
     pub partition: Option<i32>,
     /// Produce this one value instead of reading stdin.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["files", "line_mode"])]
     pub value: Option<String>,
     /// A header KEY=VALUE on every record (repeatable).
     #[arg(short = 'H', long = "header", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub headers: Vec<(String, String)>,
-    /// Acknowledgements: 0, 1 or all.
-    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(["0", "1", "all", "-1"]))]
-    pub acks: String,
+    /// Acknowledgements: 0, 1 or all (default: all, or -X acks).
+    #[arg(long, value_parser = PossibleValuesParser::new(["0", "1", "all", "-1"]))]
+    pub acks: Option<String>,
+    /// Compress each batch (kcat -z; default: none, or -X compression.codec).
+    #[arg(short = 'z', long, value_name = "CODEC", value_parser = PossibleValuesParser::new(["none", "gzip", "snappy", "lz4", "zstd"]).map(|c| parse_compression(&c)))]
+    pub compression: Option<Compression>,
+    /// With --key-delimiter, an empty key or value is sent as null (kcat -Z).
+    #[arg(short = 'Z', long)]
+    pub null_empty: bool,
+    /// Read the FILEs as stdin, split into records at the delimiter (kcat -l).
+    #[arg(short = 'l', long, requires = "files")]
+    pub line_mode: bool,
+    /// Files to produce instead of stdin: each whole file is one record (kcat's
+    /// `kcat -P -t T FILE...`), unless --line-mode.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ConsumeArgs {
-    /// The topic to read (kcat -t).
-    #[arg(short, long)]
-    pub topic: String,
+    /// A topic to read (kcat -t; repeatable). A name starting with ^ is a regular expression
+    /// matching topics (internal ones left out), as librdkafka's subscriptions.
+    #[arg(short = 't', long = "topic", value_name = "TOPIC")]
+    pub topic: Vec<String>,
+    /// More topics or ^patterns, as kcat -G GROUP TOPIC... takes them.
+    #[arg(value_name = "TOPIC")]
+    pub topics: Vec<String>,
     /// Consume as a member of this group: partitions are shared with its other members and
-    /// offsets are committed.
-    #[arg(short, long)]
+    /// offsets are committed (kcat -G; or -X group.id).
+    #[arg(short, long, visible_short_alias = 'G')]
     pub group: Option<String>,
-    /// Read only this partition (not with --group).
+    /// Read only this partition of the one topic (not with --group).
     #[arg(short, long, conflicts_with = "group", value_parser = clap::value_parser!(i32).range(0..))]
     pub partition: Option<i32>,
-    /// Where to start: beginning, end, an offset, -N (N before the end), or a time
-    /// (RFC 3339, or ms since the epoch with a trailing "ms"). With --group, only where the group
-    /// has no committed offset.
-    #[arg(long, default_value = "beginning", allow_negative_numbers = true)]
-    pub from: String,
-    /// Stop after N records.
-    #[arg(short = 'n', long, value_name = "N")]
+    /// Where to start (kcat -o): beginning, end, an offset, -N (N before the end), or a time
+    /// (RFC 3339, ms since the epoch with a trailing "ms", or kcat's s@MS). Default: beginning.
+    /// With --group, only where the group has no committed offset (default: -X
+    /// auto.offset.reset, else beginning).
+    #[arg(short = 'o', long, allow_negative_numbers = true)]
+    pub from: Option<String>,
+    /// Stop after N records (kcat -c).
+    #[arg(short = 'n', long, value_name = "N", visible_short_alias = 'c')]
     pub count: Option<u64>,
     /// Stop at the end of every partition instead of waiting for more (kcat -e).
     #[arg(short = 'e', long)]
     pub exit: bool,
     /// Output: `value` (default), `kv`, `json`, or a kcat-style template such as
-    /// '%t [%p] @%o: %k=%s\n' (%t topic, %p partition, %o offset, %k key, %s value, %T timestamp,
-    /// %h headers, %K/%S lengths, \n \t).
+    /// '%t [%p] @%o: %k=%s\n' (kcat -f): %t topic, %p partition, %o offset, %k key, %s value,
+    /// %K/%S key/value length (-1 for null), %R value length as 4 bytes big-endian, %T
+    /// timestamp (ms), %h headers (n=v,...), %%; escapes \n \r \t \0 \\ \xHH. Keys and values
+    /// are written as their bytes; json writes a key, value or header that is not UTF-8 in
+    /// base64 and lists it under "base64".
     #[arg(short, long, default_value = "value")]
     pub format: String,
+    /// JSON output, one object per record (kcat -J; as --format json).
+    #[arg(short = 'J', long, conflicts_with = "format")]
+    pub json: bool,
+    /// Written after each record in the value, kv and json formats (kcat -D; default \n;
+    /// escapes as --format's).
+    #[arg(short = 'D', long, value_name = "DELIM")]
+    pub delimiter: Option<String>,
+    /// Print each record's key and DELIM before its value (kcat -K; the kv format's
+    /// separator, a tab by default).
+    #[arg(short = 'K', long, value_name = "DELIM")]
+    pub key_delimiter: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -646,6 +646,261 @@ fn wait_for(server: &Server, topic: &str, done: impl Fn(&[(i32, String, String, 
     }
 }
 
+/// kcat's -z: every codec the protocol has, by flag and by -X, comes back as it went in.
+#[test]
+fn compressed_batches_of_every_codec_round_trip() {
+    let server = Server::start();
+    let input: Vec<String> = (0..300)
+        .map(|i| format!("record {i} {}", "abc".repeat(i % 40)))
+        .collect();
+    let input = input.join("\n") + "\n";
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        let topic = format!("z-{codec}");
+        server.ok(&["topics", "create", &topic, "-p", "1", "-r", "3"], b"");
+        server.ok(&["produce", "-t", &topic, "-z", codec], input.as_bytes());
+        let property = format!("compression.codec={codec}");
+        server.ok(&["produce", "-t", &topic, "-X", &property], input.as_bytes());
+        let back = server.ok(&["consume", "-t", &topic, "-e"], b"");
+        assert_eq!(back, input.repeat(2), "{codec}: the records differ");
+    }
+    let bad = server.kdeck(&["produce", "-t", "z-none", "-z", "brotli"], b"x");
+    assert_eq!(bad.status.code(), Some(2), "clap names the codecs");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("zstd"));
+}
+
+/// kcat's -D, -K, -Z and -l and FILE arguments: records of any bytes (NUL, invalid UTF-8,
+/// newlines inside) go in and come out unchanged; JSON says which fields are base64.
+#[test]
+fn delimiters_and_raw_bytes_round_trip_unchanged() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "bin", "-p", "1", "-r", "3"], b"");
+    let records: [(&[u8], &[u8]); 4] = [
+        (b"k\xff1", b"v\x00\xfe\nline two"),
+        (b"\x00", b"\xc3\x28 invalid utf-8"),
+        (b"plain", b"text \xe4\xbd\xa0\xe5\xa5\xbd"),
+        (b"k4", b""),
+    ];
+    let mut input = Vec::new();
+    for (key, value) in &records {
+        input.extend_from_slice(key);
+        input.push(0x01);
+        input.extend_from_slice(value);
+        input.extend_from_slice(b"|~|");
+    }
+    server.ok(&["produce", "-t", "bin", "-D", "|~|", "-K", "\\x01"], &input);
+    let out = server.kdeck(&["consume", "-t", "bin", "-e", "-D", "|~|", "-K", "\\x01"], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, input, "the same bytes out as in");
+
+    // -f '%R%s': each value behind its length as 4 big-endian bytes.
+    let out = server.kdeck(&["consume", "-t", "bin", "-e", "-f", "%R%s"], b"");
+    let mut rest = out.stdout.as_slice();
+    for (_, value) in &records {
+        let (length, tail) = rest.split_at(4);
+        let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
+        assert_eq!(length as usize, value.len());
+        assert_eq!(&tail[..value.len()], *value);
+        rest = &tail[value.len()..];
+    }
+    assert!(rest.is_empty());
+
+    // JSON: text as text, anything else as base64, named under "base64".
+    let json = server.ok(&["consume", "-t", "bin", "-e", "-J"], b"");
+    let objects: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    assert_eq!(objects[0]["base64"], serde_json::json!(["key", "value"]));
+    assert_eq!(objects[0]["value"], "dgD+CmxpbmUgdHdv");
+    assert_eq!(objects[1]["key"], "\u{0}", "NUL is valid UTF-8: a JSON escape");
+    assert_eq!(objects[1]["base64"], serde_json::json!(["value"]));
+    assert_eq!(objects[2]["value"], "text 你好");
+    assert!(objects[2].get("base64").is_none());
+
+    // NUL-separated records holding newlines; -Z makes an empty value null.
+    server.ok(&["topics", "create", "nul", "-p", "1", "-r", "3"], b"");
+    server.ok(
+        &["produce", "-t", "nul", "-D", "\\0", "-K", "=", "-Z"],
+        b"a=one\ntwo\0b=\0\0c=three\0",
+    );
+    let out = server.ok(&["consume", "-t", "nul", "-e", "-f", "%k|%S|%s;"], b"");
+    assert_eq!(
+        out, "a|7|one\ntwo;b|-1|;c|5|three;",
+        "empty records are skipped, -Z sends null"
+    );
+
+    // FILE arguments are one record each; with -l they are read as stdin.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (one, two) = (dir.path().join("one.bin"), dir.path().join("two.txt"));
+    std::fs::write(&one, b"\x89PNG\r\n\x1a\n\x00\x00").expect("written");
+    std::fs::write(&two, b"first\nsecond\n").expect("written");
+    server.ok(&["topics", "create", "files", "-p", "1", "-r", "3"], b"");
+    let (one, two) = (one.to_string_lossy(), two.to_string_lossy());
+    server.ok(&["produce", "-t", "files", "-k", "f", &one, &two], b"");
+    server.ok(&["produce", "-t", "files", "-l", &two], b"");
+    let out = server.kdeck(&["consume", "-t", "files", "-e", "-f", "%k:%s\\0"], b"");
+    assert_eq!(
+        out.stdout,
+        b"f:\x89PNG\r\n\x1a\n\x00\x00\0f:first\nsecond\n\0:first\0:second\0".to_vec()
+    );
+}
+
+/// `-t` repeated, topics after the flags as kcat -G takes them, and ^patterns (in and out
+/// of a group); the group commits every topic's offsets.
+#[test]
+fn several_topics_and_patterns_are_read_alone_and_in_a_group() {
+    let server = Server::start();
+    for (topic, partitions) in [("mt-a", "2"), ("mt-b", "1"), ("other", "1")] {
+        server.ok(&["topics", "create", topic, "-p", partitions, "-r", "3"], b"");
+        let input: String = (0..10).map(|i| format!("{topic} {i}\n")).collect();
+        server.ok(&["produce", "-t", topic], input.as_bytes());
+    }
+    let sorted = |out: String| {
+        let mut lines: Vec<String> = out.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let expected = |topics: &[&str]| {
+        let mut lines: Vec<String> = topics
+            .iter()
+            .flat_map(|t| (0..10).map(move |i| format!("{t} {t} {i}")))
+            .collect();
+        lines.sort();
+        lines
+    };
+    let both = server.ok(&["consume", "-t", "mt-a", "-t", "mt-b", "-e", "-f", "%t %s\\n"], b"");
+    assert_eq!(sorted(both), expected(&["mt-a", "mt-b"]));
+    let pattern = server.ok(&["consume", "-t", "^mt-", "-e", "-f", "%t %s\\n"], b"");
+    assert_eq!(sorted(pattern), expected(&["mt-a", "mt-b"]));
+
+    let grouped = server.ok(&["consume", "-G", "pg", "^mt-.*", "-e", "-f", "%t %s\\n"], b"");
+    assert_eq!(sorted(grouped), expected(&["mt-a", "mt-b"]));
+    let offsets = group_offsets(&server, "pg");
+    let topics: Vec<(&str, i32)> = offsets.iter().map(|(t, p, _, _)| (t.as_str(), *p)).collect();
+    assert_eq!(topics, [("mt-a", 0), ("mt-a", 1), ("mt-b", 0)], "{offsets:?}");
+    assert!(
+        offsets.iter().all(|(_, _, committed, end)| committed == end),
+        "{offsets:?}"
+    );
+
+    let positional = server.ok(&["consume", "-G", "pg2", "mt-b", "other", "-e", "-f", "%t %s\\n"], b"");
+    assert_eq!(sorted(positional), expected(&["mt-b", "other"]));
+
+    let none = server.kdeck(&["consume", "-t", "^nothing-matches", "-e"], b"");
+    assert_eq!(none.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no topic matches"));
+    let two = server.kdeck(&["consume", "-t", "mt-a", "-t", "mt-b", "-p", "0", "-e"], b"");
+    assert!(String::from_utf8_lossy(&two.stderr).contains("exactly one topic"));
+}
+
+/// -X with librdkafka's names: the bootstrap, the group and where it starts, commits off,
+/// acks; an unknown or misplaced property is an error naming it, before any connection.
+#[test]
+fn client_properties_map_onto_kdecks_settings_and_unknown_ones_are_refused() {
+    let server = Server::start();
+    let bootstrap = format!("bootstrap.servers={}", server.0.bootstrap);
+    let home = server.0.home.path();
+    let run = |args: &[&str], input: &[u8]| {
+        let out = kdeck(args, input, home);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    run(&["topics", "-X", &bootstrap, "create", "xp", "-p", "1", "-r", "3"], b"");
+    run(
+        &[
+            "produce",
+            "-t",
+            "xp",
+            "-X",
+            &bootstrap,
+            "-X",
+            "request.required.acks=1",
+            "-X",
+            "linger.ms=0",
+        ],
+        b"1\n2\n3\n",
+    );
+    // A new group told to start at the end reads nothing and commits the end.
+    let latest = run(
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-e",
+            "-X",
+            &bootstrap,
+            "-X",
+            "group.id=late",
+            "-X",
+            "auto.offset.reset=latest",
+        ],
+        b"",
+    );
+    assert_eq!(latest, "");
+    assert_eq!(
+        group_offsets(&server, "late"),
+        [("xp".to_string(), 0, "3".to_string(), "3".to_string())]
+    );
+    // With enable.auto.commit=false nothing is committed.
+    let read = run(
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-e",
+            "-X",
+            &bootstrap,
+            "-X",
+            "group.id=nocommit",
+            "-X",
+            "enable.auto.commit=false",
+        ],
+        b"",
+    );
+    assert_eq!(read, "1\n2\n3\n");
+    let again = run(
+        &["consume", "-t", "xp", "-e", "-X", &bootstrap, "-X", "group.id=nocommit"],
+        b"",
+    );
+    assert_eq!(again, "1\n2\n3\n", "nothing was committed, so the group starts over");
+    let listed = run(
+        &["list", "-X", &bootstrap, "-X", "client.id=kcat-parity", "-t", "xp"],
+        b"",
+    );
+    assert!(listed.contains("  topic \"xp\" with 1 partition:"), "{listed}");
+
+    let refused = |args: &[&str], what: &str| {
+        let out = kdeck(args, b"", home);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(what) && !stderr.contains("bootstrap server"),
+            "{args:?}: {stderr}"
+        );
+    };
+    refused(
+        &[
+            "consume",
+            "-t",
+            "xp",
+            "-b",
+            "127.0.0.1:1",
+            "-X",
+            "fetch.error.backoff.ms=5",
+        ],
+        "fetch.error.backoff.ms",
+    );
+    refused(
+        &["produce", "-t", "xp", "-b", "127.0.0.1:1", "-X", "group.id=g"],
+        "consumer property",
+    );
+    refused(&["list", "-b", "127.0.0.1:1", "-X", "acks=all"], "producer property");
+    refused(&["produce", "-t", "xp", "-b", "127.0.0.1:1", "-X", "acks=2"], "acks=2");
+    let list = run(&["produce", "-X", "list", "-t", "xp"], b"");
+    assert!(list.lines().any(|l| l.starts_with("compression.type ")), "{list}");
+}
+
 #[test]
 fn unreachable_and_non_kafka_servers_fail_with_a_clear_message() {
     let home = tempfile::tempdir().expect("temp dir");

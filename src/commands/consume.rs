@@ -1,15 +1,19 @@
-//! `kdeck consume`: a topic's records, from assigned partitions or as a group member.
+//! `kdeck consume`: the records of topics (named, or matching ^patterns), from assigned
+//! partitions or as a group member.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use regex::Regex;
 use tokio::time::Instant;
 
 use super::Output;
 use super::format::Format;
 use super::member::{Member, Membership};
+use super::properties::Tuning;
 use crate::cli::ConsumeArgs;
 use crate::remote::KafkaClient;
+use crate::remote::client::ClusterMetadata;
 use crate::remote::ops::{self, FetchedPartition, OffsetSpec, join_all};
 
 /// How long a fetch waits at the leader for new records (fetch.max.wait.ms).
@@ -19,6 +23,11 @@ const FETCH_BYTES: i32 = 1024 * 1024;
 /// The Java consumer's heartbeat.interval.ms and auto.commit.interval.ms defaults.
 const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
 const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
+/// Kafka's session.timeout.ms default: the coordinator drops a member silent this long.
+const SESSION_TIMEOUT_MS: i32 = 30_000;
+/// A group member subscribed by pattern looks for new or deleted matching topics this often
+/// (librdkafka's topic.metadata.refresh.interval.ms is 5 minutes; a console user waits less).
+const PATTERN_RECHECK: Duration = Duration::from_secs(10);
 
 /// Where to start reading a partition (`--from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +57,7 @@ impl StartAt {
         if let Ok(offset) = text.parse::<i64>() {
             return Ok(StartAt::Offset(offset));
         }
-        if let Some(ms) = text.strip_suffix("ms")
+        if let Some(ms) = text.strip_suffix("ms").or_else(|| text.strip_prefix("s@"))
             && let Ok(ms) = ms.parse::<i64>()
             && ms >= 0
         {
@@ -59,39 +68,122 @@ impl StartAt {
         }
         bail!(
             "--from {text:?}: expected beginning, end, an offset, -N (N before the end), an RFC 3339 time \
-             (2024-05-01T12:00:00Z) or ms since the epoch (1714564800000ms)"
+             (2024-05-01T12:00:00Z) or ms since the epoch (1714564800000ms, or kcat's s@1714564800000)"
         )
     }
 }
 
+/// A topic to read: by name, or every topic whose name matches (kcat's ^pattern).
+#[derive(Debug, Clone)]
+enum Subscribed {
+    Name(String),
+    Pattern(Regex),
+}
+
 /// Everything the flags say, checked before the network is touched.
 pub(crate) struct Plan {
-    topic: String,
+    subscription: Vec<Subscribed>,
     group: Option<String>,
     partition: Option<i32>,
     start: StartAt,
     count: Option<u64>,
     exit_at_end: bool,
     format: Format,
+    auto_commit: bool,
+    commit_interval: Duration,
+    heartbeat_interval: Duration,
+    session_timeout_ms: i32,
+    fetch_wait: Duration,
+    fetch_bytes: i32,
 }
 
 impl Plan {
-    pub(crate) fn new(args: &ConsumeArgs) -> Result<Plan> {
+    pub(crate) fn new(args: &ConsumeArgs, tuning: Tuning) -> Result<Plan> {
+        let subscription = args
+            .topic
+            .iter()
+            .chain(&args.topics)
+            .map(|topic| {
+                if topic.starts_with('^') {
+                    Regex::new(topic)
+                        .map(Subscribed::Pattern)
+                        .map_err(|e| anyhow!("topic pattern {topic:?}: {e}"))
+                } else {
+                    Ok(Subscribed::Name(topic.clone()))
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if subscription.is_empty() {
+            bail!("which topics? give --topic TOPIC (repeatable, or ^REGEX) or the topics after the flags");
+        }
+        let group = args.group.clone().or(tuning.group);
+        if group.is_some() && args.partition.is_some() {
+            bail!("--partition reads one partition alone: not with a group");
+        }
+        let start = match (&args.from, tuning.reset_to_earliest) {
+            (Some(from), _) => StartAt::parse(from)?,
+            (None, Some(false)) => StartAt::End,
+            (None, _) => StartAt::Beginning,
+        };
+        let format = if args.json { "json" } else { args.format.as_str() };
         Ok(Plan {
-            topic: args.topic.clone(),
-            group: args.group.clone(),
+            subscription,
+            group,
             partition: args.partition,
-            start: StartAt::parse(&args.from)?,
+            start,
             count: args.count,
             exit_at_end: args.exit,
-            format: Format::parse(&args.format)?,
+            format: Format::parse(format, args.delimiter.as_deref(), args.key_delimiter.as_deref())?,
+            auto_commit: tuning.auto_commit.unwrap_or(true),
+            commit_interval: tuning.commit_interval.unwrap_or(COMMIT_INTERVAL),
+            heartbeat_interval: tuning.heartbeat_interval.unwrap_or(HEARTBEAT_INTERVAL),
+            session_timeout_ms: tuning.session_timeout_ms.unwrap_or(SESSION_TIMEOUT_MS),
+            fetch_wait: tuning.fetch_wait.unwrap_or(MAX_WAIT),
+            fetch_bytes: [tuning.partition_fetch_bytes, tuning.fetch_max_bytes]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(FETCH_BYTES),
         })
+    }
+
+    fn has_pattern(&self) -> bool {
+        self.subscription.iter().any(|s| matches!(s, Subscribed::Pattern(_)))
+    }
+
+    /// The topics the subscription names in `metadata`, sorted: every named topic (which must
+    /// exist) and the topics a pattern matches, internal ones left out (as the Java consumer's
+    /// exclude.internal.topics).
+    fn topics(&self, metadata: &ClusterMetadata) -> Result<Vec<String>> {
+        let mut topics = Vec::new();
+        for subscribed in &self.subscription {
+            match subscribed {
+                Subscribed::Name(name) => {
+                    metadata
+                        .topic(name)
+                        .filter(|t| t.error == 0 && !t.partitions.is_empty())
+                        .ok_or_else(|| anyhow!("topic {name} does not exist"))?;
+                    topics.push(name.clone());
+                }
+                Subscribed::Pattern(pattern) => topics.extend(
+                    metadata
+                        .topics
+                        .iter()
+                        .filter(|t| !t.internal && t.error == 0 && pattern.is_match(&t.name))
+                        .map(|t| t.name.clone()),
+                ),
+            }
+        }
+        topics.sort();
+        topics.dedup();
+        Ok(topics)
     }
 }
 
 /// One partition being read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Position {
+    topic: String,
     partition: i32,
     offset: i64,
     /// With `-e`: the last fetch found nothing past `offset`.
@@ -115,15 +207,16 @@ impl Reader<'_> {
     }
 
     /// Start offsets for `partitions`, as `--from` says.
-    async fn resolve(&self, partitions: &[i32]) -> Result<Vec<i64>> {
-        let wanted: Vec<(String, i32)> = partitions.iter().map(|&p| (self.plan.topic.clone(), p)).collect();
-        let wanted = &wanted;
+    async fn resolve(&self, partitions: &[(String, i32)]) -> Result<Vec<i64>> {
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
         let offsets = |spec| async move {
-            ops::list_offsets(self.client, wanted, spec)
+            ops::list_offsets(self.client, partitions, spec)
                 .await
                 .into_iter()
                 .collect::<Result<Vec<i64>, _>>()
-                .with_context(|| format!("cannot find where to start reading {}", self.plan.topic))
+                .context("cannot find where to start reading")
         };
         Ok(match self.plan.start {
             StartAt::Beginning => offsets(OffsetSpec::Earliest).await?,
@@ -157,21 +250,21 @@ impl Reader<'_> {
             .collect();
         if active.is_empty() {
             // A group member without partitions: nothing to fetch until the next rebalance.
-            tokio::time::sleep(MAX_WAIT).await;
+            tokio::time::sleep(self.plan.fetch_wait).await;
             return Ok(());
         }
-        let (client, topic) = (self.client, self.plan.topic.as_str());
+        let (client, wait, bytes) = (self.client, self.plan.fetch_wait, self.plan.fetch_bytes);
         let fetches = active
             .iter()
             .map(|&i| {
-                let position = self.positions[i];
+                let position = &self.positions[i];
                 ops::fetch(
                     client,
-                    topic,
+                    &position.topic,
                     position.partition,
                     position.offset,
-                    MAX_WAIT,
-                    FETCH_BYTES,
+                    wait,
+                    bytes,
                 )
             })
             .collect();
@@ -183,7 +276,7 @@ impl Reader<'_> {
                     break;
                 }
                 self.buf.clear();
-                self.plan.format.write(&self.plan.topic, record, &mut self.buf);
+                self.plan.format.write(&self.positions[i].topic, record, &mut self.buf);
                 out.write(&self.buf)?;
                 self.printed += 1;
                 self.positions[i].offset = record.offset + 1;
@@ -199,15 +292,9 @@ impl Reader<'_> {
 
 pub(crate) async fn run(plan: Plan, client: &KafkaClient, out: &mut Output) -> Result<()> {
     let metadata = client.refresh_metadata().await?;
-    let topic = metadata
-        .topic(&plan.topic)
-        .filter(|t| t.error == 0 && !t.partitions.is_empty())
-        .ok_or_else(|| anyhow!("topic {} does not exist", plan.topic))?;
-    let all: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
-    if let Some(p) = plan.partition
-        && !all.contains(&p)
-    {
-        bail!("topic {} has no partition {p} (it has {})", plan.topic, all.len());
+    let topics = plan.topics(&metadata)?;
+    if plan.group.is_none() && topics.is_empty() {
+        bail!("no topic matches the given patterns");
     }
     let mut reader = Reader {
         client,
@@ -221,7 +308,7 @@ pub(crate) async fn run(plan: Plan, client: &KafkaClient, out: &mut Output) -> R
     }
     match reader.plan.group.clone() {
         None => {
-            let partitions = reader.plan.partition.map_or(all, |p| vec![p]);
+            let partitions = partitions_to_read(&metadata, &topics, reader.plan.partition)?;
             let offsets = reader.resolve(&partitions).await?;
             reader.positions = positions(&partitions, &offsets, None);
             while !reader.done() {
@@ -229,17 +316,46 @@ pub(crate) async fn run(plan: Plan, client: &KafkaClient, out: &mut Output) -> R
             }
             Ok(())
         }
-        Some(group) => consume_in_group(&mut reader, &group, out).await,
+        Some(group) => consume_in_group(&mut reader, &group, topics, out).await,
     }
 }
 
-fn positions(partitions: &[i32], offsets: &[i64], committed: Option<&[Option<i64>]>) -> Vec<Position> {
+/// Every partition of `topics`, or with `--partition` that one of the one topic.
+fn partitions_to_read(metadata: &ClusterMetadata, topics: &[String], only: Option<i32>) -> Result<Vec<(String, i32)>> {
+    let of = |topic: &String| -> Vec<i32> {
+        metadata
+            .topic(topic)
+            .map(|t| t.partitions.iter().map(|p| p.partition).collect())
+            .unwrap_or_default()
+    };
+    match (only, topics) {
+        (None, _) => Ok(topics
+            .iter()
+            .flat_map(|t| of(t).into_iter().map(move |p| (t.clone(), p)))
+            .collect()),
+        (Some(p), [topic]) => {
+            let all = of(topic);
+            if !all.contains(&p) {
+                bail!("topic {topic} has no partition {p} (it has {})", all.len());
+            }
+            Ok(vec![(topic.clone(), p)])
+        }
+        (Some(_), many) => bail!(
+            "--partition needs exactly one topic, not {} ({})",
+            many.len(),
+            many.join(", ")
+        ),
+    }
+}
+
+fn positions(partitions: &[(String, i32)], offsets: &[i64], committed: Option<&[Option<i64>]>) -> Vec<Position> {
     partitions
         .iter()
         .zip(offsets)
         .enumerate()
-        .map(|(i, (&partition, &offset))| Position {
-            partition,
+        .map(|(i, ((topic, partition), &offset))| Position {
+            topic: topic.clone(),
+            partition: *partition,
             offset,
             at_end: false,
             committed: committed.and_then(|c| c.get(i).copied().flatten()),
@@ -249,12 +365,14 @@ fn positions(partitions: &[i32], offsets: &[i64], committed: Option<&[Option<i64
 
 /// Joins, reads the assigned partitions from the group's committed offsets (else `--from`),
 /// heartbeats and commits on schedule, and on the way out (count reached, `-e`, Ctrl-C)
-/// commits and leaves.
-async fn consume_in_group(reader: &mut Reader<'_>, group: &str, out: &mut Output) -> Result<()> {
-    let mut member = Member::new(reader.client, group, &reader.plan.topic);
-    assign(reader, &mut member).await?;
-    let mut next_heartbeat = Instant::now() + HEARTBEAT_INTERVAL;
-    let mut next_commit = Instant::now() + COMMIT_INTERVAL;
+/// commits and leaves. Subscribed by pattern, it rejoins when the matching topics change.
+async fn consume_in_group(reader: &mut Reader<'_>, group: &str, topics: Vec<String>, out: &mut Output) -> Result<()> {
+    let mut member = Member::new(reader.client, group, reader.plan.session_timeout_ms);
+    let mut subscribed = topics;
+    assign(reader, &mut member, &subscribed).await?;
+    let mut next_heartbeat = Instant::now() + reader.plan.heartbeat_interval;
+    let mut next_commit = Instant::now() + reader.plan.commit_interval;
+    let mut next_recheck = Instant::now() + PATTERN_RECHECK;
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     let result: Result<()> = async {
@@ -267,17 +385,26 @@ async fn consume_in_group(reader: &mut Reader<'_>, group: &str, out: &mut Output
             let mut membership = Membership::Stable;
             if now >= next_commit {
                 membership = commit(reader, &member).await?;
-                next_commit = now + COMMIT_INTERVAL;
+                next_commit = now + reader.plan.commit_interval;
             }
             if membership == Membership::Stable && now >= next_heartbeat {
                 membership = member.heartbeat().await?;
-                next_heartbeat = now + HEARTBEAT_INTERVAL;
+                next_heartbeat = now + reader.plan.heartbeat_interval;
+            }
+            if reader.plan.has_pattern() && now >= next_recheck {
+                next_recheck = now + PATTERN_RECHECK;
+                let metadata = reader.client.refresh_metadata().await?;
+                let matching = reader.plan.topics(&metadata)?;
+                if matching != subscribed {
+                    subscribed = matching;
+                    membership = Membership::Rejoin;
+                }
             }
             if membership == Membership::Rejoin {
                 // Eager rebalance: hand the partitions back with their offsets committed.
                 commit(reader, &member).await?;
-                assign(reader, &mut member).await?;
-                next_heartbeat = Instant::now() + HEARTBEAT_INTERVAL;
+                assign(reader, &mut member, &subscribed).await?;
+                next_heartbeat = Instant::now() + reader.plan.heartbeat_interval;
             }
         }
         Ok(())
@@ -293,24 +420,24 @@ async fn consume_in_group(reader: &mut Reader<'_>, group: &str, out: &mut Output
     Ok(())
 }
 
-/// (Re)joins and positions the reader on the new assignment.
-async fn assign(reader: &mut Reader<'_>, member: &mut Member<'_>) -> Result<()> {
-    let partitions = member.join().await?;
+/// (Re)joins subscribed to `topics` and positions the reader on the new assignment.
+async fn assign(reader: &mut Reader<'_>, member: &mut Member<'_>, topics: &[String]) -> Result<()> {
+    let partitions = member.join(topics).await?;
     let committed = ops::committed_offsets(reader.client, member.group()).await?;
     let committed: Vec<Option<i64>> = partitions
         .iter()
-        .map(|&p| {
+        .map(|(topic, p)| {
             committed
                 .iter()
-                .find(|c| c.topic == reader.plan.topic && c.partition == p)
+                .find(|c| &c.topic == topic && c.partition == *p)
                 .map(|c| c.offset)
         })
         .collect();
-    let missing: Vec<i32> = partitions
+    let missing: Vec<(String, i32)> = partitions
         .iter()
         .zip(&committed)
         .filter(|(_, c)| c.is_none())
-        .map(|(&p, _)| p)
+        .map(|(tp, _)| tp.clone())
         .collect();
     let mut from_flag = reader.resolve(&missing).await?.into_iter();
     let offsets: Vec<i64> = committed
@@ -321,13 +448,16 @@ async fn assign(reader: &mut Reader<'_>, member: &mut Member<'_>) -> Result<()> 
     Ok(())
 }
 
-/// Commits the positions that moved since the last commit.
+/// Commits the positions that moved since the last commit (none with enable.auto.commit=false).
 async fn commit(reader: &mut Reader<'_>, member: &Member<'_>) -> Result<Membership> {
-    let moved: Vec<(i32, i64)> = reader
+    if !reader.plan.auto_commit {
+        return Ok(Membership::Stable);
+    }
+    let moved: Vec<(String, i32, i64)> = reader
         .positions
         .iter()
         .filter(|p| p.committed != Some(p.offset))
-        .map(|p| (p.partition, p.offset))
+        .map(|p| (p.topic.clone(), p.partition, p.offset))
         .collect();
     let membership = member.commit(&moved).await?;
     if membership == Membership::Stable {
@@ -358,6 +488,10 @@ mod tests {
         );
         assert_eq!(
             StartAt::parse("2024-05-01T14:00:00+02:00").expect("valid"),
+            StartAt::Time(1_714_564_800_000)
+        );
+        assert_eq!(
+            StartAt::parse("s@1714564800000").expect("kcat's form"),
             StartAt::Time(1_714_564_800_000)
         );
         let error = StartAt::parse("nonsense").unwrap_err().to_string();

@@ -22,8 +22,6 @@ use crate::client::assignor::{
 };
 use crate::remote::{KafkaClient, RemoteError, Target, error_name};
 
-/// Kafka's session.timeout.ms default: the coordinator drops a member silent this long.
-const SESSION_TIMEOUT_MS: i32 = 30_000;
 /// How long the coordinator waits for every member to rejoin (max.poll.interval.ms's role).
 const REBALANCE_TIMEOUT_MS: i32 = 60_000;
 const PROTOCOL_TYPE: &str = "consumer";
@@ -54,17 +52,20 @@ pub(crate) enum Membership {
 pub(crate) struct Member<'a> {
     client: &'a KafkaClient,
     group: String,
-    topic: String,
+    /// The topics of the last join's subscription.
+    topics: Vec<String>,
+    session_timeout_ms: i32,
     member_id: String,
     generation: i32,
 }
 
 impl<'a> Member<'a> {
-    pub(crate) fn new(client: &'a KafkaClient, group: &str, topic: &str) -> Member<'a> {
+    pub(crate) fn new(client: &'a KafkaClient, group: &str, session_timeout_ms: i32) -> Member<'a> {
         Member {
             client,
             group: group.to_string(),
-            topic: topic.to_string(),
+            topics: Vec::new(),
+            session_timeout_ms,
             member_id: String::new(),
             generation: DEFAULT_GENERATION,
         }
@@ -101,8 +102,10 @@ impl<'a> Member<'a> {
         }
     }
 
-    /// Joins (or rejoins) the group and returns this member's partitions of the topic.
-    pub(crate) async fn join(&mut self) -> Result<Vec<i32>> {
+    /// Joins (or rejoins) the group subscribed to `topics` and returns this member's
+    /// partitions of them, sorted.
+    pub(crate) async fn join(&mut self, topics: &[String]) -> Result<Vec<(String, i32)>> {
+        self.topics = topics.to_vec();
         let mut last_error = String::new();
         let mut backoff = JOIN_BACKOFF;
         for _ in 0..JOIN_ATTEMPTS {
@@ -123,16 +126,16 @@ impl<'a> Member<'a> {
 
     /// One JoinGroup and SyncGroup; None when the coordinator asks to try again at once
     /// (MEMBER_ID_REQUIRED, a rebalance starting over).
-    async fn join_once(&mut self) -> Result<Option<Vec<i32>>, JoinError> {
+    async fn join_once(&mut self) -> Result<Option<Vec<(String, i32)>>, JoinError> {
         let (target, version) = self.coordinator(ApiKey::JoinGroup).await.map_err(JoinError::from)?;
         let subscription = Subscription {
-            topics: vec![self.topic.clone()],
+            topics: self.topics.clone(),
             owned_partitions: Vec::new(),
             generation: DEFAULT_GENERATION,
         };
         let mut request = JoinGroupRequest::default()
             .with_group_id(self.group_id())
-            .with_session_timeout_ms(SESSION_TIMEOUT_MS)
+            .with_session_timeout_ms(self.session_timeout_ms)
             .with_member_id(StrBytes::from_string(self.member_id.clone()))
             .with_protocol_type(StrBytes::from_static_str(PROTOCOL_TYPE))
             .with_protocols(vec![
@@ -211,11 +214,11 @@ impl<'a> Member<'a> {
         if synced.assignment.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let mut partitions: Vec<i32> = decode_assignment(&synced.assignment)
+        let mut partitions: Vec<(String, i32)> = decode_assignment(&synced.assignment)
             .map_err(|e| JoinError::Fatal(anyhow!("group {}: the leader's assignment: {e:#}", self.group)))?
             .into_iter()
-            .filter(|tp| tp.topic == self.topic)
-            .map(|tp| tp.partition)
+            .filter(|tp| self.topics.contains(&tp.topic))
+            .map(|tp| (tp.topic, tp.partition))
             .collect();
         partitions.sort_unstable();
         Ok(Some(partitions))
@@ -297,30 +300,34 @@ impl<'a> Member<'a> {
         }
     }
 
-    /// Commits `offsets` (partition, next offset to read) of the topic.
-    pub(crate) async fn commit(&self, offsets: &[(i32, i64)]) -> Result<Membership> {
+    /// Commits `offsets` (topic, partition, next offset to read).
+    pub(crate) async fn commit(&self, offsets: &[(String, i32, i64)]) -> Result<Membership> {
         if offsets.is_empty() {
             return Ok(Membership::Stable);
+        }
+        let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+        for (topic, partition, offset) in offsets {
+            by_topic.entry(topic.as_str()).or_default().push(
+                OffsetCommitRequestPartition::default()
+                    .with_partition_index(*partition)
+                    .with_committed_offset(*offset),
+            );
         }
         let (target, _) = self.coordinator(ApiKey::OffsetCommit).await?;
         let request = OffsetCommitRequest::default()
             .with_group_id(self.group_id())
             .with_generation_id_or_member_epoch(self.generation)
             .with_member_id(StrBytes::from_string(self.member_id.clone()))
-            .with_topics(vec![
-                OffsetCommitRequestTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(self.topic.clone())))
-                    .with_partitions(
-                        offsets
-                            .iter()
-                            .map(|&(partition, offset)| {
-                                OffsetCommitRequestPartition::default()
-                                    .with_partition_index(partition)
-                                    .with_committed_offset(offset)
-                            })
-                            .collect(),
-                    ),
-            ]);
+            .with_topics(
+                by_topic
+                    .into_iter()
+                    .map(|(topic, partitions)| {
+                        OffsetCommitRequestTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                            .with_partitions(partitions)
+                    })
+                    .collect(),
+            );
         let answer = self.client.send(target, request).await?;
         let mut membership = Membership::Stable;
         for partition in answer.topics.iter().flat_map(|t| t.partitions.iter()) {

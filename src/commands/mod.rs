@@ -11,6 +11,7 @@ mod groups;
 mod list;
 mod member;
 mod produce;
+mod properties;
 mod reassign;
 mod records;
 mod topics;
@@ -24,54 +25,92 @@ use crate::cli::{
 };
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
+use properties::{Role, Tuning};
 
 pub fn topics(args: &TopicsArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
     run(settings, async |client, out| topics::run(args, client, out).await)
 }
 
 pub fn list(args: &ListArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
-    run(settings, async |client, out| list::run(&args.topics, client, out).await)
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
+    let topics: Vec<String> = args.topics.iter().chain(&args.topic).cloned().collect();
+    run(settings, async |client, out| list::run(&topics, client, out).await)
 }
 
 pub fn produce(args: &ProduceArgs) -> Result<()> {
-    let plan = produce::Plan::new(args)?;
-    let settings = settings(&args.connect)?;
+    let Some((settings, tuning)) = settings(&args.connect, Role::Producer)? else {
+        return Ok(());
+    };
+    let plan = produce::Plan::new(args, tuning)?;
     run(settings, async |client, _| produce::run(plan, client).await)
 }
 
 pub fn consume(args: &ConsumeArgs) -> Result<()> {
-    let plan = consume::Plan::new(args)?;
-    let settings = settings(&args.connect)?;
+    let Some((settings, tuning)) = settings(&args.connect, Role::Consumer)? else {
+        return Ok(());
+    };
+    let plan = consume::Plan::new(args, tuning)?;
     run(settings, async |client, out| consume::run(plan, client, out).await)
 }
 
 pub fn groups(args: &GroupsArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
     run(settings, async |client, out| groups::run(args, client, out).await)
 }
 
 pub fn elect(args: &ElectArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
     run(settings, async |client, out| elect::run(args, client, out).await)
 }
 
 pub fn reassign(args: &ReassignArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
     run(settings, async |client, out| reassign::run(args, client, out).await)
 }
 
 pub fn records(args: &RecordsArgs) -> Result<()> {
-    let settings = settings(&args.connect)?;
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
     run(settings, async |client, out| records::run(args, client, out).await)
 }
 
-/// The checked client settings: the configuration's `[remote]` with the flags laid over it.
-fn settings(connect: &ConnectArgs) -> Result<ClientSettings> {
+/// The checked client settings: the configuration's `[remote]`, the `-X` properties over it,
+/// the flags over those; and what the properties set for a producer or consumer. None when
+/// `-X list` asked only for the properties kdeck takes (printed here).
+fn settings(connect: &ConnectArgs, role: Role) -> Result<Option<(ClientSettings, Tuning)>> {
+    if connect
+        .properties
+        .iter()
+        .any(|(name, value)| name == "list" && value.is_empty())
+    {
+        let mut out = Output::stdout();
+        let printed = properties::list()
+            .iter()
+            .try_for_each(|line| out.line(line))
+            .and_then(|()| out.flush());
+        return match printed {
+            Err(error) if error.downcast_ref::<PipeClosed>().is_none() => Err(error),
+            _ => Ok(None),
+        };
+    }
     let config = KdeckConfig::load(connect.config.as_deref())?;
-    let remote = connect.remote_config(&config.remote);
-    ClientSettings::from_config(&remote).map_err(anyhow::Error::msg)
+    let mut remote = config.remote.clone();
+    let tuning = properties::apply(&connect.properties, role, &mut remote)?;
+    let remote = connect.remote_config(&remote);
+    let settings = ClientSettings::from_config(&remote).map_err(anyhow::Error::msg)?;
+    Ok(Some((settings, tuning)))
 }
 
 /// Connects and runs `command` on a runtime of its own. A reader that went away (`| head`)

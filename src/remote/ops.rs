@@ -348,6 +348,18 @@ pub async fn produce(
     records: Vec<OutRecord>,
     acks: i16,
 ) -> Result<i64, RemoteError> {
+    produce_with(client, topic, partition, records, acks, Compression::None).await
+}
+
+/// [`produce`] with the batch compressed by `compression`.
+pub async fn produce_with(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    records: Vec<OutRecord>,
+    acks: i16,
+    compression: Compression,
+) -> Result<i64, RemoteError> {
     if records.is_empty() {
         return Err(RemoteError::Other(format!(
             "no records to produce to {topic}/{partition}"
@@ -356,7 +368,7 @@ pub async fn produce(
     if !matches!(acks, -1..=1) {
         return Err(RemoteError::Other(format!("acks must be 0, 1 or -1 (all), not {acks}")));
     }
-    let batch = encode_batch(&records)?;
+    let batch = encode_batch_with(&records, compression)?;
     match produce_once(client, topic, partition, &batch, acks).await {
         Err(error) if is_leader_error(&error) => {
             client.refresh_metadata().await?;
@@ -369,6 +381,11 @@ pub async fn produce(
 /// `records` as one uncompressed record batch v2 without a producer id. Records without a
 /// timestamp get the wall clock's.
 pub fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
+    encode_batch_with(records, Compression::None)
+}
+
+/// [`encode_batch`] with the records compressed by `compression`.
+pub fn encode_batch_with(records: &[OutRecord], compression: Compression) -> Result<Bytes, RemoteError> {
     let now = chrono::Utc::now().timestamp_millis();
     let records: Vec<Record> = records
         .iter()
@@ -403,7 +420,7 @@ pub fn encode_batch(records: &[OutRecord]) -> Result<Bytes, RemoteError> {
         &records,
         &RecordEncodeOptions {
             version: 2,
-            compression: Compression::None,
+            compression,
         },
     )
     .map_err(|e| RemoteError::Other(format!("cannot encode the record batch: {e}")))?;
@@ -1492,6 +1509,28 @@ mod tests {
         assert_eq!(decoded[0].timestamp, 1_700_000_000_000);
         assert_eq!(decoded[1].value.as_deref(), Some(&b""[..]));
         assert_eq!(decoded.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn compressed_batches_say_their_codec_and_decode_to_the_same_records() {
+        let records: Vec<OutRecord> = (0..50)
+            .map(|i| value(&format!("record {i} {}", "x".repeat(i))))
+            .collect();
+        for (compression, id) in [
+            (Compression::Gzip, 1),
+            (Compression::Snappy, 2),
+            (Compression::Lz4, 3),
+            (Compression::Zstd, 4),
+        ] {
+            let bytes = encode_batch_with(&records, compression).expect("encodes");
+            let attributes = i16::from_be_bytes([bytes[ATTRIBUTES_AT], bytes[ATTRIBUTES_AT + 1]]);
+            assert_eq!(attributes & 0x07, id, "{compression:?} in the batch header");
+            let (decoded, next, _) = decode_records(0, 0, bytes).expect("decodes");
+            assert_eq!(next, 50);
+            let values: Vec<_> = decoded.iter().map(|r| r.value.clone()).collect();
+            let sent: Vec<_> = records.iter().map(|r| r.value.clone()).collect();
+            assert_eq!(values, sent, "{compression:?}");
+        }
     }
 
     #[test]

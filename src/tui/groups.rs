@@ -5,6 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Row, Table};
+use unicode_width::UnicodeWidthStr;
 
 use super::Pane;
 use super::app::App;
@@ -113,11 +114,17 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         rest.max(6)
     };
     let rows = group.offsets.iter().take(height).map(|o| {
-        // Member ids start with the group id; the rest tells members apart.
+        // Whole when the column has room (as kafka-consumer-groups.sh prints it); else without
+        // the group id it starts with, since the rest tells members apart.
         let prefix = format!("{}-", group.group_id);
         let owner = group.owner(&o.topic, o.partition);
         let member = owner.map_or("-".to_string(), |m| {
-            fit_end(m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id), member_width)
+            let id = if m.member_id.width() <= member_width {
+                &m.member_id
+            } else {
+                m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id)
+            };
+            fit_end(id, member_width)
         });
         let mut who_cells = Vec::new();
         if who {

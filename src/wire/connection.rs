@@ -22,7 +22,7 @@ pub enum FrameError {
     Negative(i32),
     #[error("connection closed after {got} of {want} frame bytes")]
     Truncated { got: usize, want: usize },
-    #[error(transparent)]
+    #[error("reading from the client failed: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -121,6 +121,16 @@ pub async fn serve<S>(
             let frame = match read_frame(&mut reader, max).await {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return,
+                // A client killed or interrupted mid-connection (kcat's Ctrl-C): routine.
+                Err(FrameError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    tracing::debug!(broker, %peer, "the client reset the connection");
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!(broker, %peer, "closing the connection: {e}");
                     return;
