@@ -122,7 +122,7 @@ impl Shared {
                 let min_isr = cluster.config().min_insync_replicas.min(*replication_factor).max(1);
                 let policy: CleanupPolicy = cleanup_policy.parse().map_err(|e: String| anyhow::anyhow!(e))?;
                 let config = TopicConfig::new(*partitions, *replication_factor)
-                    .with_min_insync_replicas(min_isr)
+                    .with_default_min_insync_replicas(min_isr)
                     .with_cleanup_policy(policy);
                 cluster.create_topic(name, config).await?;
                 Ok(outcome::topic_created(name))
@@ -230,10 +230,11 @@ impl Shared {
             }
             Command::SetUncleanElection { topic, enabled } => {
                 cluster.set_unclean_election(topic.as_deref(), *enabled).await?;
-                Ok(match topic {
-                    Some(t) if !*enabled && cluster.unclean_election_default() => outcome::unclean_still_allowed(t),
-                    t => outcome::setting_set("unclean.leader.election.enable", t.as_deref(), &enabled.to_string()),
-                })
+                Ok(outcome::setting_set(
+                    "unclean.leader.election.enable",
+                    topic.as_deref(),
+                    &enabled.to_string(),
+                ))
             }
             Command::SetMinInsync { topic, value } => {
                 cluster.set_min_insync(topic, *value).await?;

@@ -179,13 +179,6 @@ pub fn setting_set(config: &str, topic: Option<&str>, value: &str) -> String {
     }
 }
 
-/// A topic's unclean election turned off while the cluster's default allows it.
-pub fn unclean_still_allowed(topic: &str) -> String {
-    format!(
-        "unclean.leader.election.enable of {topic} set to false; the cluster's default (true) still allows unclean elections for it"
-    )
-}
-
 // Refusals and failures.
 
 /// Why a read-only source refuses every command that changes the cluster.
