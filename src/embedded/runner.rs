@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::{Shared, Traffic};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+use crate::engine::{ConfigAlteration, ConfigResource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
 use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
 use crate::view::outcome::{self, Elected};
@@ -243,6 +243,22 @@ impl Shared {
                     Some(topic),
                     &value.to_string(),
                 ))
+            }
+            Command::AlterConfigs { topic, set, delete } => {
+                let resource = match topic {
+                    Some(t) => ConfigResource::Topic(t.clone()),
+                    None => ConfigResource::ClusterDefault,
+                };
+                let alterations: Vec<ConfigAlteration> = set
+                    .iter()
+                    .map(|(k, v)| ConfigAlteration::set(k, v))
+                    .chain(delete.iter().map(ConfigAlteration::delete))
+                    .collect();
+                cluster
+                    .alter_configs(&resource, &alterations, false)
+                    .await
+                    .map_err(|(_, message)| anyhow::anyhow!(message))?;
+                Ok(outcome::configs_altered(topic.as_deref(), set, delete))
             }
             Command::SetProducerAcks(acks) => {
                 self.traffic()?.set_acks(*acks).await?;
