@@ -656,7 +656,10 @@ fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() 
     server.ok(&["topics", "create", "cfg", "-p", "1", "-r", "3"], b"");
     let of = |name: &str, entity: &[&str]| configs(&server, entity).get(name).cloned().unwrap_or_default();
     let topic = ["--topic", "cfg"];
-    assert_eq!(of("retention.ms", &topic), ("604800000".into(), "DEFAULT_CONFIG".into()));
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("604800000".into(), "DEFAULT_CONFIG".into())
+    );
 
     server.ok(
         &[
@@ -669,7 +672,10 @@ fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() 
         ],
         b"",
     );
-    assert_eq!(of("retention.ms", &topic), ("3600000".into(), "DYNAMIC_TOPIC_CONFIG".into()));
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("3600000".into(), "DYNAMIC_TOPIC_CONFIG".into())
+    );
     assert_eq!(
         of("cleanup.policy", &topic),
         ("compact,delete".into(), "DYNAMIC_TOPIC_CONFIG".into())
@@ -677,12 +683,24 @@ fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() 
     let overrides = server.ok(&["configs", "describe", "--topic", "cfg", "--overrides"], b"");
     assert_eq!(overrides.lines().count(), 2, "{overrides}");
 
-    server.ok(&["configs", "alter", "--topic", "cfg", "--delete-config", "retention.ms"], b"");
-    assert_eq!(of("retention.ms", &topic), ("604800000".into(), "DEFAULT_CONFIG".into()));
+    server.ok(
+        &["configs", "alter", "--topic", "cfg", "--delete-config", "retention.ms"],
+        b"",
+    );
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("604800000".into(), "DEFAULT_CONFIG".into())
+    );
 
     // The cluster-wide default reaches every topic without its own value.
     server.ok(
-        &["configs", "alter", "--broker-defaults", "--add-config", "log.retention.ms=86400000"],
+        &[
+            "configs",
+            "alter",
+            "--broker-defaults",
+            "--add-config",
+            "log.retention.ms=86400000",
+        ],
         b"",
     );
     assert_eq!(
@@ -696,15 +714,35 @@ fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() 
 
     // validate_only changes nothing; refusals name Kafka's error.
     server.ok(
-        &["configs", "alter", "--topic", "cfg", "--add-config", "segment.ms=1000", "--validate-only"],
+        &[
+            "configs",
+            "alter",
+            "--topic",
+            "cfg",
+            "--add-config",
+            "segment.ms=1000",
+            "--validate-only",
+        ],
         b"",
     );
     assert_eq!(of("segment.ms", &topic).1, "DEFAULT_CONFIG");
     for (args, error) in [
-        (vec!["--topic", "cfg", "--add-config", "segment.bytes=10"], "INVALID_CONFIG"),
-        (vec!["--topic", "cfg", "--add-config", "no.such.config=1"], "INVALID_CONFIG"),
-        (vec!["--topic", "missing", "--add-config", "retention.ms=1"], "UNKNOWN_TOPIC_OR_PARTITION"),
-        (vec!["--broker", "1", "--add-config", "log.retention.ms=1"], "INVALID_REQUEST"),
+        (
+            vec!["--topic", "cfg", "--add-config", "segment.bytes=10"],
+            "INVALID_CONFIG",
+        ),
+        (
+            vec!["--topic", "cfg", "--add-config", "no.such.config=1"],
+            "INVALID_CONFIG",
+        ),
+        (
+            vec!["--topic", "missing", "--add-config", "retention.ms=1"],
+            "UNKNOWN_TOPIC_OR_PARTITION",
+        ),
+        (
+            vec!["--broker", "1", "--add-config", "log.retention.ms=1"],
+            "INVALID_REQUEST",
+        ),
     ] {
         let mut all = vec!["configs", "alter"];
         all.extend(args);
@@ -712,7 +750,11 @@ fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() 
         let stderr = String::from_utf8_lossy(&failed.stderr);
         assert!(!failed.status.success() && stderr.contains(error), "{all:?}: {stderr}");
     }
-    assert_eq!(of("segment.bytes", &topic).1, "DEFAULT_CONFIG", "a refusal changes nothing");
+    assert_eq!(
+        of("segment.bytes", &topic).1,
+        "DEFAULT_CONFIG",
+        "a refusal changes nothing"
+    );
 }
 
 /// Polls `topics describe` until `done` holds (a broker's fencing and catching up take the
