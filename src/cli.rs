@@ -200,6 +200,9 @@ pub enum Command {
     Reassign(ReassignArgs),
     /// Delete a partition's records before an offset (kafka-delete-records).
     Records(RecordsArgs),
+    /// Describe or change topic configs and the cluster-wide broker defaults
+    /// (kafka-configs.sh).
+    Configs(ConfigsArgs),
     /// Trainer mode: list the teaching scenarios, or run one (in the console, or headless).
     Scenario {
         #[command(subcommand)]
@@ -384,6 +387,57 @@ pub enum RecordsAction {
         /// The new log start offset; -1: the high watermark (every record so far).
         #[arg(short, long, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(-1..))]
         offset: i64,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConfigsArgs {
+    #[command(subcommand)]
+    pub action: ConfigsAction,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Whose configs (exactly one).
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct ConfigsEntity {
+    /// A topic's configs (kafka-configs.sh --entity-type topics --entity-name T).
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Option<String>,
+    /// One broker's configs (--entity-type brokers --entity-name N).
+    #[arg(long, value_name = "ID")]
+    pub broker: Option<i32>,
+    /// The cluster-wide broker defaults (--entity-type brokers --entity-default).
+    #[arg(long)]
+    pub broker_defaults: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConfigsAction {
+    /// Every config with its value and source (DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG...), as
+    /// kafka-configs.sh --describe --all.
+    Describe {
+        #[command(flatten)]
+        entity: ConfigsEntity,
+        /// Only the configs set at run time (kafka-configs.sh --describe without --all).
+        #[arg(long)]
+        overrides: bool,
+    },
+    /// Set and remove configs (IncrementalAlterConfigs), all or nothing.
+    Alter {
+        #[command(flatten)]
+        entity: ConfigsEntity,
+        /// Configs to set, `k=v[,k2=v2]`; a value holding commas goes in square brackets
+        /// (`cleanup.policy=[compact,delete]`), as kafka-configs.sh takes it.
+        #[arg(long, value_name = "K=V[,K=V...]")]
+        add_config: Vec<String>,
+        /// Configs to remove, back to their defaults; repeatable or comma-separated.
+        #[arg(long, value_name = "K[,K...]", value_delimiter = ',')]
+        delete_config: Vec<String>,
+        /// Ask the cluster to check the change and make none.
+        #[arg(long)]
+        validate_only: bool,
     },
 }
 

@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Elect(args)) => commands::elect(&args),
         Some(Command::Reassign(args)) => commands::reassign(&args),
         Some(Command::Records(args)) => commands::records(&args),
+        Some(Command::Configs(args)) => commands::configs(&args),
         Some(Command::Scenario { what }) => scenario_command(what),
         Some(Command::Record(args)) => record_console(&args),
         Some(Command::Replay(args)) => replay(&args),

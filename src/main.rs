@@ -57,6 +57,7 @@ fn main() -> ExitCode {
                 | Command::Elect(_)
                 | Command::Reassign(_)
                 | Command::Records(_)
+                | Command::Configs(_)
         ) || matches!(
             command,
             Command::Bench {

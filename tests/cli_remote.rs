@@ -2,7 +2,8 @@
 //! trip with keys, partitions, formats and a consumer group; topic listing, description and
 //! deletion; a group's offsets reset, deleted and the group deleted (kafka-consumer-groups.sh);
 //! preferred-leader elections after a broker restart; a broker drained by a reassignment plan
-//! (kafka-reassign-partitions.sh's files); clear, quick failures.
+//! (kafka-reassign-partitions.sh's files); topic configs and the cluster's defaults altered and
+//! described with their sources (kafka-configs.sh); clear, quick failures.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -629,6 +630,130 @@ fn delete_records_moves_the_log_start_and_add_partitions_grows_a_topic() {
     assert!(
         !failed.status.success() && stderr.contains("INVALID_PARTITIONS"),
         "{stderr}"
+    );
+}
+
+/// `configs describe` as `name -> (value, source)`.
+fn configs(server: &Server, entity: &[&str]) -> BTreeMap<String, (String, String)> {
+    let mut args = vec!["configs", "describe"];
+    args.extend_from_slice(entity);
+    server
+        .ok(&args, b"")
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let name = words.next()?.to_string();
+            let value = words.next()?.to_string();
+            let source = words.next()?.strip_prefix("source=")?.to_string();
+            Some((name, (value, source)))
+        })
+        .collect()
+}
+
+#[test]
+fn configs_are_altered_and_described_with_their_sources_as_kafka_configs_does() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "cfg", "-p", "1", "-r", "3"], b"");
+    let of = |name: &str, entity: &[&str]| configs(&server, entity).get(name).cloned().unwrap_or_default();
+    let topic = ["--topic", "cfg"];
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("604800000".into(), "DEFAULT_CONFIG".into())
+    );
+
+    server.ok(
+        &[
+            "configs",
+            "alter",
+            "--topic",
+            "cfg",
+            "--add-config",
+            "retention.ms=3600000,cleanup.policy=[compact,delete]",
+        ],
+        b"",
+    );
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("3600000".into(), "DYNAMIC_TOPIC_CONFIG".into())
+    );
+    assert_eq!(
+        of("cleanup.policy", &topic),
+        ("compact,delete".into(), "DYNAMIC_TOPIC_CONFIG".into())
+    );
+    let overrides = server.ok(&["configs", "describe", "--topic", "cfg", "--overrides"], b"");
+    assert_eq!(overrides.lines().count(), 2, "{overrides}");
+
+    server.ok(
+        &["configs", "alter", "--topic", "cfg", "--delete-config", "retention.ms"],
+        b"",
+    );
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("604800000".into(), "DEFAULT_CONFIG".into())
+    );
+
+    // The cluster-wide default reaches every topic without its own value.
+    server.ok(
+        &[
+            "configs",
+            "alter",
+            "--broker-defaults",
+            "--add-config",
+            "log.retention.ms=86400000",
+        ],
+        b"",
+    );
+    assert_eq!(
+        of("retention.ms", &topic),
+        ("86400000".into(), "DYNAMIC_DEFAULT_BROKER_CONFIG".into())
+    );
+    assert_eq!(
+        of("log.retention.ms", &["--broker", "1"]),
+        ("86400000".into(), "DYNAMIC_DEFAULT_BROKER_CONFIG".into())
+    );
+
+    // validate_only changes nothing; refusals name Kafka's error.
+    server.ok(
+        &[
+            "configs",
+            "alter",
+            "--topic",
+            "cfg",
+            "--add-config",
+            "segment.ms=1000",
+            "--validate-only",
+        ],
+        b"",
+    );
+    assert_eq!(of("segment.ms", &topic).1, "DEFAULT_CONFIG");
+    for (args, error) in [
+        (
+            vec!["--topic", "cfg", "--add-config", "segment.bytes=10"],
+            "INVALID_CONFIG",
+        ),
+        (
+            vec!["--topic", "cfg", "--add-config", "no.such.config=1"],
+            "INVALID_CONFIG",
+        ),
+        (
+            vec!["--topic", "missing", "--add-config", "retention.ms=1"],
+            "UNKNOWN_TOPIC_OR_PARTITION",
+        ),
+        (
+            vec!["--broker", "1", "--add-config", "log.retention.ms=1"],
+            "INVALID_REQUEST",
+        ),
+    ] {
+        let mut all = vec!["configs", "alter"];
+        all.extend(args);
+        let failed = server.kdeck(&all, b"");
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(!failed.status.success() && stderr.contains(error), "{all:?}: {stderr}");
+    }
+    assert_eq!(
+        of("segment.bytes", &topic).1,
+        "DEFAULT_CONFIG",
+        "a refusal changes nothing"
     );
 }
 

@@ -1,9 +1,10 @@
-//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign`) against a Kafka
+//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign|configs`) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
 //! (DESIGN's list has none for it): it sits at the binary's edge, above `remote`, and borrows
 //! the group assignor of `client/` for `consume -g`.
 
+mod configs;
 mod consume;
 mod elect;
 mod format;
@@ -21,7 +22,8 @@ use std::io::{self, Write};
 use anyhow::{Context, Result};
 
 use crate::cli::{
-    ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, RecordsArgs, TopicsArgs,
+    ConfigsArgs, ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, RecordsArgs,
+    TopicsArgs,
 };
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
@@ -84,6 +86,13 @@ pub fn records(args: &RecordsArgs) -> Result<()> {
         return Ok(());
     };
     run(settings, async |client, out| records::run(args, client, out).await)
+}
+
+pub fn configs(args: &ConfigsArgs) -> Result<()> {
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
+    run(settings, async |client, out| configs::run(args, client, out).await)
 }
 
 /// The checked client settings: the configuration's `[remote]`, the `-X` properties over it,

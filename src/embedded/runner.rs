@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::Shared;
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+use crate::engine::{ConfigAlteration, ConfigResource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
 use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
 use crate::view::outcome::{self, Elected};
@@ -127,7 +127,7 @@ impl Shared {
                 let min_isr = cluster.config().min_insync_replicas.min(*replication_factor).max(1);
                 let policy: CleanupPolicy = cleanup_policy.parse().map_err(|e: String| anyhow::anyhow!(e))?;
                 let config = TopicConfig::new(*partitions, *replication_factor)
-                    .with_min_insync_replicas(min_isr)
+                    .with_default_min_insync_replicas(min_isr)
                     .with_cleanup_policy(policy);
                 cluster.create_topic(name, config).await?;
                 Ok(outcome::topic_created(name))
@@ -263,10 +263,11 @@ impl Shared {
             }
             Command::SetUncleanElection { topic, enabled } => {
                 cluster.set_unclean_election(topic.as_deref(), *enabled).await?;
-                Ok(match topic {
-                    Some(t) if !*enabled && cluster.unclean_election_default() => outcome::unclean_still_allowed(t),
-                    t => outcome::setting_set("unclean.leader.election.enable", t.as_deref(), &enabled.to_string()),
-                })
+                Ok(outcome::setting_set(
+                    "unclean.leader.election.enable",
+                    topic.as_deref(),
+                    &enabled.to_string(),
+                ))
             }
             Command::SetMinInsync { topic, value } => {
                 cluster.set_min_insync(topic, *value).await?;
@@ -275,6 +276,22 @@ impl Shared {
                     Some(topic),
                     &value.to_string(),
                 ))
+            }
+            Command::AlterConfigs { topic, set, delete } => {
+                let resource = match topic {
+                    Some(t) => ConfigResource::Topic(t.clone()),
+                    None => ConfigResource::ClusterDefault,
+                };
+                let alterations: Vec<ConfigAlteration> = set
+                    .iter()
+                    .map(|(k, v)| ConfigAlteration::set(k, v))
+                    .chain(delete.iter().map(ConfigAlteration::delete))
+                    .collect();
+                cluster
+                    .alter_configs(&resource, &alterations, false)
+                    .await
+                    .map_err(|(_, message)| anyhow::anyhow!(message))?;
+                Ok(outcome::configs_altered(topic.as_deref(), set, delete))
             }
             Command::SetProducerAcks(acks) => {
                 match &self.traffic {

@@ -134,6 +134,7 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             LiveSetting::MinInsync { topic, value } => {
                 timeline::setting_changed("min.insync.replicas", Some(topic), &value.to_string())
             }
+            LiveSetting::Config { topic, name, value } => timeline::setting_changed(name, topic.as_deref(), value),
         },
         EventKind::GroupRebalanced {
             group,

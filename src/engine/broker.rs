@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::ClusterConfig;
+use super::configs;
 use super::controller::{Controller, ControllerError, MetadataImage};
 use super::events::{EventBus, EventKind};
 use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
@@ -918,11 +919,19 @@ impl Broker {
             hosted.push(tp.clone());
             let topic = image.topics.get(&tp.topic);
             let log_config = topic.map_or_else(
-                || self.ctx.config.log.clone(),
-                |t| t.config.log_config(&self.ctx.config.log),
+                || configs::cluster_log_defaults(image, &self.ctx.config.log),
+                |t| configs::topic_log_config(image, &self.ctx.config.log, &t.config),
             );
             let partition = match partitions.get(&tp) {
-                Some(p) => Arc::clone(p),
+                Some(p) => {
+                    // A topic config altered live reaches the replicas' open logs here.
+                    if p.log.config() != log_config
+                        && let Err(e) = p.log.set_config(log_config)
+                    {
+                        tracing::error!(broker = self.id, %tp, error = %e, "applying the topic's config");
+                    }
+                    Arc::clone(p)
+                }
                 None => match Log::open(self.dir.join(tp.dir_name()), log_config, now) {
                     Ok(log) => {
                         let lag = self.ctx.config.replica_lag_time_max_ms as i64;

@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use super::broker::{Broker, BrokerContext};
 use super::clock::{ClockChange, ClockError};
 use super::config::{ClusterConfig, TopicConfig};
+use super::configs::{self, ConfigAlteration, ConfigEntry, ConfigResource};
 use super::controller::{Controller, ControllerError, MetadataImage, NO_LEADER};
 use super::events::{ClusterEvent, EventBus, EventKind, LiveSetting};
 use super::group::{GroupState, OFFSETS_TOPIC};
@@ -433,40 +434,84 @@ impl Cluster {
     /// controller's metadata, so every election from now on uses it; turning it on elects a
     /// leader at once where only an out-of-sync replica is left.
     pub async fn set_unclean_election(&self, topic: Option<&str>, enabled: bool) -> Result<()> {
-        let host = self.controller_host()?;
-        let controller = &self.inner.ctx.controller;
-        let result = match topic {
-            Some(topic) => controller.alter_topic_config(
-                topic,
-                &LiveSetting::UncleanElection {
-                    topic: Some(topic.to_string()),
-                    enabled,
-                },
-            ),
-            None => controller.set_unclean_default(enabled),
+        let resource = match topic {
+            Some(topic) => ConfigResource::Topic(topic.to_string()),
+            None => ConfigResource::ClusterDefault,
         };
-        if let Some(image) = result.map_err(refusal)? {
-            host.publish(image);
-        }
-        Ok(())
+        let set = ConfigAlteration::set("unclean.leader.election.enable", enabled.to_string());
+        self.alter_configs(&resource, &[set], false)
+            .await
+            .map_err(|(_, message)| anyhow!(message))
     }
 
     /// A topic's `min.insync.replicas`, live (1..=its replication factor): leaders check
     /// acks=all appends against it as soon as they have the new metadata.
     pub async fn set_min_insync(&self, topic: &str, value: i32) -> Result<()> {
-        let host = self.controller_host()?;
-        let setting = LiveSetting::MinInsync {
-            topic: topic.to_string(),
-            value,
+        let set = ConfigAlteration::set("min.insync.replicas", value.to_string());
+        self.alter_configs(&ConfigResource::Topic(topic.to_string()), &[set], false)
+            .await
+            .map_err(|(_, message)| anyhow!(message))
+    }
+
+    /// Every config of a topic, of a broker or of the cluster-wide defaults, with its value
+    /// in force and where it comes from (DescribeConfigs). A broker's are the cluster's:
+    /// kdeck has no per-broker settings.
+    pub fn describe_configs(&self, resource: &ConfigResource) -> Result<Vec<ConfigEntry>, configs::ConfigError> {
+        let image = self.metadata();
+        let config = &self.inner.ctx.config;
+        match resource {
+            ConfigResource::Topic(name) => match image.topics.get(name) {
+                Some(t) => Ok(configs::describe_topic(&image, config, &t.config)),
+                None => Err((
+                    ErrorCode::UnknownTopicOrPartition,
+                    format!("topic {name} does not exist"),
+                )),
+            },
+            ConfigResource::Broker(id) if !image.brokers.contains_key(id) => {
+                Err((ErrorCode::InvalidRequest, format!("there is no broker {id}")))
+            }
+            ConfigResource::Broker(_) | ConfigResource::ClusterDefault => {
+                Ok(configs::describe_cluster(&image, config, self.auto_rebalance()))
+            }
+        }
+    }
+
+    /// IncrementalAlterConfigs: changes a topic's configs or the cluster-wide defaults live,
+    /// all or nothing; `validate_only` checks and changes nothing. Refusals carry Kafka's
+    /// error code: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (an unknown name, a bad value),
+    /// INVALID_REQUEST (a config kdeck cannot change while running, a per-broker change).
+    pub async fn alter_configs(
+        &self,
+        resource: &ConfigResource,
+        alterations: &[ConfigAlteration],
+        validate_only: bool,
+    ) -> Result<(), configs::ConfigError> {
+        let host = self
+            .controller_host()
+            .map_err(|e| (ErrorCode::NotController, e.to_string()))?;
+        let controller = &self.inner.ctx.controller;
+        let rejected = |e: ControllerError| match e {
+            ControllerError::Rejected { code, message } => (code, message),
+            other => (other.code(), other.to_string()),
         };
-        if let Some(image) = self
-            .inner
-            .ctx
-            .controller
-            .alter_topic_config(topic, &setting)
-            .map_err(refusal)?
+        // auto.leader.rebalance.enable lives beside the metadata (the controller's loop reads
+        // it): checked with the rest first, so a refused alteration changes nothing.
+        let rebalance = match resource {
+            ConfigResource::ClusterDefault => {
+                configs::alter_cluster(&self.metadata(), &self.inner.ctx.config, alterations)?.auto_rebalance
+            }
+            _ => None,
+        };
+        if let Some(image) = controller
+            .alter_configs(resource, alterations, validate_only)
+            .map_err(rejected)?
         {
             host.publish(image);
+        }
+        if let Some(on) = rebalance
+            && !validate_only
+        {
+            self.set_auto_rebalance(on.unwrap_or(self.inner.ctx.config.auto_leader_rebalance));
         }
         Ok(())
     }
@@ -874,8 +919,8 @@ impl Cluster {
                     offline: mine.filter(|p| !p.available()).count(),
                     messages,
                     size_bytes: bytes,
-                    log: t.config.log_config(&self.inner.ctx.config.log),
-                    unclean_leader_election: unclean_default || t.config.unclean_leader_election,
+                    log: configs::topic_log_config(image, &self.inner.ctx.config.log, &t.config),
+                    unclean_leader_election: t.config.unclean_election(unclean_default),
                     messages_per_sec: sample.messages_per_sec,
                     bytes_per_sec: sample.bytes_per_sec,
                 }
@@ -930,13 +975,6 @@ impl Cluster {
 }
 
 /// A controller refusal as the operator reads it: the sentence, without the error code.
-fn refusal(e: ControllerError) -> anyhow::Error {
-    match e {
-        ControllerError::Rejected { message, .. } => anyhow!(message),
-        other => other.into(),
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

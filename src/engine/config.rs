@@ -1,6 +1,7 @@
 //! Cluster settings. Timeouts default shorter than Kafka's so a live demo reacts within
 //! seconds; each says what Kafka's default is.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +125,17 @@ pub struct TopicConfig {
     /// `max.compaction.lag.ms` for this topic.
     #[serde(default)]
     pub max_compaction_lag_ms: Option<i64>,
+    /// `segment.ms` for this topic.
+    #[serde(default)]
+    pub segment_ms: Option<i64>,
+    /// `max.message.bytes` for this topic.
+    #[serde(default)]
+    pub max_message_bytes: Option<u64>,
+    /// Which of the settings that always hold a value (`min.insync.replicas`,
+    /// `unclean.leader.election.enable`) this topic was given itself; the others follow the
+    /// cluster's (DescribeConfigs tells a topic override from a default by this).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub explicit: BTreeSet<String>,
 }
 
 // `min_cleanable_dirty_ratio` is validated (through `LogConfig::validate`) to be a number in
@@ -142,8 +154,14 @@ impl TopicConfig {
                 .map_err(|_| format!("invalid value {value:?} for {name}"))
         }
         match name {
-            "min.insync.replicas" => self.min_insync_replicas = parse(name, value)?,
-            "unclean.leader.election.enable" => self.unclean_leader_election = parse(name, value)?,
+            "min.insync.replicas" => {
+                self.min_insync_replicas = parse(name, value)?;
+                self.explicit.insert(name.to_string());
+            }
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election = parse(name, value)?;
+                self.explicit.insert(name.to_string());
+            }
             "retention.ms" => self.retention_ms = Some(parse(name, value)?),
             "retention.bytes" => self.retention_bytes = Some(parse(name, value)?),
             "segment.bytes" => self.segment_bytes = Some(parse(name, value)?),
@@ -158,9 +176,67 @@ impl TopicConfig {
             }
             "min.compaction.lag.ms" => self.min_compaction_lag_ms = Some(parse(name, value)?),
             "max.compaction.lag.ms" => self.max_compaction_lag_ms = Some(parse(name, value)?),
+            "segment.ms" => self.segment_ms = Some(parse(name, value)?),
+            "max.message.bytes" => self.max_message_bytes = Some(parse(name, value)?),
             other => return Err(format!("topic config {other} is not supported by kdeck")),
         }
         Ok(())
+    }
+
+    /// Removes the topic's own value of `name`: it follows the cluster's again
+    /// (`cluster_min_insync` is the cluster's `min.insync.replicas`).
+    pub fn unset(&mut self, name: &str, cluster_min_insync: i32) -> Result<(), String> {
+        match name {
+            "min.insync.replicas" => self.min_insync_replicas = cluster_min_insync,
+            "unclean.leader.election.enable" => self.unclean_leader_election = false,
+            "retention.ms" => self.retention_ms = None,
+            "retention.bytes" => self.retention_bytes = None,
+            "segment.bytes" => self.segment_bytes = None,
+            "segment.ms" => self.segment_ms = None,
+            "max.message.bytes" => self.max_message_bytes = None,
+            "cleanup.policy" => self.cleanup_policy = None,
+            "delete.retention.ms" => self.delete_retention_ms = None,
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio = None,
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = None,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = None,
+            other => return Err(format!("topic config {other} is not supported by kdeck")),
+        }
+        self.explicit.remove(name);
+        Ok(())
+    }
+
+    /// The topic's own value of `name` as Kafka writes it, or `None` where it follows the
+    /// cluster's (or kdeck does not know the name).
+    pub fn get(&self, name: &str) -> Option<String> {
+        fn text<T: ToString>(v: Option<T>) -> Option<String> {
+            v.map(|v| v.to_string())
+        }
+        match name {
+            "min.insync.replicas" | "unclean.leader.election.enable" if !self.explicit.contains(name) => None,
+            "min.insync.replicas" => Some(self.min_insync_replicas.to_string()),
+            "unclean.leader.election.enable" => Some(self.unclean_leader_election.to_string()),
+            "retention.ms" => text(self.retention_ms),
+            "retention.bytes" => text(self.retention_bytes),
+            "segment.bytes" => text(self.segment_bytes),
+            "segment.ms" => text(self.segment_ms),
+            "max.message.bytes" => text(self.max_message_bytes),
+            "cleanup.policy" => self.cleanup_policy.map(|p| p.as_str().to_string()),
+            "delete.retention.ms" => text(self.delete_retention_ms),
+            "min.cleanable.dirty.ratio" => text(self.min_cleanable_dirty_ratio),
+            "min.compaction.lag.ms" => text(self.min_compaction_lag_ms),
+            "max.compaction.lag.ms" => text(self.max_compaction_lag_ms),
+            _ => None,
+        }
+    }
+
+    /// This topic's `unclean.leader.election.enable`: its own when it has one (Kafka's rule:
+    /// a topic's `false` wins over the cluster's `true`), else the cluster's.
+    pub fn unclean_election(&self, cluster_default: bool) -> bool {
+        if self.explicit.contains("unclean.leader.election.enable") {
+            self.unclean_leader_election
+        } else {
+            cluster_default
+        }
     }
 
     pub fn new(partitions: i32, replication_factor: i32) -> Self {
@@ -177,6 +253,9 @@ impl TopicConfig {
             min_cleanable_dirty_ratio: None,
             min_compaction_lag_ms: None,
             max_compaction_lag_ms: None,
+            segment_ms: None,
+            max_message_bytes: None,
+            explicit: BTreeSet::new(),
         }
     }
 
@@ -209,17 +288,29 @@ impl TopicConfig {
                 .unwrap_or(defaults.min_cleanable_dirty_ratio),
             min_compaction_lag_ms: self.min_compaction_lag_ms.unwrap_or(defaults.min_compaction_lag_ms),
             max_compaction_lag_ms: self.max_compaction_lag_ms.unwrap_or(defaults.max_compaction_lag_ms),
+            segment_ms: self.segment_ms.unwrap_or(defaults.segment_ms),
+            max_message_bytes: self.max_message_bytes.unwrap_or(defaults.max_message_bytes),
             ..defaults.clone()
         }
     }
 
+    /// The topic's own `min.insync.replicas`.
     pub fn with_min_insync_replicas(mut self, n: i32) -> Self {
         self.min_insync_replicas = n;
+        self.explicit.insert("min.insync.replicas".into());
         self
     }
 
+    /// The topic's own `unclean.leader.election.enable`.
     pub fn with_unclean_leader_election(mut self, on: bool) -> Self {
         self.unclean_leader_election = on;
+        self.explicit.insert("unclean.leader.election.enable".into());
+        self
+    }
+
+    /// The cluster's `min.insync.replicas`, which this topic follows until it is given its own.
+    pub fn with_default_min_insync_replicas(mut self, n: i32) -> Self {
+        self.min_insync_replicas = n;
         self
     }
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::config::{ClusterConfig, LeaderElection, TopicConfig};
+use super::configs::{self, ConfigAlteration, ConfigResource};
 use super::events::{ElectionReason, EventBus, EventKind, LiveSetting};
 use super::planted::{self, Bug};
 use super::protocol::ErrorCode;
@@ -119,6 +120,10 @@ pub struct MetadataImage {
     /// dynamic cluster-wide broker config); `None`: the static configuration's.
     #[serde(default)]
     pub unclean_leader_election: Option<bool>,
+    /// The cluster-wide log defaults set at run time (`log.retention.ms`, ...: Kafka's dynamic
+    /// cluster-wide broker configs), by Kafka's name; every topic without its own follows them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_configs: BTreeMap<String, String>,
 }
 
 impl MetadataImage {
@@ -529,19 +534,16 @@ impl Controller {
 
     /// The cluster's `unclean.leader.election.enable`: set at run time, or configured.
     pub fn unclean_default(&self, image: &MetadataImage) -> bool {
-        image
-            .unclean_leader_election
-            .unwrap_or(self.config.unclean_leader_election)
+        configs::unclean_default(image, &self.config)
     }
 
-    /// A topic's own setting only adds to the cluster's: kdeck's topic config cannot say
-    /// "not set", so `false` on a topic means "as the cluster".
+    /// A topic's own setting wins over the cluster's (Kafka's rule).
     fn unclean_allowed(&self, image: &MetadataImage, tp: &TopicPartition) -> bool {
-        self.unclean_default(image)
-            || image
-                .topics
-                .get(&tp.topic)
-                .is_some_and(|t| t.config.unclean_leader_election)
+        let default = self.unclean_default(image);
+        image
+            .topics
+            .get(&tp.topic)
+            .map_or(default, |t| t.config.unclean_election(default))
     }
 
     /// Elects leaders for leaderless partitions that have a live in-sync replica again (or,
@@ -600,57 +602,78 @@ impl Controller {
         }
     }
 
-    /// The cluster-wide `unclean.leader.election.enable`, live. Turning it on elects an
-    /// out-of-sync leader at once where a partition is offline for lack of an in-sync one.
-    pub fn set_unclean_default(&self, enabled: bool) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
-        let (_, changed) = self.mutate(|image, events, _| {
-            // Unchanged metadata publishes no event (see `mutate`).
-            image.unclean_leader_election = Some(enabled);
-            events.push(EventKind::SettingChanged(LiveSetting::UncleanElection {
-                topic: None,
-                enabled,
-            }));
-            self.elect_where_leaderless(image, events);
-            Ok(())
-        })?;
-        Ok(changed)
-    }
-
-    /// A topic's `unclean.leader.election.enable` or `min.insync.replicas`, live (Kafka's
-    /// IncrementalAlterConfigs becoming a config record): the change is part of the metadata,
-    /// so every broker and every later election sees the same value.
-    pub fn alter_topic_config(
+    /// IncrementalAlterConfigs of a topic or of the cluster-wide defaults, live (Kafka's
+    /// config records): the change is part of the metadata, so every broker applies it to its
+    /// logs and every later election and acks=all check sees the same value. Turning unclean
+    /// election on elects an out-of-sync leader at once where a partition is offline for lack
+    /// of an in-sync one. `validate_only` checks and changes nothing.
+    pub fn alter_configs(
         &self,
-        topic: &str,
-        setting: &LiveSetting,
+        resource: &ConfigResource,
+        alterations: &[ConfigAlteration],
+        validate_only: bool,
     ) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let refused = |(code, message): configs::ConfigError| ControllerError::Rejected { code, message };
         let (_, changed) = self.mutate(|image, events, _| {
-            let Some(t) = image.topics.get_mut(topic) else {
-                return Err(ControllerError::rejected(
-                    ErrorCode::UnknownTopicOrPartition,
-                    format!("topic {topic} does not exist"),
-                ));
-            };
-            match *setting {
-                LiveSetting::UncleanElection { enabled, .. } => t.config.unclean_leader_election = enabled,
-                LiveSetting::MinInsync { value, .. } => {
-                    let rf = t.config.replication_factor;
-                    if !(1..=rf).contains(&value) {
-                        return Err(ControllerError::rejected(
-                            ErrorCode::InvalidConfig,
-                            format!("min.insync.replicas of {topic} must be between 1 and its replication factor {rf}, not {value}"),
-                        ));
+            match resource {
+                ConfigResource::Topic(topic) => {
+                    let (config, changed) = configs::alter_topic(image, &self.config, topic, alterations).map_err(refused)?;
+                    if validate_only {
+                        return Ok(());
                     }
-                    t.config.min_insync_replicas = value;
+                    if let Some(t) = image.topics.get_mut(topic) {
+                        t.config = config;
+                    }
+                    for (name, value) in changed {
+                        events.push(EventKind::SettingChanged(match name.as_str() {
+                            "min.insync.replicas" => LiveSetting::MinInsync {
+                                topic: topic.clone(),
+                                value: value.parse().unwrap_or_default(),
+                            },
+                            "unclean.leader.election.enable" => LiveSetting::UncleanElection {
+                                topic: Some(topic.clone()),
+                                enabled: value == "true",
+                            },
+                            _ => LiveSetting::Config {
+                                topic: Some(topic.clone()),
+                                name,
+                                value,
+                            },
+                        }));
+                    }
                 }
-                LiveSetting::AutoRebalance(_) => {
+                ConfigResource::ClusterDefault => {
+                    let next = configs::alter_cluster(image, &self.config, alterations).map_err(refused)?;
+                    if validate_only {
+                        return Ok(());
+                    }
+                    let before = configs::describe_cluster(image, &self.config, self.config.auto_leader_rebalance);
+                    image.cluster_configs = next.cluster_configs;
+                    image.unclean_leader_election = next.unclean_leader_election;
+                    let after = configs::describe_cluster(image, &self.config, self.config.auto_leader_rebalance);
+                    for (entry, _) in after.into_iter().zip(before).filter(|(a, b)| a.value != b.value) {
+                        events.push(EventKind::SettingChanged(match entry.name.as_str() {
+                            "unclean.leader.election.enable" => LiveSetting::UncleanElection {
+                                topic: None,
+                                enabled: entry.value == "true",
+                            },
+                            _ => LiveSetting::Config {
+                                topic: None,
+                                name: entry.name,
+                                value: entry.value,
+                            },
+                        }));
+                    }
+                }
+                ConfigResource::Broker(id) => {
                     return Err(ControllerError::rejected(
-                        ErrorCode::InvalidConfig,
-                        "auto.leader.rebalance.enable is not a topic config",
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "kdeck has no per-broker configs to change: alter the cluster-wide default (an empty broker name) instead of broker {id}'s"
+                        ),
                     ));
                 }
             }
-            events.push(EventKind::SettingChanged(setting.clone()));
             self.elect_where_leaderless(image, events);
             Ok(())
         })?;
@@ -659,7 +682,7 @@ impl Controller {
 
     pub fn create_topic(&self, name: &str, config: TopicConfig) -> Result<Arc<MetadataImage>, ControllerError> {
         validate_topic_name(name)?;
-        if let Err(e) = config.log_config(&self.config.log).validate() {
+        if let Err(e) = configs::topic_log_config(&self.image(), &self.config.log, &config).validate() {
             return Err(ControllerError::rejected(ErrorCode::InvalidConfig, e.to_string()));
         }
         if config.partitions < 1 {

@@ -156,6 +156,13 @@ pub enum LiveSetting {
     UncleanElection { topic: Option<String>, enabled: bool },
     /// `min.insync.replicas` of a topic.
     MinInsync { topic: String, value: i32 },
+    /// Another config of a topic, or a cluster-wide default (`None`), with its value in force
+    /// afterwards (the default's when an override was removed).
+    Config {
+        topic: Option<String>,
+        name: String,
+        value: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -18,6 +18,7 @@ mod broker;
 pub mod clock;
 mod cluster;
 mod config;
+pub mod configs;
 mod controller;
 mod events;
 pub mod group;
@@ -37,6 +38,7 @@ pub use cluster::{
     PartitionView, ProduceOutcome, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
+pub use configs::{AlterOp, ConfigAlteration, ConfigEntry, ConfigResource, ConfigSource, ConfigType};
 pub use controller::{
     BrokerRegistration, CONTROLLED_SHUTDOWN, MetadataImage, NO_LEADER, PartitionRegistration, TopicMetadata,
 };

@@ -47,6 +47,7 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::DeleteTopics, 6),
     (ApiKey::CreatePartitions, 3),
     (ApiKey::DescribeConfigs, 4),
+    (ApiKey::IncrementalAlterConfigs, 1),
     (ApiKey::ElectLeaders, 2),
     (ApiKey::AlterPartitionReassignments, 1),
     (ApiKey::ListPartitionReassignments, 0),

@@ -32,8 +32,10 @@ use kafka_protocol::records::{
     RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+mod configs;
 mod reassign;
 
+pub use configs::{describe_configs, incremental_alter_configs};
 pub use reassign::{alter_reassignments, assignments, list_reassignments};
 
 use super::{KafkaClient, RemoteError, Target, error_name};

@@ -304,6 +304,16 @@ async fn execute(
             ops::create_partitions(client, topic, *count).await.map_err(kafka)?;
             Ok(outcome::partitions_created(topic, *count))
         }
+        Command::AlterConfigs { topic, set, delete } => {
+            let target = match topic {
+                Some(t) => crate::view::ConfigTarget::Topic(t.clone()),
+                None => crate::view::ConfigTarget::ClusterDefault,
+            };
+            ops::incremental_alter_configs(client, &target, set, delete, false)
+                .await
+                .map_err(kafka)?;
+            Ok(outcome::configs_altered(topic.as_deref(), set, delete))
+        }
         // Kafka's AlterConfigs could set min.insync.replicas and the unclean rule, but an
         // operator's console does not change a shared cluster's settings as a side effect
         // of a trainer's toggle.

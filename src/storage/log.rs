@@ -55,7 +55,9 @@ pub struct RetentionOutcome {
 
 pub struct Log {
     dir: PathBuf,
-    config: LogConfig,
+    /// Live: a topic's changed config reaches an open log through [`Log::set_config`] and
+    /// counts from the next append, roll, retention pass or clean.
+    config: RwLock<LogConfig>,
     files: CheckpointFiles,
     state: RwLock<LogState>,
     durability: Arc<Durability>,
@@ -279,7 +281,7 @@ impl Log {
         let durable_end = leo;
         let log = Log {
             dir,
-            config,
+            config: RwLock::new(config),
             files,
             state: RwLock::new(state),
             durability: Arc::new(Durability {
@@ -314,8 +316,17 @@ impl Log {
         &self.dir
     }
 
-    pub fn config(&self) -> &LogConfig {
-        &self.config
+    /// The settings in force now (a copy: another thread may change them any time).
+    pub fn config(&self) -> LogConfig {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the settings of an open log (a topic config changed live). Segments already
+    /// written keep their size; the next roll, retention pass and clean follow the new values.
+    pub fn set_config(&self, config: LogConfig) -> Result<(), LogError> {
+        config.validate()?;
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+        Ok(())
     }
 
     fn read_state(&self) -> RwLockReadGuard<'_, LogState> {
@@ -441,14 +452,15 @@ impl Log {
     }
 
     fn validate_batches(&self, records: &[u8]) -> Result<Vec<BatchHeader>, LogError> {
+        let max_message_bytes = self.config().max_message_bytes;
         let mut headers = Vec::new();
         for item in batch::Batches::new(records) {
             let (_, header, _) =
                 item.map_err(|(at, e)| LogError::CorruptMessage(format!("batch at byte {at}: {e}")))?;
-            if header.size() as u64 > self.config.max_message_bytes {
+            if header.size() as u64 > max_message_bytes {
                 return Err(LogError::RecordTooLarge {
                     size: header.size(),
-                    max: self.config.max_message_bytes,
+                    max: max_message_bytes,
                 });
             }
             headers.push(header);
@@ -480,7 +492,7 @@ impl Log {
         let last = headers.last().expect("validated non-empty");
         let roll = state
             .active()
-            .should_roll(records.len() as u64, last.last_offset(), now_ms, &self.config);
+            .should_roll(records.len() as u64, last.last_offset(), now_ms, &self.config());
         if roll {
             let leo = state.log_end_offset();
             self.roll_locked(state, leo, now_ms)?;
@@ -496,7 +508,7 @@ impl Log {
                 epochs_changed |= state.epochs.assign(h.partition_leader_epoch, h.base_offset);
             }
         }
-        if let Err(e) = state.active_mut().append(records, headers, &self.config) {
+        if let Err(e) = state.active_mut().append(records, headers, &self.config()) {
             if let LogError::Offline { reason, .. } = &e {
                 state.offline = Some(reason.clone());
             }
@@ -526,7 +538,7 @@ impl Log {
 
     /// Applies the flush policy once the log lock is released, so appends can share fsyncs.
     fn after_append(&self, info: &LogAppendInfo, now_ms: i64) -> Result<(), LogError> {
-        match self.config.flush {
+        match self.config().flush {
             FlushPolicy::Never => Ok(()),
             FlushPolicy::Always => self.sync_to(info.last_offset + 1),
             FlushPolicy::IntervalMs(ms) => {
@@ -608,7 +620,7 @@ impl Log {
         state.active_mut().seal()?;
         let fresh = Segment::create(&self.dir, new_base, now_ms)?;
         let sealed = state.active_mut();
-        match self.config.flush {
+        match self.config().flush {
             FlushPolicy::Never => {
                 // Kafka flushes a segment once it is rolled, in the background: that is what
                 // lets the recovery point advance and bounds the scan after a crash.
@@ -754,7 +766,7 @@ impl Log {
         if state.segments.is_empty() {
             state.segments.insert(offset, Segment::create(&self.dir, offset, 0)?);
         } else {
-            state.active_mut().truncate_to(offset, &self.config)?;
+            state.active_mut().truncate_to(offset, &self.config())?;
         }
         let leo = state.log_end_offset();
         self.truncate_cleaner_checkpoint(leo)?;
@@ -792,9 +804,10 @@ impl Log {
     /// policy includes `delete`, as Kafka), and those wholly below the log start offset. Never
     /// deletes a segment holding offsets at or above `high_watermark`.
     pub fn enforce_retention(&self, now_ms: i64, high_watermark: i64) -> Result<RetentionOutcome, LogError> {
-        let deletes = self.config.cleanup_policy.deletes();
-        let retention_ms = if deletes { self.config.retention_ms } else { -1 };
-        let retention_bytes = if deletes { self.config.retention_bytes } else { -1 };
+        let config = self.config();
+        let deletes = config.cleanup_policy.deletes();
+        let retention_ms = if deletes { config.retention_ms } else { -1 };
+        let retention_bytes = if deletes { config.retention_bytes } else { -1 };
         let mut state = self.write_state();
         let mut remaining: u64 = state.segments.values().map(Segment::size).sum();
         let log_start = state.log_start_offset;
@@ -953,7 +966,7 @@ impl Log {
         max_map_bytes: usize,
         crash: Option<CrashPoint>,
     ) -> Result<Option<CleanStats>, LogError> {
-        let config = &self.config;
+        let config = &self.config();
         if !config.cleanup_policy.compacts() {
             return Ok(None);
         }
@@ -1153,7 +1166,7 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         // The epochs of a cleaned segment are all in the cache already; cleaning moves none.
         let mut scratch = LeaderEpochCache::default();
-        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config, &mut scratch, Gaps::Allowed)?;
+        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config(), &mut scratch, Gaps::Allowed)?;
         if let Some((bytes, reason)) = report.truncated {
             let reason = format!("the cleaned segment {base} is invalid ({reason}, {bytes} bytes cut)");
             state.offline = Some(reason.clone());
@@ -1234,7 +1247,7 @@ impl Log {
     /// them, so the tail is synced within the interval after traffic stops. Returns whether
     /// it flushed.
     pub fn flush_if_due(&self, now_ms: i64) -> Result<bool, LogError> {
-        let FlushPolicy::IntervalMs(ms) = self.config.flush else {
+        let FlushPolicy::IntervalMs(ms) = self.config().flush else {
             return Ok(false);
         };
         if self.durable_offset() >= self.log_end_offset() {

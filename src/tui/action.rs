@@ -183,6 +183,14 @@ pub enum Action {
         topic: String,
         value: i32,
     },
+    /// Set a topic's configs (`None`: the cluster-wide defaults) and remove others.
+    AlterConfigs {
+        topic: Option<String>,
+        #[serde(default)]
+        set: Vec<(String, String)>,
+        #[serde(default)]
+        delete: Vec<String>,
+    },
     /// `acks` of the workload's producers: 0, 1 or -1 (all).
     SetProducerAcks {
         acks: i16,
@@ -386,6 +394,11 @@ impl Action {
             Action::Isolate { broker } => Command::Isolate(*broker),
             Action::HealLinks => Command::HealLinks,
             Action::SetAutoRebalance { enabled } => Command::SetAutoRebalance(*enabled),
+            Action::AlterConfigs { topic, set, delete } => Command::AlterConfigs {
+                topic: topic.clone(),
+                set: set.clone(),
+                delete: delete.clone(),
+            },
             Action::SetUncleanElection { topic, enabled } => Command::SetUncleanElection {
                 topic: topic.clone(),
                 enabled: *enabled,

@@ -15,6 +15,7 @@ use super::action::{Action, ExplainTarget};
 use super::overlay::parse_time;
 use crate::kafka::reassign::{self, Assignment, Goal};
 use crate::kafka::reset::ResetSpec;
+use crate::view::configs::{CLUSTER_CONFIGS, TOPIC_CONFIGS};
 use crate::view::{BrokerId, BrokerStatus, ClusterView, LinkState, ProduceRequest, ReplicaMove, SeekPosition};
 
 /// One command: its name, its arguments as help shows them, what it does, and whether it
@@ -76,8 +77,8 @@ pub const COMMANDS: &[Spec] = &[
     ),
     spec(
         "config",
-        "topic TOPIC KEY=VALUE | broker KEY=VALUE",
-        "set min.insync.replicas or unclean.leader.election.enable of a topic, or the cluster's unclean.leader.election.enable and auto.leader.rebalance.enable",
+        "topic TOPIC KEY=VALUE... [--delete KEY] | broker KEY=VALUE... [--delete KEY]",
+        "set or remove a topic's configs (retention.ms, segment.bytes, cleanup.policy...) or the cluster-wide defaults, live (IncrementalAlterConfigs)",
     ),
     look(
         "seek",
@@ -236,8 +237,25 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
             Action::Reassign { moves }
         }
         ("reassign", [goal, rest @ ..]) => reassign(view, goal, rest).ok_or_else(usage)??,
-        ("config", ["topic", t, setting]) => topic_config(view, t, setting)?,
-        ("config", ["broker", setting]) => cluster_config(setting)?,
+        ("config", ["topic", t, setting]) if !setting.starts_with("--") => topic_config(view, t, setting)?,
+        ("config", ["topic", t, rest @ ..]) if !rest.is_empty() => {
+            let topic = topic(view, t)?;
+            let (set, delete) = alterations(rest, TOPIC_CONFIGS)?;
+            Action::AlterConfigs {
+                topic: Some(topic),
+                set,
+                delete,
+            }
+        }
+        ("config", ["broker", setting]) if !setting.starts_with("--") => cluster_config(setting)?,
+        ("config", ["broker", rest @ ..]) if !rest.is_empty() => {
+            let (set, delete) = alterations(rest, CLUSTER_CONFIGS)?;
+            Action::AlterConfigs {
+                topic: None,
+                set,
+                delete,
+            }
+        }
         ("seek", [tp, position @ ..]) if !position.is_empty() => {
             let (topic, partition) = topic_partition(view, tp)?;
             Action::Seek {
@@ -650,6 +668,8 @@ fn setting(text: &str) -> Result<(&str, &str), String> {
         .ok_or_else(|| format!("{text:?}: write KEY=VALUE, as min.insync.replicas=2"))
 }
 
+/// One setting of a topic: the trainer's live toggles keep their own actions (their
+/// confirmations, their timeline words); every other config is an AlterConfigs.
 fn topic_config(view: &ClusterView, t: &str, text: &str) -> Result<Action, String> {
     let topic = topic(view, t)?;
     let (key, value) = setting(text)?;
@@ -662,9 +682,14 @@ fn topic_config(view: &ClusterView, t: &str, text: &str) -> Result<Action, Strin
             topic: Some(topic),
             enabled: on_off(key, value)?,
         }),
-        _ => Err(format!(
-            "{key} cannot be set here yet; a topic's min.insync.replicas and unclean.leader.election.enable can"
-        )),
+        _ => {
+            let (set, delete) = alterations(&[text], TOPIC_CONFIGS)?;
+            Ok(Action::AlterConfigs {
+                topic: Some(topic),
+                set,
+                delete,
+            })
+        }
     }
 }
 
@@ -678,10 +703,47 @@ fn cluster_config(text: &str) -> Result<Action, String> {
         "auto.leader.rebalance.enable" => Ok(Action::SetAutoRebalance {
             enabled: on_off(key, value)?,
         }),
-        _ => Err(format!(
-            "{key} cannot be set here yet; unclean.leader.election.enable and auto.leader.rebalance.enable can"
-        )),
+        _ => {
+            let (set, delete) = alterations(&[text], CLUSTER_CONFIGS)?;
+            Ok(Action::AlterConfigs {
+                topic: None,
+                set,
+                delete,
+            })
+        }
     }
+}
+
+/// `KEY=VALUE...` and `--delete KEY` words: what to set and what to remove. Names outside
+/// `known` are refused here, before anything is sent.
+type Alterations = (Vec<(String, String)>, Vec<String>);
+
+fn alterations(words: &[&str], known: &[&str]) -> Result<Alterations, String> {
+    let check = |key: &str| {
+        if known.contains(&key) {
+            Ok(())
+        } else {
+            Err(format!("{key} is not a config kdeck changes; Tab lists them"))
+        }
+    };
+    let (mut set, mut delete) = (Vec::new(), Vec::new());
+    let mut rest = words;
+    while let [word, tail @ ..] = rest {
+        if *word == "--delete" {
+            let [key, tail @ ..] = tail else {
+                return Err("--delete needs a config name".into());
+            };
+            check(key)?;
+            delete.push(key.to_string());
+            rest = tail;
+            continue;
+        }
+        let (key, value) = setting(word)?;
+        check(key)?;
+        set.push((key.to_string(), value.to_string()));
+        rest = tail;
+    }
+    Ok((set, delete))
 }
 
 fn pane(text: &str) -> Result<Pane, String> {
@@ -721,6 +783,11 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
     };
     let groups = || view.groups.iter().map(|g| g.group_id.clone()).collect::<Vec<_>>();
     let words_of = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let setting_words = |list: &[&str]| {
+        let mut words: Vec<String> = list.iter().map(|w| format!("{w}=")).collect();
+        words.push("--delete".into());
+        words
+    };
     let candidates: Vec<String> = match before {
         [] => COMMANDS.iter().map(|s| s.name.to_string()).collect(),
         ["kill" | "stop" | "start" | "pause" | "resume" | "isolate"] => brokers(),
@@ -732,8 +799,10 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         ["topic", "create", _, ..] => words_of(&["--partitions", "--rf", "--cleanup"]),
         ["config"] => words_of(&["topic", "broker"]),
         ["config", "topic"] => topics(),
-        ["config", "topic", _] => words_of(&["min.insync.replicas=", "unclean.leader.election.enable="]),
-        ["config", "broker"] => words_of(&["unclean.leader.election.enable=", "auto.leader.rebalance.enable="]),
+        ["config", "topic", _, .., "--delete"] => words_of(TOPIC_CONFIGS),
+        ["config", "broker", .., "--delete"] => words_of(CLUSTER_CONFIGS),
+        ["config", "topic", _, ..] => setting_words(TOPIC_CONFIGS),
+        ["config", "broker", ..] => setting_words(CLUSTER_CONFIGS),
         ["seek" | "produce"] => {
             let mut all = topics();
             all.extend(partitions());
@@ -1110,6 +1179,33 @@ mod tests {
                 "config broker auto.leader.rebalance.enable=false",
                 Action::SetAutoRebalance { enabled: false },
             ),
+            (
+                "config topic orders retention.ms=3600000 cleanup.policy=compact,delete --delete segment.bytes",
+                Action::AlterConfigs {
+                    topic: Some("orders".into()),
+                    set: vec![
+                        ("retention.ms".into(), "3600000".into()),
+                        ("cleanup.policy".into(), "compact,delete".into()),
+                    ],
+                    delete: vec!["segment.bytes".into()],
+                },
+            ),
+            (
+                "config topic orders --delete retention.ms",
+                Action::AlterConfigs {
+                    topic: Some("orders".into()),
+                    set: Vec::new(),
+                    delete: vec!["retention.ms".into()],
+                },
+            ),
+            (
+                "config broker log.retention.ms=86400000",
+                Action::AlterConfigs {
+                    topic: None,
+                    set: vec![("log.retention.ms".into(), "86400000".into())],
+                    delete: Vec::new(),
+                },
+            ),
             ("focus partitions", Action::Focus { pane: Pane::Partitions }),
             ("focus 5", Action::Focus { pane: Pane::Messages }),
             (
@@ -1164,9 +1260,10 @@ mod tests {
             ("topic create t --partitions", "--partitions needs a value"),
             ("topic create t --replicas 3", "no option \"--replicas\""),
             (
-                "config topic orders retention.ms=1000",
-                "retention.ms cannot be set here yet",
+                "config topic orders retention.minutes=1000",
+                "retention.minutes is not a config kdeck changes",
             ),
+            ("config topic orders --delete", "--delete needs a config name"),
             ("config topic orders min.insync.replicas", "write KEY=VALUE"),
             ("produce orders \"open", "a quote is not closed"),
             ("explain group nobody", "no group \"nobody\""),
@@ -1196,7 +1293,13 @@ mod tests {
         assert_eq!(offer("log run"), vec!["run-2024-0"]);
         assert_eq!(offer("explain g"), vec!["group"]);
         assert_eq!(offer("member add "), vec!["billing"]);
-        assert_eq!(offer("config topic orders min"), vec!["min.insync.replicas="]);
+        assert_eq!(offer("config topic orders min.i"), vec!["min.insync.replicas="]);
+        assert_eq!(
+            offer("config topic orders retention"),
+            vec!["retention.bytes=", "retention.ms="]
+        );
+        assert_eq!(offer("config topic orders --delete segment.b"), vec!["segment.bytes"]);
+        assert_eq!(offer("config broker log.retention.m"), vec!["log.retention.ms="]);
         assert_eq!(offer("focus par"), vec!["partitions"]);
         assert!(offer("quit ").is_empty());
     }

@@ -17,6 +17,7 @@
 //! reaches through here: [`topic_name_error`], so it checks a name the way the cluster will,
 //! and [`OffsetSpec`], the one name of a ListOffsets lookup (earliest, latest, by time).
 
+pub mod configs;
 pub mod epochs;
 pub mod explain;
 pub mod history;
@@ -32,6 +33,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use crate::kafka::{BrokerId, OffsetSpec, topic_name_error};
+pub use configs::{ConfigOrigin, ConfigRow, ConfigTarget};
 pub use epochs::{EpochStart, Epochs};
 pub use source::{
     Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, ReplicaMove,

@@ -192,11 +192,24 @@ pub fn setting_set(config: &str, topic: Option<&str>, value: &str) -> String {
     }
 }
 
-/// A topic's unclean election turned off while the cluster's default allows it.
-pub fn unclean_still_allowed(topic: &str) -> String {
-    format!(
-        "unclean.leader.election.enable of {topic} set to false; the cluster's default (true) still allows unclean elections for it"
-    )
+/// A config removed: it follows its default again.
+pub fn setting_removed(config: &str, topic: Option<&str>) -> String {
+    match topic {
+        Some(t) => format!("{config} of {t} back to its default"),
+        None => format!("{config} back to its default"),
+    }
+}
+
+/// What an AlterConfigs did, in one sentence.
+pub fn configs_altered(topic: Option<&str>, set: &[(String, String)], delete: &[String]) -> String {
+    match (set, delete) {
+        ([(k, v)], []) => setting_set(k, topic, v),
+        ([], [k]) => setting_removed(k, topic),
+        _ => match topic {
+            Some(t) => format!("{} configs of {t} changed", set.len() + delete.len()),
+            None => format!("{} cluster configs changed", set.len() + delete.len()),
+        },
+    }
 }
 
 // Refusals and failures.

@@ -95,6 +95,13 @@ pub enum Command {
         topic: String,
         value: i32,
     },
+    /// IncrementalAlterConfigs of a topic (`None`: the cluster-wide broker defaults): set
+    /// these configs and remove those (back to their defaults), all or nothing.
+    AlterConfigs {
+        topic: Option<String>,
+        set: Vec<(String, String)>,
+        delete: Vec<String>,
+    },
     /// `acks` of the workload's producers: 0, 1 or -1 (all).
     SetProducerAcks(i16),
     /// One more consumer in a workload's group.
@@ -223,6 +230,14 @@ impl std::fmt::Display for Command {
                 write!(f, "unclean.leader.election.enable={enabled}")
             }
             Command::SetMinInsync { topic, value } => write!(f, "min.insync.replicas={value} for {topic}"),
+            Command::AlterConfigs { topic, set, delete } => {
+                let mut parts: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                parts.extend(delete.iter().map(|k| format!("remove {k}")));
+                match topic {
+                    Some(t) => write!(f, "{} for {t}", parts.join(", ")),
+                    None => write!(f, "{} for the cluster", parts.join(", ")),
+                }
+            }
             Command::SetProducerAcks(acks) => write!(f, "producers' acks={}", acks_label(*acks)),
             Command::AddMember { group } => write!(f, "add a consumer to {group}"),
             Command::RemoveMember { group } => write!(f, "remove a consumer from {group}"),

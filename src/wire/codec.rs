@@ -50,6 +50,8 @@ pub enum RequestBody {
     InitProducerId(InitProducerIdRequest),
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     DescribeConfigs(DescribeConfigsRequest),
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
+    AlterConfigs(AlterConfigsRequest),
     CreatePartitions(CreatePartitionsRequest),
     ElectLeaders(ElectLeadersRequest),
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest),
@@ -135,6 +137,10 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         ApiKey::DescribeConfigs => {
             RequestBody::DescribeConfigs(DescribeConfigsRequest::decode(b, v).map_err(malformed)?)
         }
+        ApiKey::IncrementalAlterConfigs => {
+            RequestBody::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::AlterConfigs => RequestBody::AlterConfigs(AlterConfigsRequest::decode(b, v).map_err(malformed)?),
         ApiKey::CreatePartitions => {
             RequestBody::CreatePartitions(CreatePartitionsRequest::decode(b, v).map_err(malformed)?)
         }

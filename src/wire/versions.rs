@@ -31,6 +31,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),
+    // SET, DELETE, APPEND and SUBTRACT; v1 is v0 made flexible.
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    // The legacy form, which replaces a resource's whole set of overrides.
+    (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::DescribeCluster, 0, 1),

@@ -828,6 +828,49 @@ def scenario_group_offsets(server):
     assert admin_error(again) == KafkaError.GROUP_ID_NOT_FOUND
 
 
+def scenario_configs(server):
+    """kafka-configs.sh's work through confluent-kafka's AdminClient: incremental_alter_configs
+    SETs and DELETEs a topic's configs, describe_configs shows each with its source
+    (DYNAMIC_TOPIC_CONFIG, back at DEFAULT_CONFIG once deleted); a lowered max.message.bytes
+    refuses a larger record at once; a bad value is INVALID_CONFIG and changes nothing."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+
+    topic = "settings"
+    create_topic(server, topic, 1, 3)
+    resource = lambda entries: ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+    set_ = lambda k, v: ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+    delete = lambda k: ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+
+    def alter(*entries):
+        return list(admin(server).incremental_alter_configs([resource(list(entries))]).values())[0]
+
+    def describe():
+        future = list(admin(server).describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values())[0]
+        # librdkafka's ConfigSource enum or its number, depending on the client's version.
+        return {name: (e.value, getattr(e.source, "value", e.source)) for name, e in future.result(timeout=30).items()}
+
+    assert describe()["retention.ms"] == ("604800000", ConfigSource.DEFAULT_CONFIG.value), describe()["retention.ms"]
+    assert admin_error(alter(set_("retention.ms", "3600000"), set_("max.message.bytes", "2000"))) is None
+    configs = describe()
+    assert configs["retention.ms"] == ("3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), configs["retention.ms"]
+    assert configs["max.message.bytes"] == ("2000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+
+    # The new limit holds for the next produce.
+    producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all", "linger.ms": 0})
+    errors = []
+    producer.produce(topic, value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(30)
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors
+
+    assert admin_error(alter(delete("retention.ms"))) is None
+    configs = describe()
+    assert configs["retention.ms"] == ("604800000", ConfigSource.DEFAULT_CONFIG.value), configs["retention.ms"]
+    assert configs["max.message.bytes"][1] == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+    assert admin_error(alter(set_("segment.bytes", "not-a-number"))) == KafkaError.INVALID_CONFIG
+    assert describe()["segment.bytes"][1] == ConfigSource.DEFAULT_CONFIG.value
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -840,6 +883,7 @@ SCENARIOS = {
     "group-failover": scenario_group_failover,
     "reassign": scenario_reassign,
     "group-offsets": scenario_group_offsets,
+    "configs": scenario_configs,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the

@@ -1,16 +1,12 @@
-//! Topic administration and configs: CreateTopics, DeleteTopics, CreatePartitions,
-//! DescribeConfigs, ElectLeaders.
+//! Topic administration: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders.
 
 use kafka_protocol::messages::create_partitions_response::{CreatePartitionsResponse, CreatePartitionsTopicResult};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicResult, CreateTopicsResponse};
 use kafka_protocol::messages::delete_topics_response::{DeletableTopicResult, DeleteTopicsResponse};
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
-};
 use kafka_protocol::messages::elect_leaders_response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, ElectLeadersRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, ElectLeadersRequest,
 };
 
 use super::{Context, codes, str_bytes, topic_name};
@@ -19,9 +15,7 @@ use crate::engine::{ErrorCode, TopicConfig, TopicPartition, topic_name_error};
 /// A topic config for `partitions` and `replication_factor`, with the cluster's defaults.
 fn topic_config(ctx: &Context, partitions: i32, replication_factor: i32) -> TopicConfig {
     let cluster = ctx.cluster.config();
-    TopicConfig::new(partitions, replication_factor)
-        .with_min_insync_replicas(cluster.min_insync_replicas)
-        .with_unclean_leader_election(cluster.unclean_leader_election)
+    TopicConfig::new(partitions, replication_factor).with_default_min_insync_replicas(cluster.min_insync_replicas)
 }
 
 fn default_replication_factor(ctx: &Context) -> i32 {
@@ -72,7 +66,8 @@ async fn create_one(ctx: &Context, topic: &CreatableTopic, validate_only: bool) 
             return fail(codes::INVALID_CONFIG, message);
         }
     }
-    if let Err(e) = config.log_config(&ctx.cluster.config().log).validate() {
+    let image = ctx.cluster.metadata();
+    if let Err(e) = crate::engine::configs::topic_log_config(&image, &ctx.cluster.config().log, &config).validate() {
         return fail(codes::INVALID_CONFIG, e.to_string());
     }
     if validate_only {
@@ -164,219 +159,6 @@ pub async fn create_partitions(ctx: &Context, request: &CreatePartitionsRequest)
         });
     }
     CreatePartitionsResponse::default().with_results(results)
-}
-
-/// Config sources (DescribeConfigs `config_source`).
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
-/// Config types (DescribeConfigs v3+ `config_type`).
-const TYPE_BOOLEAN: i8 = 1;
-const TYPE_STRING: i8 = 2;
-const TYPE_INT: i8 = 3;
-const TYPE_LONG: i8 = 5;
-const TYPE_DOUBLE: i8 = 6;
-
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-
-/// `(name, value, source, type)` of one config entry.
-type Entry = (&'static str, String, i8, i8);
-
-fn topic_entries(ctx: &Context, config: &TopicConfig) -> Vec<Entry> {
-    let log = config.log_config(&ctx.cluster.config().log);
-    let source = |overridden: bool| if overridden { SOURCE_TOPIC } else { SOURCE_DEFAULT };
-    vec![
-        (
-            "cleanup.policy",
-            log.cleanup_policy.as_str().into(),
-            source(config.cleanup_policy.is_some()),
-            TYPE_STRING,
-        ),
-        (
-            "min.insync.replicas",
-            config.min_insync_replicas.to_string(),
-            SOURCE_TOPIC,
-            TYPE_INT,
-        ),
-        (
-            "retention.ms",
-            log.retention_ms.to_string(),
-            source(config.retention_ms.is_some()),
-            TYPE_LONG,
-        ),
-        (
-            "retention.bytes",
-            log.retention_bytes.to_string(),
-            source(config.retention_bytes.is_some()),
-            TYPE_LONG,
-        ),
-        (
-            "segment.bytes",
-            log.segment_bytes.to_string(),
-            source(config.segment_bytes.is_some()),
-            TYPE_INT,
-        ),
-        ("segment.ms", log.segment_ms.to_string(), SOURCE_DEFAULT, TYPE_LONG),
-        (
-            "delete.retention.ms",
-            log.delete_retention_ms.to_string(),
-            source(config.delete_retention_ms.is_some()),
-            TYPE_LONG,
-        ),
-        (
-            "min.cleanable.dirty.ratio",
-            log.min_cleanable_dirty_ratio.to_string(),
-            source(config.min_cleanable_dirty_ratio.is_some()),
-            TYPE_DOUBLE,
-        ),
-        (
-            "min.compaction.lag.ms",
-            log.min_compaction_lag_ms.to_string(),
-            source(config.min_compaction_lag_ms.is_some()),
-            TYPE_LONG,
-        ),
-        (
-            "max.compaction.lag.ms",
-            log.max_compaction_lag_ms.to_string(),
-            source(config.max_compaction_lag_ms.is_some()),
-            TYPE_LONG,
-        ),
-        (
-            "max.message.bytes",
-            log.max_message_bytes.to_string(),
-            SOURCE_DEFAULT,
-            TYPE_INT,
-        ),
-        (
-            "unclean.leader.election.enable",
-            config.unclean_leader_election.to_string(),
-            SOURCE_TOPIC,
-            TYPE_BOOLEAN,
-        ),
-    ]
-}
-
-fn broker_entries(ctx: &Context, broker: i32) -> Vec<Entry> {
-    let cluster = ctx.cluster.config();
-    let wire = &ctx.config;
-    let s = SOURCE_STATIC_BROKER;
-    vec![
-        ("broker.id", broker.to_string(), s, TYPE_INT),
-        (
-            "auto.create.topics.enable",
-            wire.auto_create_topics.to_string(),
-            s,
-            TYPE_BOOLEAN,
-        ),
-        ("num.partitions", wire.default_partitions.to_string(), s, TYPE_INT),
-        (
-            "default.replication.factor",
-            wire.default_replication_factor.to_string(),
-            s,
-            TYPE_INT,
-        ),
-        (
-            "min.insync.replicas",
-            cluster.min_insync_replicas.to_string(),
-            s,
-            TYPE_INT,
-        ),
-        (
-            "unclean.leader.election.enable",
-            cluster.unclean_leader_election.to_string(),
-            s,
-            TYPE_BOOLEAN,
-        ),
-        (
-            "replica.lag.time.max.ms",
-            cluster.replica_lag_time_max_ms.to_string(),
-            s,
-            TYPE_LONG,
-        ),
-        (
-            "offsets.topic.num.partitions",
-            cluster.offsets_topic_partitions.to_string(),
-            s,
-            TYPE_INT,
-        ),
-        ("log.retention.ms", cluster.log.retention_ms.to_string(), s, TYPE_LONG),
-        (
-            "log.retention.bytes",
-            cluster.log.retention_bytes.to_string(),
-            s,
-            TYPE_LONG,
-        ),
-        ("log.segment.bytes", cluster.log.segment_bytes.to_string(), s, TYPE_INT),
-        (
-            "message.max.bytes",
-            cluster.log.max_message_bytes.to_string(),
-            s,
-            TYPE_INT,
-        ),
-        (
-            "socket.request.max.bytes",
-            wire.socket_request_max_bytes.to_string(),
-            s,
-            TYPE_INT,
-        ),
-    ]
-}
-
-pub fn describe_configs(ctx: &Context, request: &DescribeConfigsRequest) -> DescribeConfigsResponse {
-    let image = ctx.cluster.metadata();
-    let results = request
-        .resources
-        .iter()
-        .map(|r| {
-            let name = r.resource_name.to_string();
-            let result = DescribeConfigsResult::default()
-                .with_resource_type(r.resource_type)
-                .with_resource_name(r.resource_name.clone());
-            let (entries, read_only) = match r.resource_type {
-                RESOURCE_TOPIC => match image.topics.get(&name) {
-                    Some(topic) => (topic_entries(ctx, &topic.config), false),
-                    None => {
-                        return result
-                            .with_error_code(codes::UNKNOWN_TOPIC_OR_PARTITION)
-                            .with_error_message(Some(str_bytes(format!("topic {name} does not exist"))));
-                    }
-                },
-                RESOURCE_BROKER => match name.parse::<i32>() {
-                    Ok(id) if image.brokers.contains_key(&id) => (broker_entries(ctx, id), true),
-                    // An empty name asks for the cluster-wide defaults.
-                    _ if name.is_empty() => (broker_entries(ctx, ctx.broker), true),
-                    _ => {
-                        return result
-                            .with_error_code(codes::INVALID_REQUEST)
-                            .with_error_message(Some(str_bytes(format!("no broker {name}"))));
-                    }
-                },
-                other => {
-                    return result
-                        .with_error_code(codes::INVALID_REQUEST)
-                        .with_error_message(Some(str_bytes(format!(
-                            "resource type {other} is not supported by kdeck"
-                        ))));
-                }
-            };
-            let keys = r.configuration_keys.as_ref();
-            let configs = entries
-                .into_iter()
-                .filter(|(key, ..)| keys.is_none_or(|ks| ks.iter().any(|k| k.as_str() == *key)))
-                .map(|(key, value, source, kind)| {
-                    DescribeConfigsResourceResult::default()
-                        .with_name(str_bytes(key))
-                        .with_value(Some(str_bytes(value)))
-                        .with_read_only(read_only)
-                        .with_config_source(source)
-                        .with_config_type(kind)
-                })
-                .collect();
-            result.with_configs(configs)
-        })
-        .collect();
-    DescribeConfigsResponse::default().with_results(results)
 }
 
 pub async fn elect_leaders(ctx: &Context, request: &ElectLeadersRequest, version: i16) -> ElectLeadersResponse {

@@ -2,6 +2,7 @@
 //! engine's public API, and maps engine errors to the Kafka codes a client expects.
 
 mod admin;
+mod configs;
 mod fetch;
 mod groups;
 mod log_dirs;
@@ -167,7 +168,9 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::CreateTopics(r) => frame(&request, &admin::create_topics(ctx, r).await),
         RequestBody::DeleteTopics(r) => frame(&request, &admin::delete_topics(ctx, r, v).await),
         RequestBody::CreatePartitions(r) => frame(&request, &admin::create_partitions(ctx, r).await),
-        RequestBody::DescribeConfigs(r) => frame(&request, &admin::describe_configs(ctx, r)),
+        RequestBody::DescribeConfigs(r) => frame(&request, &configs::describe_configs(ctx, r)),
+        RequestBody::IncrementalAlterConfigs(r) => frame(&request, &configs::incremental_alter_configs(ctx, r).await),
+        RequestBody::AlterConfigs(r) => frame(&request, &configs::alter_configs(ctx, r).await),
         RequestBody::ElectLeaders(r) => frame(&request, &admin::elect_leaders(ctx, r, v).await),
         RequestBody::AlterPartitionReassignments(r) => frame(&request, &reassign::alter(ctx, r, v).await),
         RequestBody::ListPartitionReassignments(r) => frame(&request, &reassign::list(ctx, r)),
