@@ -871,6 +871,93 @@ def scenario_configs(server):
     assert describe()["segment.bytes"][1] == ConfigSource.DEFAULT_CONFIG.value
 
 
+def scenario_log_dirs(server):
+    """kafka-log-dirs.sh, kafka-delete-records.sh and kafka-topics.sh --alter through real
+    admin clients: kafka-python's describe_log_dirs sizes every replica on every broker;
+    confluent-kafka's delete_records moves a log start (to an offset, to the high watermark,
+    refused past it) and create_partitions grows a topic (refused to shrink); a group
+    member shows with its client.id and host in describe_consumer_groups."""
+    from confluent_kafka.admin import NewPartitions
+    from kafka.admin import KafkaAdminClient
+
+    topic = "sized"
+    create_topic(server, topic, 3, 3)
+    producer = Producer({"bootstrap.servers": server.bootstrap, "acks": "all"})
+    for p in range(3):
+        for i in range(100):
+            producer.produce(topic, value=f"{p}-{i}-".encode() + b"x" * 100, partition=p)
+    assert producer.flush(30) == 0, "records left unsent"
+
+    # Every broker hosts a replica of each partition (RF 3 of 3): each has a size.
+    deadline = time.time() + 30
+    while True:
+        client = KafkaAdminClient(bootstrap_servers=server.bootstrap)
+        try:
+            answers = client.describe_log_dirs(topic_partitions=[topic])
+        finally:
+            client.close()
+        sizes = {}
+        for answer in answers:
+            for log_dir in answer["log_dirs"]:
+                assert log_dir["error_code"] == 0, log_dir
+                for t in log_dir["topics"]:
+                    for part in t["partitions"]:
+                        sizes[(answer["broker"], part["partition_index"])] = part["partition_size"]
+        ready = len(sizes) == 9 and all(size > 100 * 100 for size in sizes.values())
+        if ready:
+            break
+        assert time.time() < deadline, f"log dirs say {sizes}: {answers}"
+        time.sleep(0.5)
+
+    # DeleteRecords: to an offset, to the high watermark (-1), past it.
+    tps = [TopicPartition(topic, 0, 50), TopicPartition(topic, 1, -1)]
+    results = admin(server).delete_records(tps)
+    lows = {tp.partition: f.result(timeout=30).low_watermark for tp, f in results.items()}
+    assert lows == {0: 50, 1: 100}, lows
+    c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "probe-" + uuid.uuid4().hex})
+    try:
+        assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (50, 100)
+        assert c.get_watermark_offsets(TopicPartition(topic, 1), timeout=10) == (100, 100)
+    finally:
+        c.close()
+    past = list(admin(server).delete_records([TopicPartition(topic, 2, 500)]).values())[0]
+    assert admin_error(past) == KafkaError.OFFSET_OUT_OF_RANGE
+
+    # CreatePartitions grows the topic; shrinking is INVALID_PARTITIONS.
+    grown = admin(server).create_partitions([NewPartitions(topic, 5)])[topic]
+    assert admin_error(grown) is None
+    deadline = time.time() + 30
+    while True:
+        t = admin(server).list_topics(topic, timeout=10).topics[topic]
+        if len(t.partitions) == 5 and all(p.leader >= 0 for p in t.partitions.values()):
+            break
+        assert time.time() < deadline, t.partitions
+        time.sleep(0.2)
+    shrunk = admin(server).create_partitions([NewPartitions(topic, 2)])[topic]
+    assert admin_error(shrunk) == KafkaError.INVALID_PARTITIONS
+
+    # A member's client.id and host, as kafka-consumer-groups.sh --members shows them.
+    group = "sized-readers"
+    member = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": group,
+        "client.id": "interop-app",
+        "auto.offset.reset": "earliest",
+    })
+    member.subscribe([topic])
+    try:
+        deadline = time.time() + 60
+        while not member.assignment():
+            assert time.time() < deadline, "no assignment"
+            member.poll(0.5)
+        description = admin(server).describe_consumer_groups([group])[group].result(timeout=30)
+        members = [(m.client_id, m.host) for m in description.members]
+        assert len(members) == 1 and members[0][0] == "interop-app", members
+        assert members[0][1].startswith("/127.0.0.1"), members
+    finally:
+        member.close()
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -884,6 +971,7 @@ SCENARIOS = {
     "reassign": scenario_reassign,
     "group-offsets": scenario_group_offsets,
     "configs": scenario_configs,
+    "log-dirs": scenario_log_dirs,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the
