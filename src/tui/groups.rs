@@ -106,7 +106,17 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     // What the fixed columns and their gaps leave to the member column; a wide pane also
     // shows each owner's client id and host, as kafka-consumer-groups.sh does.
     let rest = usize::from(parts[1].width).saturating_sub(16 + 9 + 8 + 6 + 4);
-    let (client_width, host_width) = (16, 15);
+    let widest = |f: fn(&crate::view::MemberRow) -> &str, min: usize, max: usize| {
+        group
+            .members
+            .iter()
+            .map(|m| f(m).width())
+            .max()
+            .unwrap_or(0)
+            .clamp(min, max)
+    };
+    let client_width = widest(|m| &m.client_id, 9, 32);
+    let host_width = widest(|m| &m.host, 4, 24);
     let who = rest >= 24 + client_width + host_width + 2 && group.members.iter().any(|m| !m.client_id.is_empty());
     let member_width = if who {
         rest - client_width - host_width - 2
