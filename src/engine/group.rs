@@ -510,7 +510,7 @@ impl GroupCoordinator {
         if !replay.unreadable.is_empty() {
             tracing::error!(
                 tp = %replay.tp,
-                ranges = ?replay.unreadable,
+                ranges = %super::protocol::ranges_in_words(&replay.unreadable),
                 "offsets partition loaded without records it could not read: groups with records there may have older offsets or membership than they committed"
             );
         }
@@ -523,7 +523,7 @@ impl GroupCoordinator {
                 tracing::error!(
                     tp = %replay.tp,
                     group = %id,
-                    offsets = ?replayed.unreadable,
+                    offsets = %super::protocol::offsets_in_words(&replayed.unreadable),
                     "group loaded without records that did not decode: its offsets or membership may be older than committed"
                 );
             }
@@ -567,7 +567,7 @@ impl GroupCoordinator {
         group.empty_since = Some(now_ms);
         let batch = group_metadata_batch(group_id, &group.metadata(&BTreeMap::new(), now_ms));
         if let Err(error) = self.append(partitions, group_id, batch) {
-            tracing::warn!(group = group_id, ?error, "could not write the empty group's record");
+            tracing::warn!(group = group_id, %error, "could not write the empty group's record");
         }
     }
 
@@ -1121,7 +1121,7 @@ impl GroupCoordinator {
             // Nobody waits for the tombstones, as in Kafka; a failure only keeps the records
             // for the next pass or the next coordinator.
             if let Err(error) = self.append(partitions, id, encode(&recs)) {
-                tracing::warn!(group = %id, ?error, "could not write the expired offsets' tombstones");
+                tracing::warn!(group = %id, %error, "could not write the expired offsets' tombstones");
                 continue;
             }
             offsets_removed += expired.len();

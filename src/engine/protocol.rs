@@ -64,6 +64,25 @@ pub enum ErrorCode {
     UnknownServerError = -1,
 }
 
+/// Kafka's name of the error (`NOT_ENOUGH_REPLICAS`), as its clients and logs print it.
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::kafka::screaming_snake(&format!("{self:?}")))
+    }
+}
+
+/// Offset ranges in words for a log line: `0..12, 40..41`.
+pub(crate) fn ranges_in_words(ranges: &[(i64, i64)]) -> String {
+    let words: Vec<String> = ranges.iter().map(|(a, b)| format!("{a}..{b}")).collect();
+    words.join(", ")
+}
+
+/// Offsets in words for a log line: `3, 17, 40`.
+pub(crate) fn offsets_in_words(offsets: &[i64]) -> String {
+    let words: Vec<String> = offsets.iter().map(i64::to_string).collect();
+    words.join(", ")
+}
+
 impl ErrorCode {
     pub fn code(self) -> i16 {
         self as i16

@@ -223,7 +223,7 @@ impl Log {
                     "found an invalid batch; truncated the segment there"
                 );
                 if i + 1 < bases.len() {
-                    tracing::warn!(log = %dir.display(), segments = ?&bases[i + 1..], "deleting the segments after the truncation point");
+                    tracing::warn!(log = %dir.display(), segments = %in_words(&bases[i + 1..]), "deleting the segments after the truncation point");
                     delete_segment_files(&dir, &bases[i + 1..])?;
                 }
                 break;
@@ -1393,7 +1393,7 @@ fn complete_interrupted_cleans(dir: &Path) -> Result<(), LogError> {
             .copied()
             .filter(|b| *b >= base && *b < next.max(base + 1))
             .collect();
-        tracing::warn!(log = %dir.display(), swap = base, ?replaced, "completing a clean interrupted after its swap file was written");
+        tracing::warn!(log = %dir.display(), swap = base, replaced = %in_words(&replaced), "completing a clean interrupted after its swap file was written");
         delete_segment_files(dir, &replaced)?;
         delete_segment_files(dir, &[base])?;
         let log_path = dir.join(segment::file_name(base, "log"));
@@ -1422,4 +1422,10 @@ fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
         }
     }
     Ok(())
+}
+
+/// Segment base offsets in words for a log line: `0, 4096, 8192`.
+fn in_words(bases: &[i64]) -> String {
+    let words: Vec<String> = bases.iter().map(i64::to_string).collect();
+    words.join(", ")
 }
