@@ -8,11 +8,13 @@ use bytes::Bytes;
 
 use super::Shared;
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{ConfigAlteration, ConfigResource, ConfigSource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+use crate::engine::{
+    ConfigAlteration, ConfigResource, ConfigSource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition,
+};
 use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
-use crate::view::outcome::{self, Elected};
 use crate::view::configs::ConfigsAnswer;
+use crate::view::outcome::{self, Elected};
 use crate::view::{Command, ConfigOrigin, ConfigRow, ConfigTarget, LinkState};
 use crate::workload::Workload;
 

@@ -30,8 +30,8 @@ use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
 use crate::kafka::partitioner::partition_for_key;
 use crate::kafka::reassign::Ongoing;
-use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::configs::ConfigsAnswer;
+use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
