@@ -8,7 +8,10 @@ use std::time::Duration;
 use kdeck::cli::ClusterArgs;
 use kdeck::config::KdeckConfig;
 use kdeck::embedded::Embedded;
-use kdeck::view::{BrokerStatus, ClusterSource, ClusterView, Command, ProduceRequest, SeekPosition, TailSpec};
+use kdeck::view::{
+    BrokerStatus, ClusterSource, ClusterView, Command, ConfigOrigin, ConfigTarget, ProduceRequest, SeekPosition,
+    TailSpec,
+};
 use tokio::sync::mpsc;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -215,5 +218,67 @@ async fn with_its_only_broker_killed_every_partition_counts_as_offline() {
     .await;
     assert_eq!(down.partitions_online(), 0, "no broker, no partition: {total} offline");
     assert_eq!(down.topic("solo").map(|t| t.offline), Some(3));
+    embedded.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configs_screen_is_told_a_topics_override_and_where_each_value_comes_from() {
+    let args = ClusterArgs {
+        ephemeral: true,
+        no_demo: true,
+        brokers: Some(1),
+        ..ClusterArgs::default()
+    };
+    let embedded = Embedded::start(&config(), &args).await.expect("start");
+    let (tx, mut outcomes) = mpsc::unbounded_channel();
+    let mut next = async || {
+        tokio::time::timeout(PATIENCE, outcomes.recv())
+            .await
+            .expect("an outcome")
+            .expect("sent")
+    };
+    embedded.submit(
+        Command::CreateTopic {
+            name: "audit".into(),
+            partitions: 1,
+            replication_factor: 1,
+            cleanup_policy: "delete".into(),
+        },
+        tx.clone(),
+    );
+    assert!(next().await.result.is_ok());
+    embedded.submit(
+        Command::AlterConfigs {
+            topic: Some("audit".into()),
+            set: vec![("retention.ms".into(), "7200000".into())],
+            delete: Vec::new(),
+        },
+        tx.clone(),
+    );
+    let altered = next().await;
+    assert!(altered.result.is_ok(), "{altered:?}");
+
+    let describe = |target| async {
+        tokio::time::timeout(PATIENCE, embedded.describe_configs(target))
+            .await
+            .expect("an answer in time")
+            .expect("answered")
+    };
+    let rows = describe(ConfigTarget::Topic("audit".into()))
+        .await
+        .expect("the topic's configs");
+    let row = |name: &str| rows.iter().find(|r| r.name == name).cloned();
+    let retention = row("retention.ms").expect("retention.ms is listed");
+    assert_eq!(retention.value.as_deref(), Some("7200000"));
+    assert_eq!(retention.origin, ConfigOrigin::Topic);
+    assert!(!retention.read_only);
+    assert_eq!(row("segment.bytes").map(|r| r.origin), Some(ConfigOrigin::Default));
+
+    let cluster = describe(ConfigTarget::ClusterDefault)
+        .await
+        .expect("the cluster's defaults");
+    assert!(cluster.iter().any(|r| r.name == "log.retention.ms"), "{cluster:?}");
+    let missing = describe(ConfigTarget::Topic("nope".into())).await;
+    assert!(missing.is_err_and(|e| e.contains("nope")));
     embedded.shutdown().await;
 }

@@ -19,8 +19,8 @@ use kdeck::remote::ops::{self, OutRecord};
 use kdeck::remote::source::{RemoteSource, SourceOptions};
 use kdeck::remote::{ClientSettings, KafkaClient, RemoteConfig};
 use kdeck::view::{
-    BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, ProduceRequest, ReplicaRole, SeekPosition,
-    TailBuffer, TailMode, TailSpec,
+    BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, ConfigTarget, ProduceRequest, ReplicaRole,
+    SeekPosition, TailBuffer, TailMode, TailSpec,
 };
 use tokio::sync::mpsc;
 
@@ -530,6 +530,13 @@ async fn a_read_only_source_refuses_every_change() {
     .await;
     assert_eq!(view.cluster_name, "ro");
     assert!(view.topic("nope").is_none(), "nothing was created");
+    // Looking is not changing: the configs screen of a read-only console still lists them.
+    let defaults = tokio::time::timeout(PATIENCE, remote.describe_configs(ConfigTarget::ClusterDefault))
+        .await
+        .expect("an answer in time")
+        .expect("answered")
+        .expect("the cluster's defaults");
+    assert!(defaults.iter().any(|r| r.name == "log.retention.ms"), "{defaults:?}");
 }
 
 /// Waits until `condition` holds for a tail's buffer.

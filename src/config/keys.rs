@@ -28,6 +28,7 @@ pub enum Binding {
     Explain,
     ReplicaLog,
     Flow,
+    Configs,
     Produce,
     KillBroker,
     StopBroker,
@@ -69,7 +70,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 49] = [
+    pub const ALL: [Binding; 50] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -85,6 +86,7 @@ impl Binding {
         Binding::Explain,
         Binding::ReplicaLog,
         Binding::Flow,
+        Binding::Configs,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -139,6 +141,7 @@ impl Binding {
             Binding::Explain => "explain",
             Binding::ReplicaLog => "replica_log",
             Binding::Flow => "flow",
+            Binding::Configs => "configs",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",

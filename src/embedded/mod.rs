@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use chrono::Utc;
-use tokio::sync::{OnceCell, watch};
+use tokio::sync::{OnceCell, oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub use data_dir::{DataDir, remove_stale_ephemeral_dirs};
@@ -36,8 +36,10 @@ use crate::cli::ClusterArgs;
 use crate::client::producer::Producer;
 use crate::config::{ConsoleConfig, KdeckConfig};
 use crate::engine::{Cluster, ClusterConfig, TopicConfig};
+use crate::view::configs::ConfigsAnswer;
 use crate::view::{
-    ClusterSource, ClusterView, Command, CommandOutcome, OutcomeSender, TailHandle, TailSpec, WorkloadStats,
+    ClusterSource, ClusterView, Command, CommandOutcome, ConfigTarget, OutcomeSender, TailHandle, TailSpec,
+    WorkloadStats,
 };
 use crate::wire::{Listener, WireServer};
 use crate::workload::{DemoConfig, Workload};
@@ -285,6 +287,13 @@ impl ClusterSource for Embedded {
 
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
         tail::tail_on(&self.runtime, &self.shared.cluster, spec, capacity)
+    }
+
+    fn describe_configs(&self, target: ConfigTarget) -> oneshot::Receiver<ConfigsAnswer> {
+        // The engine answers from its metadata image at once: nothing to wait for.
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(self.shared.describe_configs(&target));
+        rx
     }
 }
 

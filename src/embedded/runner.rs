@@ -8,14 +8,44 @@ use bytes::Bytes;
 
 use super::Shared;
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{ConfigAlteration, ConfigResource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition};
+use crate::engine::{
+    ConfigAlteration, ConfigResource, ConfigSource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition,
+};
 use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
+use crate::view::configs::ConfigsAnswer;
 use crate::view::outcome::{self, Elected};
-use crate::view::{Command, LinkState};
+use crate::view::{Command, ConfigOrigin, ConfigRow, ConfigTarget, LinkState};
 use crate::workload::Workload;
 
 impl Shared {
+    /// The configs of `target` as the engine has them now (what DescribeConfigs answers).
+    pub(super) fn describe_configs(&self, target: &ConfigTarget) -> ConfigsAnswer {
+        let resource = match target {
+            ConfigTarget::Topic(t) => ConfigResource::Topic(t.clone()),
+            ConfigTarget::Broker(id) => ConfigResource::Broker(*id),
+            ConfigTarget::ClusterDefault => ConfigResource::ClusterDefault,
+        };
+        let entries = self
+            .cluster
+            .describe_configs(&resource)
+            .map_err(|(_, message)| message)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| ConfigRow {
+                name: e.name,
+                value: Some(e.value),
+                origin: match e.source {
+                    ConfigSource::TopicOverride => ConfigOrigin::Topic,
+                    ConfigSource::DynamicClusterDefault => ConfigOrigin::Cluster,
+                    ConfigSource::StaticBroker => ConfigOrigin::Static,
+                    ConfigSource::Default => ConfigOrigin::Default,
+                },
+                read_only: e.read_only,
+            })
+            .collect())
+    }
+
     /// The running demo, which takes the workload commands when no scenario's traffic
     /// steers the cluster.
     async fn demo_workload(&self) -> Result<tokio::sync::MappedMutexGuard<'_, Workload>> {

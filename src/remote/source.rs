@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::client::ClusterMetadata;
@@ -30,6 +30,7 @@ use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
 use crate::kafka::partitioner::partition_for_key;
 use crate::kafka::reassign::Ongoing;
+use crate::view::configs::ConfigsAnswer;
 use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, Timeline};
@@ -171,6 +172,16 @@ impl ClusterSource for RemoteSource {
         let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
         tokio::spawn(tail_loop(self.client.clone(), spec.clone(), Arc::clone(&buffer)));
         TailHandle { spec, buffer }
+    }
+
+    fn describe_configs(&self, target: crate::view::ConfigTarget) -> oneshot::Receiver<ConfigsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let answer = ops::describe_configs(&client, &target).await.map_err(|e| e.to_string());
+            let _ = tx.send(answer);
+        });
+        rx
     }
 }
 

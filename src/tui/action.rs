@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Pane;
 use crate::kafka::reset::ResetSpec;
-use crate::view::{BrokerId, Command, LinkState, ProduceRequest, ReplicaMove, SeekPosition, TailSpec};
+use crate::view::{BrokerId, Command, ConfigTarget, LinkState, ProduceRequest, ReplicaMove, SeekPosition, TailSpec};
 
 /// One thing the console does. Serialized as a table tagged by `action` in snake_case:
 /// `{ action = "kill_broker", broker = 1 }`, `{ action = "seek", topic = "clicks",
@@ -61,6 +61,11 @@ pub enum Action {
     Flow {
         topic: String,
         partition: i32,
+    },
+    /// Open the configs screen of a topic (`None`: the cluster-wide defaults).
+    Configs {
+        #[serde(default)]
+        topic: Option<String>,
     },
     /// Set a pane's filter.
     Filter {
@@ -467,6 +472,8 @@ pub enum Effect {
     Advance {
         n: usize,
     },
+    /// Ask the source for these configs; the answer goes to the configs screen.
+    DescribeConfigs(ConfigTarget),
     /// Tell the running scenario what the trainer asked.
     Scenario(ScenarioControl),
     Quit,

@@ -13,6 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use super::Pane;
 use super::action::{Action, Effect, ExplainTarget, ScenarioControl, SeekBy, TrainerUpdate};
 use super::command;
+use super::configs::ConfigsScreen;
 use super::keymap::{Binding, Keymap, Meaning};
 use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
@@ -20,12 +21,13 @@ use super::pane;
 use super::theme::{Theme, Themes};
 use crate::config::ConsoleConfig;
 use crate::kafka::reset::{self, ResetSpec};
+use crate::view::configs::ConfigsAnswer;
 use crate::view::explain::Explanation;
 use crate::view::lang::Msg;
 use crate::view::{
-    BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, Controls, EventClass,
-    GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle, TailMode, TailRecord, TailSpec, TopicRow,
-    ViewEvent, timeline,
+    BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, ConfigTarget, Controls,
+    EventClass, GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle, TailMode, TailRecord,
+    TailSpec, TopicRow, ViewEvent, timeline,
 };
 
 /// A row of the Events pane.
@@ -81,6 +83,10 @@ pub enum Screen {
     Flow {
         topic: String,
         partition: i32,
+    },
+    /// A topic's configs, or the cluster's defaults (see `configs`).
+    Configs {
+        target: ConfigTarget,
     },
 }
 
@@ -198,6 +204,8 @@ pub struct App {
     asked: Vec<Controls>,
     /// The `:` lines run so far, for ↑/↓ on the command line.
     pub history: super::command::History,
+    /// The configs screen's state while it is open.
+    pub configs: Option<ConfigsScreen>,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -328,6 +336,7 @@ impl App {
             lang: crate::view::lang::Lang::english(),
             asked: Vec::new(),
             history: Default::default(),
+            configs: None,
         }
     }
 
@@ -397,7 +406,20 @@ impl App {
         effects
     }
 
-    pub fn on_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) {
+    /// A command's outcome, said in the footer; a config change also refreshes the configs
+    /// screen it was made for.
+    pub fn on_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if let (Command::AlterConfigs { topic, .. }, Some(screen)) = (&outcome.command, &self.configs)
+            && screen.is_answered_for(topic.as_deref())
+        {
+            effects.push(Effect::DescribeConfigs(screen.target.clone()));
+        }
+        self.tell_outcome(outcome, now);
+        effects
+    }
+
+    fn tell_outcome(&mut self, outcome: CommandOutcome, now: DateTime<Utc>) {
         if outcome.result.is_err() {
             // What was asked will not come: the next toggle builds on the view again.
             self.asked.clear();
@@ -428,6 +450,15 @@ impl App {
                 });
                 self.say(said, Severity::Error, now);
             }
+        }
+    }
+
+    /// The answer the event loop asked for with [`Effect::DescribeConfigs`].
+    pub fn attach_configs(&mut self, target: &ConfigTarget, answer: tokio::sync::oneshot::Receiver<ConfigsAnswer>) {
+        if let Some(screen) = &mut self.configs
+            && &screen.target == target
+        {
+            screen.attach(answer);
         }
     }
 
@@ -475,6 +506,11 @@ impl App {
 
     /// Periodic check; true when the screen must be redrawn (new tail records).
     pub fn on_tick(&mut self) -> bool {
+        let configs = self.configs.as_mut().is_some_and(ConfigsScreen::poll);
+        configs | self.tail_changed()
+    }
+
+    fn tail_changed(&mut self) -> bool {
         let Some(tail) = &mut self.tail else {
             return false;
         };
@@ -814,6 +850,12 @@ impl App {
         if let Some(Overlay::Filter) = self.overlay() {
             return self.filter_key(key, now);
         }
+        if self.overlay().is_none()
+            && matches!(self.screen(), Screen::Configs { .. })
+            && let Some(effects) = self.configs_key(&key, now)
+        {
+            return effects;
+        }
         if let Some(Overlay::Command(_)) = self.overlay() {
             return self.command_key(key, now);
         }
@@ -977,6 +1019,70 @@ impl App {
         Vec::new()
     }
 
+    /// The configs screen's own keys: the edit line while it is open, Enter to open it, `d`
+    /// to remove the selected override. `None`: the keymap decides (moving, back, help).
+    fn configs_key(&mut self, key: &KeyEvent, now: DateTime<Utc>) -> Option<Vec<Effect>> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let screen = self.configs.as_mut()?;
+        if let Some(text) = &mut screen.editing {
+            match key.code {
+                KeyCode::Esc => screen.editing = None,
+                KeyCode::Enter => {
+                    let value = text.trim().to_string();
+                    screen.editing = None;
+                    let name = screen.selected()?.name.clone();
+                    let action = Action::AlterConfigs {
+                        topic: screen.topic(),
+                        set: vec![(name, value)],
+                        delete: Vec::new(),
+                    };
+                    return Some(self.update(action, now));
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char('u') if ctrl => text.clear(),
+                KeyCode::Char(c) if !ctrl => text.push(c),
+                _ => {}
+            }
+            return Some(Vec::new());
+        }
+        let edit = match key.code {
+            KeyCode::Enter => true,
+            KeyCode::Char('d') if key.modifiers.is_empty() => false,
+            _ => return None,
+        };
+        let lang = self.lang;
+        let why_not = match screen.selected() {
+            _ if self.capabilities.read_only => Some(READ_ONLY.to_string()),
+            None => Some(lang.tr("no config selected").to_string()),
+            Some(row) if row.read_only => Some(lang.fmt(
+                "{name} is read-only: only a restart of the brokers changes it",
+                &[("name", &row.name)],
+            )),
+            Some(row) if !edit && !screen.removable(row) => Some(lang.fmt(
+                "{name} is not overridden here ({source}): there is nothing to remove",
+                &[("name", &row.name), ("source", &lang.tr(row.origin.word()))],
+            )),
+            Some(_) => None,
+        };
+        if let Some(why) = why_not {
+            self.hint(&why, now);
+            return Some(Vec::new());
+        }
+        let row = screen.selected()?.clone();
+        if edit {
+            screen.editing = Some(row.value.unwrap_or_default());
+            return Some(Vec::new());
+        }
+        let action = Action::AlterConfigs {
+            topic: screen.topic(),
+            set: Vec::new(),
+            delete: vec![row.name],
+        };
+        Some(self.update(action, now))
+    }
+
     fn submit_dialog(&mut self, now: DateTime<Utc>) -> Option<Action> {
         let cx = Context {
             view: &self.view,
@@ -1052,6 +1158,20 @@ impl App {
                 )),
             };
         }
+        if let Screen::Configs { .. } = self.screen() {
+            return match binding {
+                Binding::Quit | Binding::Back => Ok(Action::Back),
+                Binding::Help => Ok(Action::Help),
+                Binding::Up => Ok(Action::Move { by: -1 }),
+                Binding::Down => Ok(Action::Move { by: 1 }),
+                Binding::PageUp => Ok(Action::Move { by: -10 }),
+                Binding::PageDown => Ok(Action::Move { by: 10 }),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if binding.tail_only() && self.focus != Pane::Messages {
             // Outside the tail, beginning and end are the top and bottom of the list.
             return match binding {
@@ -1100,6 +1220,9 @@ impl App {
                     .ok_or("select a topic (2), a partition (3) or a message (5) first")?;
                 Action::Flow { topic, partition }
             }
+            Binding::Configs => Action::Configs {
+                topic: Some(self.selected_topic().ok_or("no topic selected")?.name.clone()),
+            },
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
                 Action::OpenProduce {
@@ -1418,6 +1541,11 @@ impl App {
             Action::Focus { pane } => self.set_focus(pane),
             Action::NextPane => self.set_focus(self.focus.next()),
             Action::PrevPane => self.set_focus(self.focus.prev()),
+            Action::Move { by } if matches!(self.screen(), Screen::Configs { .. }) => {
+                if let Some(screen) = &mut self.configs {
+                    screen.move_by(by);
+                }
+            }
             Action::Move { by } if self.focus == Pane::Messages => self.move_in_messages(by, &mut effects, now),
             Action::Move { by } => self.move_cursor(by),
             // In Messages the cursor is a record: top and bottom are moves to the first and
@@ -1470,6 +1598,19 @@ impl App {
                 } else {
                     self.hint(&format!("no partition {topic}-{partition}"), now);
                 }
+            }
+            Action::Configs { topic } => {
+                let target = match topic {
+                    Some(t) => ConfigTarget::Topic(t),
+                    None => ConfigTarget::ClusterDefault,
+                };
+                // Another resource's configs replace the open ones rather than stacking.
+                if matches!(self.screen(), Screen::Configs { .. }) {
+                    self.screens.pop();
+                }
+                self.screens.push(Screen::Configs { target: target.clone() });
+                self.configs = Some(ConfigsScreen::new(target.clone()));
+                effects.push(Effect::DescribeConfigs(target));
             }
             Action::Filter { pane, text } => {
                 let state = self.pane_mut(pane);
@@ -2163,7 +2304,9 @@ impl App {
 
     fn back(&mut self, effects: &mut Vec<Effect>) {
         if self.screens.len() > 1 {
-            self.screens.pop();
+            if let Some(Screen::Configs { .. }) = self.screens.pop() {
+                self.configs = None;
+            }
             return;
         }
         if self.focus == Pane::Messages && self.tail.as_ref().is_some_and(|t| t.before_search.is_some()) {

@@ -77,8 +77,8 @@ pub const COMMANDS: &[Spec] = &[
     ),
     spec(
         "config",
-        "topic TOPIC KEY=VALUE... [--delete KEY] | broker KEY=VALUE... [--delete KEY]",
-        "set or remove a topic's configs (retention.ms, segment.bytes, cleanup.policy...) or the cluster-wide defaults, live (IncrementalAlterConfigs)",
+        "topic TOPIC [KEY=VALUE... --delete KEY] | broker [KEY=VALUE... --delete KEY]",
+        "show (no setting), set or remove a topic's configs (retention.ms, segment.bytes, cleanup.policy...) or the cluster-wide defaults, live (IncrementalAlterConfigs)",
     ),
     look(
         "seek",
@@ -237,6 +237,10 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
             Action::Reassign { moves }
         }
         ("reassign", [goal, rest @ ..]) => reassign(view, goal, rest).ok_or_else(usage)??,
+        ("config", ["topic", t]) => Action::Configs {
+            topic: Some(topic(view, t)?),
+        },
+        ("config", ["broker"]) => Action::Configs { topic: None },
         ("config", ["topic", t, setting]) if !setting.starts_with("--") => topic_config(view, t, setting)?,
         ("config", ["topic", t, rest @ ..]) if !rest.is_empty() => {
             let topic = topic(view, t)?;

@@ -21,6 +21,12 @@ const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+const CONFIGS_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
+
 /// A scenario's keys.
 const TRAINER_HINTS: &[(Binding, &str)] = &[
     (Binding::NextStep, "next"),
@@ -87,6 +93,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::Dashboard => view_of(app.focus).hints(),
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
             Screen::Flow { .. } => FLOW_HINTS,
+            Screen::Configs { .. } => CONFIGS_HINTS,
         };
         // A scenario's own keys first: they work over every pane and overlay.
         let scenario = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };

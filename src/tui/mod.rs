@@ -9,6 +9,7 @@ pub mod app;
 pub mod brokers;
 pub mod cast;
 pub mod command;
+pub mod configs;
 pub mod dialog;
 pub mod events;
 pub mod explain;
@@ -161,6 +162,10 @@ impl Console {
                     if let Some(handle) = self.app.tail.as_ref().and_then(|t| t.handle.as_ref()) {
                         handle.buffer.advance(n);
                     }
+                }
+                Effect::DescribeConfigs(target) => {
+                    let answer = self.source.describe_configs(target.clone());
+                    self.app.attach_configs(&target, answer);
                 }
                 Effect::Scenario(control) => {
                     if let Some(tx) = &self.scenario {
@@ -395,7 +400,8 @@ where
                 Err(_) => views_open = false,
             },
             Some(outcome) = outcomes.recv() => {
-                console.app.on_outcome(outcome, Utc::now());
+                let effects = console.app.on_outcome(outcome, Utc::now());
+                console.perform(effects);
                 dirty = true;
             }
             Some(update) = async {

@@ -117,3 +117,9 @@ pub const CLUSTER_CONFIGS: &[&str] = &[
     "message.max.bytes",
     "unclean.leader.election.enable",
 ];
+
+/// A source's answer to "show me these configs": every config in force, or why not.
+pub type ConfigsAnswer = Result<Vec<ConfigRow>, String>;
+
+/// What a source that cannot describe configs answers.
+pub const NO_CONFIGS: &str = "this source cannot show configs";

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use super::configs::{ConfigTarget, ConfigsAnswer, NO_CONFIGS};
 use super::{BrokerId, ClusterView, OffsetSpec};
 
 /// A record to produce from the console.
@@ -734,6 +735,14 @@ pub trait ClusterSource: Send + Sync {
     /// Starts reading records into a buffer of `capacity` records filled as `spec.mode`
     /// says.
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle;
+    /// Describes the configs of `target` in the background (DescribeConfigs); the answer
+    /// arrives on the receiver. By default: not supported here.
+    fn describe_configs(&self, target: ConfigTarget) -> oneshot::Receiver<ConfigsAnswer> {
+        let _ = target;
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Err(NO_CONFIGS.to_string()));
+        rx
+    }
 }
 
 #[cfg(test)]

@@ -16,11 +16,12 @@ use kdeck::tui::theme::Theme;
 use kdeck::view::lang::Msg;
 use kdeck::view::timeline::{self, ElectionCause};
 use kdeck::view::{
-    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, Controls, EpochStart,
-    EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender, PartitionRow, Refusals, ReplicaRole, ReplicaRow,
-    Retention, SeekPosition, SourceKind, TailBuffer, TailHandle, TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, ConfigOrigin,
+    ConfigRow, ConfigTarget, Controls, EpochStart, EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender,
+    PartitionRow, Refusals, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer, TailHandle,
+    TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 1, 15, 12, 0, 0)
@@ -415,6 +416,10 @@ pub struct RecordingSource {
     pub log: Mutex<Option<Vec<TailRecord>>>,
     /// What each window still has to hand out, for [`RecordingSource::refill`].
     pub pending: Mutex<Vec<(Arc<TailBuffer>, std::collections::VecDeque<TailRecord>)>>,
+    /// The configs it was asked to describe, in order.
+    pub config_requests: Mutex<Vec<ConfigTarget>>,
+    /// What it answers them: [`config_rows`] unless a test says otherwise.
+    pub configs: Mutex<Result<Vec<ConfigRow>, String>>,
 }
 
 impl RecordingSource {
@@ -430,6 +435,8 @@ impl RecordingSource {
             tails: Mutex::new(Vec::new()),
             log: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
+            config_requests: Mutex::new(Vec::new()),
+            configs: Mutex::new(Ok(config_rows())),
         })
     }
 
@@ -468,6 +475,28 @@ impl RecordingSource {
     pub fn tails(&self) -> Vec<TailSpec> {
         self.tails.lock().expect("tails").clone()
     }
+
+    pub fn config_requests(&self) -> Vec<ConfigTarget> {
+        self.config_requests.lock().expect("config requests").clone()
+    }
+}
+
+/// A topic's configs as a source describes them: one override, a cluster-wide default set at
+/// run time, built-in defaults.
+pub fn config_rows() -> Vec<ConfigRow> {
+    let row = |name: &str, value: &str, origin| ConfigRow {
+        name: name.into(),
+        value: Some(value.into()),
+        origin,
+        read_only: false,
+    };
+    vec![
+        row("cleanup.policy", "delete", ConfigOrigin::Default),
+        row("max.message.bytes", "1048588", ConfigOrigin::Cluster),
+        row("min.insync.replicas", "2", ConfigOrigin::Default),
+        row("retention.ms", "3600000", ConfigOrigin::Topic),
+        row("segment.bytes", "1073741824", ConfigOrigin::Default),
+    ]
 }
 
 impl ClusterSource for RecordingSource {
@@ -481,6 +510,13 @@ impl ClusterSource for RecordingSource {
 
     fn submit(&self, command: Command, _outcomes: OutcomeSender) {
         self.commands.lock().expect("commands").push(command);
+    }
+
+    fn describe_configs(&self, target: ConfigTarget) -> oneshot::Receiver<Result<Vec<ConfigRow>, String>> {
+        self.config_requests.lock().expect("config requests").push(target);
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(self.configs.lock().expect("configs").clone());
+        rx
     }
 
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
