@@ -101,7 +101,7 @@ impl Meaning for Binding {
             Binding::Explain => "explain the selection: why this HW, ISR, leader, fencing, rebalance, failure",
             Binding::ReplicaLog => "the selected partition's replicated log: one strip per replica",
             Binding::Flow => "records through the selected partition: producers, leader, followers, groups",
-            Binding::Configs => "the selected topic's configs: value and source; Enter edits, d removes an override",
+            Binding::Configs => "the selected topic's configs and their sources: edit one, remove an override",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",
