@@ -304,7 +304,7 @@ pub async fn run_console(
     }
     let (input_tx, mut input) = mpsc::unbounded_channel();
     let stop = Arc::new(AtomicBool::new(false));
-    let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop));
+    let reader = spawn_reader(input_tx.clone(), Arc::clone(&stop)).context("starting the terminal reader")?;
     let signals = spawn_signal_watch(input_tx.clone());
     let ticker = spawn_ticker(input_tx);
     let result = event_loop(
@@ -322,7 +322,18 @@ pub async fn run_console(
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     }
     ratatui::restore();
-    let _ = reader.await;
+    // The reader sees `stop` within its poll interval, unless the terminal hung up: then
+    // crossterm's poll spins on the dead tty and never returns. It is left behind rather than
+    // waited for, so a closed terminal still ends the console and shuts the cluster down.
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    while !reader.is_finished() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if reader.is_finished() {
+        let _ = reader.join();
+    } else {
+        tracing::warn!("the terminal reader did not stop (the terminal hung up?): leaving it behind");
+    }
     let cast = console.cast.take().map(|cast| {
         let path = cast.path().to_path_buf();
         cast.finish()
@@ -461,29 +472,35 @@ fn handle(console: &mut Console, input: Input, last_second: &mut i64) -> bool {
     }
 }
 
-/// Reads terminal events on a blocking thread (crossterm's reader blocks), polling so that
-/// it notices when the console quits.
-fn spawn_reader(tx: mpsc::UnboundedSender<Input>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
-    tokio::task::spawn_blocking(move || {
-        while !stop.load(Ordering::Acquire) {
-            match event::poll(Duration::from_millis(100)) {
-                Ok(true) => match event::read() {
-                    Ok(e) => {
-                        if tx.send(Input::Terminal(e)).is_err() {
+/// Reads terminal events on a thread of its own (crossterm's reader blocks), polling so that
+/// it notices when the console quits. Not a tokio blocking task: the runtime waits for those
+/// when it shuts down, and this one never ends on a hung-up terminal (see `run_console`).
+fn spawn_reader(
+    tx: mpsc::UnboundedSender<Input>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("terminal-reader".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                match event::poll(Duration::from_millis(100)) {
+                    Ok(true) => match event::read() {
+                        Ok(e) => {
+                            if tx.send(Input::Terminal(e)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "reading the terminal failed");
                             return;
                         }
-                    }
+                    },
+                    Ok(false) => {}
                     Err(e) => {
-                        tracing::warn!(error = %e, "reading the terminal failed");
+                        tracing::warn!(error = %e, "polling the terminal failed");
                         return;
                     }
-                },
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "polling the terminal failed");
-                    return;
                 }
             }
-        }
-    })
+        })
 }
