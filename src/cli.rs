@@ -706,6 +706,11 @@ pub enum ReassignAction {
         /// Start even though other moves are in progress (they go on).
         #[arg(long)]
         additional: bool,
+        /// Throttle the copying to this many bytes per second (`50MiB` works too) on every
+        /// broker taking part, as kafka-reassign-partitions.sh --throttle; `reassign status
+        /// FILE` removes the throttle once every move is complete.
+        #[arg(long, value_name = "BYTES_PER_SEC", value_parser = parse_size)]
+        throttle: Option<u64>,
     },
     /// Each partition of a plan file: completed, still in progress, or not where the plan
     /// puts it (kafka-reassign-partitions.sh --verify); without a file, every move in
@@ -717,6 +722,9 @@ pub enum ReassignAction {
         /// The plan, as kafka-reassign-partitions.sh names it.
         #[arg(long, value_name = "FILE", conflicts_with = "file")]
         reassignment_json_file: Option<PathBuf>,
+        /// Keep the replication throttle even when every move of the plan is complete.
+        #[arg(long)]
+        preserve_throttles: bool,
     },
     /// Cancel the moves of a plan file's partitions (or with --all, every move): each goes
     /// back to its replicas from before the move.
@@ -816,6 +824,9 @@ pub enum BenchCommand {
     Engine(EngineBenchArgs),
     /// Produce through the client producer to an embedded cluster (kafka-producer-perf-test).
     Produce(ProduceBenchArgs),
+    /// Drain a broker of a filled topic (4 brokers, 6 partitions, RF 3) while producing with
+    /// acks=all: the move's time and rate, the producer's throughput and latency during it.
+    Reassign(ReassignBenchArgs),
     /// Console rendering: one frame of a large cluster view, and the idle console's CPU use.
     Render(RenderBenchArgs),
     /// Deterministic simulation: seeded schedules of faults and clients, invariants checked
@@ -967,6 +978,29 @@ pub struct EngineBenchArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ReassignBenchArgs {
+    /// Bytes to fill the topic with before the move (suffixes KiB, MiB, GiB).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub bytes: u64,
+    /// Throttle the move's replication to this many bytes/sec per broker (KIP-73).
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = parse_size)]
+    pub throttle: Option<u64>,
+    /// Records per second the steady producer sends during the run, over all partitions.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub rate: u32,
+    /// Size of each of the steady producer's records.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub record_size: u32,
+    /// How long the steady producer runs before the move starts (the phase compared with the
+    /// move is at most this long).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+    pub before_secs: f64,
+    /// Directory for the cluster's data (default: the system temp directory); removed at the end.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct ProduceBenchArgs {
     /// Records to produce.
     #[arg(long, default_value_t = 5_000_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -1045,27 +1079,7 @@ pub struct StorageBenchArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Parses `4096`, `16KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB`, powers of 1024).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: expected a number with an optional KiB, MiB or GiB suffix"))?;
-    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit {other:?} in {text:?}: use KiB, MiB or GiB")),
-    };
-    match n.checked_mul(scale) {
-        Some(0) => Err(format!("size must be positive, got {text:?}")),
-        Some(v) => Ok(v),
-        None => Err(format!("size {text:?} is too large")),
-    }
-}
+pub use crate::kafka::parse_size;
 
 fn parse_idle_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {

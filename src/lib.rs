@@ -67,6 +67,9 @@ pub fn run(cli: Cli) -> Result<()> {
             what: BenchCommand::Produce(args),
         }) => bench::produce::run(&args),
         Some(Command::Bench {
+            what: BenchCommand::Reassign(args),
+        }) => bench::reassign::run(&args),
+        Some(Command::Bench {
             what: BenchCommand::Render(args),
         }) => bench::render::run(&args),
         Some(Command::Bench {

@@ -2,7 +2,8 @@
 //! trip with keys, partitions, formats and a consumer group; topic listing, description and
 //! deletion; a group's offsets reset, deleted and the group deleted (kafka-consumer-groups.sh);
 //! preferred-leader elections after a broker restart; a broker drained by a reassignment plan
-//! (kafka-reassign-partitions.sh's files); topic configs and the cluster's defaults altered and
+//! (kafka-reassign-partitions.sh's files), throttled and the throttle cleared once it is done;
+//! topic configs and the cluster's defaults altered and
 //! described with their sources (kafka-configs.sh); clear, quick failures.
 
 use std::collections::BTreeMap;
@@ -584,6 +585,81 @@ fn reassign_plans_drains_a_broker_follows_the_move_and_refuses_bad_plans() {
     assert!(!broken.status.success());
     let said = String::from_utf8_lossy(&broken.stderr);
     assert!(said.contains("line 2, column"), "{said}");
+}
+
+#[test]
+fn a_throttled_reassignment_sets_the_throttle_and_status_removes_it_once_complete() {
+    let server = Server::start();
+    server.ok(&["topics", "create", "th", "-p", "2", "-r", "2"], b"");
+    let lines: Vec<String> = (0..200).map(|i| format!("record {i}")).collect();
+    server.ok(&["produce", "-t", "th"], lines.join("\n").as_bytes());
+    let planned = server.kdeck(&["reassign", "plan", "--drain", "2", "--topic", "th"], b"");
+    assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
+    let plan = String::from_utf8(planned.stdout).expect("utf-8");
+    let file = server.0.home.path().join("throttled.json");
+    std::fs::write(&file, &plan).expect("plan written");
+    let path = file.to_str().expect("utf-8 path");
+
+    let executed = server.ok(&["reassign", "execute", path, "--throttle", "10MiB"], b"");
+    assert!(
+        executed.contains("The inter-broker throttle limit was set to 10485760 B/s"),
+        "{executed}"
+    );
+    // Broker 2 holds a current replica of every moving partition: its leader rate is set,
+    // and the topic lists the moving partitions' replicas.
+    assert_eq!(
+        configs(&server, &["--broker", "2"]).get("leader.replication.throttled.rate"),
+        Some(&("10485760".to_string(), "DYNAMIC_BROKER_CONFIG".to_string()))
+    );
+    let topic = configs(&server, &["--topic", "th"]);
+    let (leaders, source) = topic
+        .get("leader.replication.throttled.replicas")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(source, "DYNAMIC_TOPIC_CONFIG");
+    assert!(leaders.split(',').any(|r| r.ends_with(":2")), "{leaders}");
+    let followers = topic
+        .get("follower.replication.throttled.replicas")
+        .map(|(v, _)| v.clone())
+        .unwrap_or_default();
+    assert!(
+        !followers.is_empty() && !followers.split(',').any(|r| r.ends_with(":2")),
+        "the new replicas, not on broker 2: {followers}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = server.ok(&["reassign", "status", path], b"");
+        if !status.contains("still in progress") {
+            break status;
+        }
+        assert!(
+            !status.contains("Clearing"),
+            "the throttle stays while a move runs: {status}"
+        );
+        assert!(Instant::now() < deadline, "the moves did not complete: {status}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        status.contains("Clearing broker-level throttles on brokers 0,1,2"),
+        "{status}"
+    );
+    assert!(
+        status.contains("Clearing topic-level throttles on topics th"),
+        "{status}"
+    );
+    assert_eq!(
+        configs(&server, &["--broker", "2"]).get("leader.replication.throttled.rate"),
+        Some(&(i64::MAX.to_string(), "DEFAULT_CONFIG".to_string()))
+    );
+    let overrides = server.ok(&["configs", "describe", "--topic", "th", "--overrides"], b"");
+    assert_eq!(overrides, "", "no throttle left on the topic");
+    let back = server.ok(&["consume", "-t", "th", "--from", "beginning", "-e"], b"");
+    assert_eq!(back.lines().count(), lines.len(), "every record is still there");
+
+    let bad = server.kdeck(&["reassign", "execute", path, "--throttle", "fast"], b"");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("fast"));
 }
 
 #[test]

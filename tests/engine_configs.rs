@@ -325,7 +325,7 @@ async fn a_cluster_wide_default_applies_to_topics_without_their_own_and_per_brok
             false,
         )
         .await
-        .expect_err("kdeck has no per-broker configs");
+        .expect_err("only the replication throttle rates are per broker");
     assert_eq!(per_broker.0, ErrorCode::InvalidRequest);
     let fixed = cluster
         .alter_configs(

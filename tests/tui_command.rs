@@ -223,6 +223,53 @@ fn reassign_shows_the_plan_as_a_diff_and_moves_only_when_confirmed() {
     );
 }
 
+#[test]
+fn a_throttled_reassign_names_the_rate_in_its_question_and_sends_it_with_the_moves() {
+    use kdeck::view::ReplicaMove;
+    let mut h = harness();
+    h.press(KeyCode::Char(':'));
+    h.chars("reassign drain 1 clicks --throttle 10MiB");
+    h.press(KeyCode::Enter);
+    let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 160, 40));
+    tui_fixture::assert_shows(
+        &screen,
+        &[
+            "Reassign 1 partitions? 1 replicas copy the whole log",
+            "Replication throttled to 10485760 bytes/s",
+        ],
+    );
+    assert!(h.source.commands().is_empty(), "nothing moves before the answer");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.source.commands(),
+        vec![Command::ReassignThrottled {
+            moves: vec![ReplicaMove {
+                topic: "clicks".into(),
+                partition: 1,
+                replicas: Some(vec![0]),
+            }],
+            throttle: 10 << 20,
+        }]
+    );
+
+    // A rate that is not one is refused in place.
+    for bad in [
+        "reassign drain 1 clicks --throttle fast",
+        "reassign drain 1 clicks --throttle",
+    ] {
+        h.press(KeyCode::Char(':'));
+        h.chars(bad);
+        h.press(KeyCode::Enter);
+        assert!(
+            line(&h).error.as_deref().is_some_and(|e| e.contains("--throttle")),
+            "{bad}: {:?}",
+            line(&h)
+        );
+        h.press(KeyCode::Esc);
+    }
+    assert_eq!(h.source.commands().len(), 1);
+}
+
 /// The fixture with its group `analytics` emptied (its members gone, its offsets kept), as
 /// after its consumers stopped: a group whose offsets can be reset and that can be deleted.
 fn with_empty_group() -> tui_fixture::Harness {

@@ -5,6 +5,7 @@ pub mod consume;
 pub mod e2e;
 pub mod engine;
 pub mod produce;
+pub mod reassign;
 pub mod render;
 pub mod sim;
 pub mod soak;

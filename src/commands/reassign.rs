@@ -1,6 +1,8 @@
 //! `kdeck reassign plan|execute|status|cancel`: partition reassignment as
 //! kafka-reassign-partitions.sh does it (--generate, --execute, --verify, --cancel), with its
-//! JSON files, and plans that move as few replicas as they can.
+//! JSON files, and plans that move as few replicas as they can. `execute --throttle` sets the
+//! replication throttle (KIP-73) through the configs API, as Kafka's tool does, and `status`
+//! removes it once every move of the plan is complete.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,9 +11,13 @@ use anyhow::{Context, Result, bail};
 
 use super::Output;
 use crate::cli::{PlanArgs, ReassignAction, ReassignArgs};
-use crate::kafka::reassign::{self, Assignment, Goal, Plan};
+use crate::kafka::reassign::{
+    self, Assignment, FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, Goal, LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS, Plan, Throttle, ThrottleTarget,
+};
 use crate::remote::KafkaClient;
 use crate::remote::ops;
+use crate::view::ConfigTarget;
 
 pub(crate) async fn run(args: &ReassignArgs, client: &KafkaClient, out: &mut Output) -> Result<()> {
     match &args.action {
@@ -20,15 +26,17 @@ pub(crate) async fn run(args: &ReassignArgs, client: &KafkaClient, out: &mut Out
             file,
             reassignment_json_file,
             additional,
+            throttle,
         } => {
             let plan = read_plan(chosen(file, reassignment_json_file)?)?;
-            execute(&plan, *additional, client, out).await
+            execute(&plan, *additional, *throttle, client, out).await
         }
         ReassignAction::Status {
             file,
             reassignment_json_file,
+            preserve_throttles,
         } => match file.as_ref().or(reassignment_json_file.as_ref()) {
-            Some(path) => verify(&read_plan(path)?, client, out).await,
+            Some(path) => verify(&read_plan(path)?, *preserve_throttles, client, out).await,
             None => in_progress(client, out).await,
         },
         ReassignAction::Cancel {
@@ -147,7 +155,66 @@ async fn propose(args: &PlanArgs, client: &KafkaClient, out: &mut Output) -> Res
     out.line(&plan.to_json())
 }
 
-async fn execute(plan: &Plan, additional: bool, client: &KafkaClient, out: &mut Output) -> Result<()> {
+/// Sets the replication throttle of `plan` (before its moves start, as Kafka's tool does).
+async fn set_throttle(throttle: &Throttle, client: &KafkaClient, out: &mut Output) -> Result<()> {
+    for (target, set) in throttle.configs() {
+        let target = match target {
+            ThrottleTarget::Broker(b) => ConfigTarget::Broker(b),
+            ThrottleTarget::Topic(t) => ConfigTarget::Topic(t),
+        };
+        ops::incremental_alter_configs(client, &target, &set, &[], false)
+            .await
+            .with_context(|| format!("cannot set the replication throttle of {target}"))?;
+    }
+    out.line(
+        "Warning: You must run `kdeck reassign status` with this plan periodically, until the reassignment completes, to ensure the throttle is removed.",
+    )?;
+    out.line(&format!(
+        "The inter-broker throttle limit was set to {} B/s (leaders on brokers {}, followers on brokers {})",
+        throttle.rate,
+        ids(&throttle.leader_brokers),
+        ids(&throttle.follower_brokers)
+    ))
+}
+
+fn ids<'a>(brokers: impl IntoIterator<Item = &'a i32>) -> String {
+    brokers.into_iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Removes the replication throttle: both rates from every broker, both replica lists from
+/// the plan's topics (Kafka's `clearAllThrottles`).
+async fn clear_throttle(plan: &Plan, client: &KafkaClient, out: &mut Output) -> Result<()> {
+    let (_, brokers) = ops::assignments(client).await?;
+    let rates = [LEADER_THROTTLED_RATE.to_string(), FOLLOWER_THROTTLED_RATE.to_string()];
+    for b in &brokers {
+        ops::incremental_alter_configs(client, &ConfigTarget::Broker(*b), &[], &rates, false)
+            .await
+            .with_context(|| format!("cannot remove the replication throttle of broker {b}"))?;
+    }
+    out.line(&format!("Clearing broker-level throttles on brokers {}", ids(&brokers)))?;
+    let topics: std::collections::BTreeSet<&str> = plan.partitions.iter().map(|a| a.topic.as_str()).collect();
+    let lists = [
+        LEADER_THROTTLED_REPLICAS.to_string(),
+        FOLLOWER_THROTTLED_REPLICAS.to_string(),
+    ];
+    for t in &topics {
+        ops::incremental_alter_configs(client, &ConfigTarget::Topic(t.to_string()), &[], &lists, false)
+            .await
+            .with_context(|| format!("cannot remove the replication throttle of topic {t}"))?;
+    }
+    out.line(&format!(
+        "Clearing topic-level throttles on topics {}",
+        topics.into_iter().collect::<Vec<_>>().join(",")
+    ))
+}
+
+async fn execute(
+    plan: &Plan,
+    additional: bool,
+    throttle: Option<u64>,
+    client: &KafkaClient,
+    out: &mut Output,
+) -> Result<()> {
     if !additional {
         let ongoing = ops::list_reassignments(client, None).await?;
         if !ongoing.is_empty() {
@@ -164,6 +231,9 @@ async fn execute(plan: &Plan, additional: bool, client: &KafkaClient, out: &mut 
     out.line(&plan.rollback(&current).to_json())?;
     out.line("")?;
     out.line("Save this to use as the --reassignment-json-file option during rollback")?;
+    if let Some(rate) = throttle {
+        set_throttle(&Throttle::of(plan, &current, rate), client, out).await?;
+    }
     let moves: Vec<(String, i32, Option<Vec<i32>>)> = plan
         .partitions
         .iter()
@@ -202,17 +272,19 @@ fn failures(answers: &[(String, i32, Option<String>)], what: &str, out: &mut Out
     )
 }
 
-async fn verify(plan: &Plan, client: &KafkaClient, out: &mut Output) -> Result<()> {
+async fn verify(plan: &Plan, preserve_throttles: bool, client: &KafkaClient, out: &mut Output) -> Result<()> {
     let asked: Vec<(String, i32)> = plan.partitions.iter().map(|a| (a.topic.clone(), a.partition)).collect();
     let ongoing = ops::list_reassignments(client, Some(&asked)).await?;
     let (current, _) = ops::assignments(client).await?;
     out.line("Status of partition reassignment:")?;
+    let mut all_complete = true;
     for target in &plan.partitions {
         let name = target.name();
         let line = if ongoing
             .iter()
             .any(|o| o.topic == target.topic && o.partition == target.partition)
         {
+            all_complete = false;
             format!("Reassignment of partition {name} is still in progress.")
         } else {
             match current
@@ -229,6 +301,10 @@ async fn verify(plan: &Plan, client: &KafkaClient, out: &mut Output) -> Result<(
             }
         };
         out.line(&line)?;
+    }
+    // As Kafka's --verify: once no move of the plan is left, the throttle goes.
+    if all_complete && !preserve_throttles {
+        clear_throttle(plan, client, out).await?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
 use crate::engine::{
     ConfigAlteration, ConfigResource, ConfigSource, ErrorCode, LinkFault, NodeId, TopicConfig, TopicPartition,
 };
+use crate::kafka::reassign::{Assignment, Plan, Throttle, ThrottleTarget};
 use crate::kafka::screaming_snake;
 use crate::storage::CleanupPolicy;
 use crate::view::configs::ConfigsAnswer;
@@ -37,6 +38,7 @@ impl Shared {
                 value: Some(e.value),
                 origin: match e.source {
                     ConfigSource::TopicOverride => ConfigOrigin::Topic,
+                    ConfigSource::DynamicBroker => ConfigOrigin::Broker,
                     ConfigSource::DynamicClusterDefault => ConfigOrigin::Cluster,
                     ConfigSource::StaticBroker => ConfigOrigin::Static,
                     ConfigSource::Default => ConfigOrigin::Default,
@@ -129,6 +131,32 @@ impl Shared {
                     ErrorCode::ElectionNotNeeded => Elected::Already,
                     e => Elected::Failed(format!("{tp}: {e:?}")),
                 })))
+            }
+            Command::ReassignThrottled { moves, throttle } => {
+                let current: Vec<Assignment> = cluster
+                    .metadata()
+                    .partitions()
+                    .map(|(tp, p)| Assignment::new(tp.topic, tp.partition, p.replicas.clone()))
+                    .collect();
+                let plan = Plan {
+                    partitions: moves
+                        .iter()
+                        .filter_map(|m| Some(Assignment::new(m.topic.clone(), m.partition, m.replicas.clone()?)))
+                        .collect(),
+                };
+                for (target, set) in Throttle::of(&plan, &current, *throttle).configs() {
+                    let resource = match target {
+                        ThrottleTarget::Broker(b) => ConfigResource::Broker(b),
+                        ThrottleTarget::Topic(t) => ConfigResource::Topic(t),
+                    };
+                    let alterations: Vec<ConfigAlteration> =
+                        set.iter().map(|(k, v)| ConfigAlteration::set(k, v)).collect();
+                    cluster
+                        .alter_configs(&resource, &alterations, false)
+                        .await
+                        .map_err(|(_, message)| anyhow::anyhow!("setting the replication throttle: {message}"))?;
+                }
+                Box::pin(self.execute(&Command::Reassign(moves.clone()))).await
             }
             Command::Reassign(moves) => {
                 let asked: Vec<(TopicPartition, Option<Vec<i32>>)> = moves

@@ -7,7 +7,7 @@
 //! of the broker's memory survives, only what it wrote to its files. A `JoinSet` keeps each
 //! finished task until it is joined, so spawning reaps the finished ones first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -24,6 +24,7 @@ use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
 use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
+use super::quota::{ReplicationQuota, ThrottledReplicas};
 use super::signal::{Signal, Watcher};
 use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
@@ -68,6 +69,10 @@ pub(crate) struct Broker {
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     groups: GroupCoordinator,
+    /// KIP-73: what this broker serves as leader to out-of-sync replicas of throttled
+    /// partitions, and what it fetches for them as follower, within its throttled rates.
+    leader_quota: ReplicationQuota,
+    follower_quota: ReplicationQuota,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,6 +107,8 @@ impl Broker {
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             groups,
+            leader_quota: ReplicationQuota::default(),
+            follower_quota: ReplicationQuota::default(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         broker.ctx.network.attach(id, tx);
@@ -461,7 +468,11 @@ impl Broker {
         loop {
             let mut progress = partition.subscribe();
             let arrival = first_high_watermark.is_none();
-            let (result, proposal) = partition.read_for_fetch(&req, arrival);
+            let throttled = req.replica.is_some_and(|(replica, _)| {
+                self.leader_quota
+                    .should_throttle(&req.tp, partition.in_sync(replica), self.ctx.clock.now())
+            });
+            let (result, proposal) = partition.read_for_fetch(&req, arrival, throttled);
             if let Some(p) = proposal {
                 self.propose_isr(p);
             }
@@ -495,6 +506,12 @@ impl Broker {
                         continue;
                     }
                     self.bytes_out.fetch_add(data.records.len() as u64, Ordering::Relaxed);
+                    // Kafka counts every replica's traffic of a throttled partition against
+                    // the quota, in sync or not, so the total stays within the rate.
+                    if req.replica.is_some() && self.leader_quota.is_throttled(&req.tp) {
+                        self.leader_quota
+                            .record(self.ctx.clock.now(), data.records.len() as u64);
+                    }
                     return Response::Fetch {
                         error: ErrorCode::None,
                         diverging_epoch: None,
@@ -957,6 +974,7 @@ impl Broker {
                 Err(e) => tracing::error!(broker = self.id, %tp, error = %e, "applying partition state"),
             }
         }
+        self.configure_quotas(image, &hosted);
         let gone: Vec<TopicPartition> = partitions.keys().filter(|tp| !hosted.contains(tp)).cloned().collect();
         for tp in gone {
             if let Some(f) = lock(&self.fetchers).remove(&tp) {
@@ -972,6 +990,34 @@ impl Broker {
                 }
             }
         }
+    }
+
+    /// The replication quotas' rates and throttled partitions from the metadata: the
+    /// broker's own `*.replication.throttled.rate` (else the cluster's), and the hosted
+    /// partitions whose topics list this broker's replica in `*.replication.throttled.replicas`.
+    fn configure_quotas(&self, image: &MetadataImage, hosted: &[TopicPartition]) {
+        let throttled = |name: &str| -> BTreeSet<TopicPartition> {
+            hosted
+                .iter()
+                .filter(|tp| {
+                    image
+                        .topics
+                        .get(&tp.topic)
+                        .and_then(|t| t.config.get(name))
+                        .and_then(|list| ThrottledReplicas::parse(&list).ok())
+                        .is_some_and(|r| r.includes(tp.partition, self.id))
+                })
+                .cloned()
+                .collect()
+        };
+        self.leader_quota.configure(
+            configs::replication_rate(image, self.id, configs::LEADER_THROTTLED_RATE),
+            throttled(configs::LEADER_THROTTLED_REPLICAS),
+        );
+        self.follower_quota.configure(
+            configs::replication_rate(image, self.id, configs::FOLLOWER_THROTTLED_RATE),
+            throttled(configs::FOLLOWER_THROTTLED_REPLICAS),
+        );
     }
 
     fn restart_fetcher(&self, partition: &Arc<Partition>) {
@@ -994,10 +1040,22 @@ impl Broker {
         // that changed nothing here (a divergence that cut nothing, a refused or empty fetch)
         // would otherwise be sent again at once, forever.
         let held = Duration::from_millis(max_wait.max(1));
+        // Kafka's fetcher lag: in sync while the last fetch left this replica at or past the
+        // leader's HW; a new fetcher starts from the ISR this replica knows.
+        let mut in_sync = partition.in_sync(self.id);
         loop {
             self.unpaused().await;
             if partition.role() != (Role::Follower { leader }, leader_epoch) {
                 return;
+            }
+            if self
+                .follower_quota
+                .should_throttle(&partition.tp, in_sync, self.ctx.clock.now())
+            {
+                // Left out of the fetch while the follower quota is exceeded (Kafka's
+                // `shouldFollowerThrottle`), as a fetcher with nothing to ask backs off.
+                self.ctx.clock.sleep(backoff.max(Duration::from_millis(1))).await;
+                continue;
             }
             let (fetch_offset, last_fetched_epoch) = partition.fetch_position();
             let before = (fetch_offset, last_fetched_epoch, partition.high_watermark());
@@ -1042,7 +1100,17 @@ impl Broker {
                     error: ErrorCode::None,
                     data,
                     ..
-                }) => Some(partition.append_as_follower(leader_epoch, &data, self.now_ms())),
+                }) => {
+                    let applied = partition.append_as_follower(leader_epoch, &data, self.now_ms());
+                    if matches!(applied, Ok(Some(()))) {
+                        in_sync = data.high_watermark <= partition.fetch_position().0;
+                        if self.follower_quota.is_throttled(&partition.tp) {
+                            self.follower_quota
+                                .record(self.ctx.clock.now(), data.records.len() as u64);
+                        }
+                    }
+                    Some(applied)
+                }
                 Ok(Response::Fetch {
                     error: ErrorCode::OffsetOutOfRange,
                     data,

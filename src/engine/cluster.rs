@@ -454,8 +454,8 @@ impl Cluster {
     }
 
     /// Every config of a topic, of a broker or of the cluster-wide defaults, with its value
-    /// in force and where it comes from (DescribeConfigs). A broker's are the cluster's:
-    /// kdeck has no per-broker settings.
+    /// in force and where it comes from (DescribeConfigs). A broker's are the cluster's, with
+    /// its own replication throttle rates where it has them.
     pub fn describe_configs(&self, resource: &ConfigResource) -> Result<Vec<ConfigEntry>, configs::ConfigError> {
         let image = self.metadata();
         let config = &self.inner.ctx.config;
@@ -470,16 +470,16 @@ impl Cluster {
             ConfigResource::Broker(id) if !image.brokers.contains_key(id) => {
                 Err((ErrorCode::InvalidRequest, format!("there is no broker {id}")))
             }
-            ConfigResource::Broker(_) | ConfigResource::ClusterDefault => {
-                Ok(configs::describe_cluster(&image, config, self.auto_rebalance()))
-            }
+            ConfigResource::Broker(id) => Ok(configs::describe_broker(&image, config, self.auto_rebalance(), *id)),
+            ConfigResource::ClusterDefault => Ok(configs::describe_cluster(&image, config, self.auto_rebalance())),
         }
     }
 
     /// IncrementalAlterConfigs: changes a topic's configs or the cluster-wide defaults live,
     /// all or nothing; `validate_only` checks and changes nothing. Refusals carry Kafka's
     /// error code: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (an unknown name, a bad value),
-    /// INVALID_REQUEST (a config kdeck cannot change while running, a per-broker change).
+    /// INVALID_REQUEST (a config kdeck cannot change while running, a per-broker change of
+    /// anything but the replication throttle rates).
     pub async fn alter_configs(
         &self,
         resource: &ConfigResource,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::quota::ThrottledReplicas;
 use crate::storage::{CleanupPolicy, LogConfig};
 
 /// How the controller picks a new leader among the eligible replicas.
@@ -131,6 +132,14 @@ pub struct TopicConfig {
     /// `max.message.bytes` for this topic.
     #[serde(default)]
     pub max_message_bytes: Option<u64>,
+    /// `leader.replication.throttled.replicas`: the replicas (`partition:broker` pairs or `*`)
+    /// whose leaders' serving counts against their brokers' leader throttle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_throttled_replicas: Option<String>,
+    /// `follower.replication.throttled.replicas`: the replicas whose fetching counts against
+    /// their brokers' follower throttle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follower_throttled_replicas: Option<String>,
     /// Which of the settings that always hold a value (`min.insync.replicas`,
     /// `unclean.leader.election.enable`) this topic was given itself; the others follow the
     /// cluster's (DescribeConfigs tells a topic override from a default by this).
@@ -178,6 +187,15 @@ impl TopicConfig {
             "max.compaction.lag.ms" => self.max_compaction_lag_ms = Some(parse(name, value)?),
             "segment.ms" => self.segment_ms = Some(parse(name, value)?),
             "max.message.bytes" => self.max_message_bytes = Some(parse(name, value)?),
+            "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
+                ThrottledReplicas::parse(value)?;
+                let list = Some(value.split(',').map(str::trim).collect::<Vec<_>>().join(","));
+                if name.starts_with("leader") {
+                    self.leader_throttled_replicas = list;
+                } else {
+                    self.follower_throttled_replicas = list;
+                }
+            }
             other => return Err(format!("topic config {other} is not supported by kdeck")),
         }
         Ok(())
@@ -199,6 +217,8 @@ impl TopicConfig {
             "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio = None,
             "min.compaction.lag.ms" => self.min_compaction_lag_ms = None,
             "max.compaction.lag.ms" => self.max_compaction_lag_ms = None,
+            "leader.replication.throttled.replicas" => self.leader_throttled_replicas = None,
+            "follower.replication.throttled.replicas" => self.follower_throttled_replicas = None,
             other => return Err(format!("topic config {other} is not supported by kdeck")),
         }
         self.explicit.remove(name);
@@ -225,6 +245,8 @@ impl TopicConfig {
             "min.cleanable.dirty.ratio" => text(self.min_cleanable_dirty_ratio),
             "min.compaction.lag.ms" => text(self.min_compaction_lag_ms),
             "max.compaction.lag.ms" => text(self.max_compaction_lag_ms),
+            "leader.replication.throttled.replicas" => self.leader_throttled_replicas.clone(),
+            "follower.replication.throttled.replicas" => self.follower_throttled_replicas.clone(),
             _ => None,
         }
     }
@@ -255,6 +277,8 @@ impl TopicConfig {
             max_compaction_lag_ms: None,
             segment_ms: None,
             max_message_bytes: None,
+            leader_throttled_replicas: None,
+            follower_throttled_replicas: None,
             explicit: BTreeSet::new(),
         }
     }

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::BrokerId;
 use super::config::{ClusterConfig, TopicConfig};
 use super::controller::MetadataImage;
 use super::protocol::ErrorCode;
@@ -16,6 +17,8 @@ use crate::storage::{CleanupPolicy, LogConfig};
 pub enum ConfigSource {
     /// The topic's own value (`DYNAMIC_TOPIC_CONFIG`).
     TopicOverride,
+    /// One broker's own value set at run time (`DYNAMIC_BROKER_CONFIG`).
+    DynamicBroker,
     /// A cluster-wide default set at run time (`DYNAMIC_DEFAULT_BROKER_CONFIG`).
     DynamicClusterDefault,
     /// The broker's configuration file (`STATIC_BROKER_CONFIG`).
@@ -101,6 +104,8 @@ const TOPIC_CONFIGS: &[(&str, ConfigType, &str)] = &[
         ConfigType::Long,
         "log.cleaner.delete.retention.ms",
     ),
+    (FOLLOWER_THROTTLED_REPLICAS, ConfigType::List, ""),
+    (LEADER_THROTTLED_REPLICAS, ConfigType::List, ""),
     (
         "max.compaction.lag.ms",
         ConfigType::Long,
@@ -133,12 +138,49 @@ const TOPIC_CONFIGS: &[(&str, ConfigType, &str)] = &[
 /// cluster-wide configs). The log ones are the defaults of every topic without its own.
 const DYNAMIC_CLUSTER_CONFIGS: &[(&str, ConfigType)] = &[
     ("auto.leader.rebalance.enable", ConfigType::Boolean),
+    (FOLLOWER_THROTTLED_RATE, ConfigType::Long),
+    (LEADER_THROTTLED_RATE, ConfigType::Long),
     ("log.retention.bytes", ConfigType::Long),
     ("log.retention.ms", ConfigType::Long),
     ("log.segment.bytes", ConfigType::Int),
     ("message.max.bytes", ConfigType::Int),
     ("unclean.leader.election.enable", ConfigType::Boolean),
 ];
+
+pub use crate::kafka::reassign::{
+    FOLLOWER_THROTTLED_RATE, FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_RATE, LEADER_THROTTLED_REPLICAS,
+};
+/// Kafka's default of the throttled rates (`Long.MAX_VALUE`: unbounded).
+const UNBOUNDED_RATE: &str = "9223372036854775807";
+
+/// The configs one broker can be given of its own at run time (Kafka's per-broker dynamic
+/// configs that kdeck honours): the replication throttles.
+const PER_BROKER_CONFIGS: &[&str] = &[FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE];
+
+fn is_rate(name: &str) -> bool {
+    PER_BROKER_CONFIGS.contains(&name)
+}
+
+/// A throttled rate's value: bytes per second, a whole number from 0 (Kafka's `atLeast(0)`).
+fn parse_rate(name: &str, value: &str) -> Result<u64, String> {
+    value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|v| *v <= i64::MAX as u64)
+        .ok_or_else(|| format!("invalid value {value:?} for {name}: bytes per second, a whole number from 0"))
+}
+
+/// A broker's replication throttle rate `name` in force, in bytes/s: its own, else the
+/// cluster-wide default, else none (unbounded).
+pub fn replication_rate(image: &MetadataImage, broker: BrokerId, name: &str) -> Option<u64> {
+    let value = image
+        .broker_configs
+        .get(&broker)
+        .and_then(|c| c.get(name))
+        .or_else(|| image.cluster_configs.get(name))?;
+    parse_rate(name, value).ok().filter(|v| *v < i64::MAX as u64)
+}
 
 /// The names of the topic configs kdeck honours, sorted.
 pub fn topic_config_names() -> impl Iterator<Item = &'static str> {
@@ -208,6 +250,7 @@ pub fn describe_topic(image: &MetadataImage, config: &ClusterConfig, topic: &Top
                 "retention.ms" => log.retention_ms.to_string(),
                 "segment.bytes" => log.segment_bytes.to_string(),
                 "segment.ms" => log.segment_ms.to_string(),
+                LEADER_THROTTLED_REPLICAS | FOLLOWER_THROTTLED_REPLICAS => topic.get(name).unwrap_or_default(),
                 _ => topic.unclean_election(unclean_default(image, config)).to_string(),
             };
             let dynamic_default = image.cluster_configs.contains_key(*broker_name)
@@ -252,6 +295,10 @@ pub fn describe_cluster(image: &MetadataImage, config: &ClusterConfig, auto_reba
                 ),
                 "log.retention.ms" => (log.retention_ms.to_string(), image.cluster_configs.contains_key(*name)),
                 "log.segment.bytes" => (log.segment_bytes.to_string(), image.cluster_configs.contains_key(*name)),
+                LEADER_THROTTLED_RATE | FOLLOWER_THROTTLED_RATE => match image.cluster_configs.get(*name) {
+                    Some(v) => (v.clone(), true),
+                    None => (UNBOUNDED_RATE.to_string(), false),
+                },
                 _ => (
                     log.max_message_bytes.to_string(),
                     image.cluster_configs.contains_key(*name),
@@ -262,6 +309,8 @@ pub fn describe_cluster(image: &MetadataImage, config: &ClusterConfig, auto_reba
                 value,
                 source: if dynamic {
                     ConfigSource::DynamicClusterDefault
+                } else if is_rate(name) {
+                    ConfigSource::Default
                 } else {
                     ConfigSource::StaticBroker
                 },
@@ -303,6 +352,78 @@ pub fn describe_cluster(image: &MetadataImage, config: &ClusterConfig, auto_reba
     entries
 }
 
+/// One broker's configs: the cluster's, with the broker's own throttle rates where it has
+/// them (Kafka's DYNAMIC_BROKER_CONFIG wins over the cluster-wide default).
+pub fn describe_broker(
+    image: &MetadataImage,
+    config: &ClusterConfig,
+    auto_rebalance: bool,
+    broker: BrokerId,
+) -> Vec<ConfigEntry> {
+    let mut entries = describe_cluster(image, config, auto_rebalance);
+    if let Some(own) = image.broker_configs.get(&broker) {
+        for e in entries.iter_mut() {
+            if let Some(v) = own.get(&e.name) {
+                e.value = v.clone();
+                e.source = ConfigSource::DynamicBroker;
+            }
+        }
+    }
+    entries
+}
+
+/// One broker's own configs after `alterations`, checked: only the replication throttle
+/// rates are a broker's own in kdeck. Returns them as they will be stored.
+pub fn alter_broker(
+    image: &MetadataImage,
+    config: &ClusterConfig,
+    broker: BrokerId,
+    alterations: &[ConfigAlteration],
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    check_duplicates(alterations)?;
+    let mut own = image.broker_configs.get(&broker).cloned().unwrap_or_default();
+    for a in alterations {
+        if !is_rate(&a.name) {
+            let known = describe_cluster(image, config, config.auto_leader_rebalance)
+                .iter()
+                .any(|e| e.name == a.name);
+            return Err(if known {
+                (
+                    ErrorCode::InvalidRequest,
+                    format!(
+                        "{} is not a per-broker config in kdeck: alter the cluster-wide default (an empty broker name) instead of broker {broker}'s",
+                        a.name
+                    ),
+                )
+            } else {
+                (
+                    ErrorCode::InvalidConfig,
+                    format!("Unknown broker config name: {}", a.name),
+                )
+            });
+        }
+        match &a.op {
+            AlterOp::Set(v) => {
+                parse_rate(&a.name, v).map_err(|e| (ErrorCode::InvalidConfig, e))?;
+                own.insert(a.name.clone(), v.trim().to_string());
+            }
+            AlterOp::Delete => {
+                own.remove(&a.name);
+            }
+            AlterOp::Append(_) | AlterOp::Subtract(_) => {
+                return Err((
+                    ErrorCode::InvalidConfig,
+                    format!(
+                        "Config value append or subtract is not allowed for config key: {}",
+                        a.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(own)
+}
+
 /// Refuses a resource's alterations naming one config twice (Kafka: INVALID_REQUEST).
 fn check_duplicates(alterations: &[ConfigAlteration]) -> Result<(), ConfigError> {
     let mut seen = BTreeSet::new();
@@ -334,6 +455,21 @@ fn alter_list(current: CleanupPolicy, items: &str, append: bool) -> Result<Clean
         return Err("cleanup.policy cannot be empty".into());
     }
     words.join(",").parse()
+}
+
+/// A plain list config after APPEND or SUBTRACT of `items` (a throttled replicas list).
+fn alter_items(current: &str, items: &str, append: bool) -> String {
+    let mut words: Vec<&str> = current.split(',').map(str::trim).filter(|w| !w.is_empty()).collect();
+    for item in items.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if append {
+            if !words.contains(&item) {
+                words.push(item);
+            }
+        } else {
+            words.retain(|w| *w != item);
+        }
+    }
+    words.join(",")
 }
 
 /// A topic's config after `alterations`, checked as the controller checks it: the names,
@@ -373,9 +509,16 @@ pub fn alter_topic(
                         a.name
                     )));
                 }
-                let current = topic_log_config(image, &config.log, &next).cleanup_policy;
-                let policy = alter_list(current, items, matches!(a.op, AlterOp::Append(_))).map_err(invalid)?;
-                next.set(&a.name, policy.as_str()).map_err(invalid)?;
+                let append = matches!(a.op, AlterOp::Append(_));
+                if a.name == "cleanup.policy" {
+                    let current = topic_log_config(image, &config.log, &next).cleanup_policy;
+                    let policy = alter_list(current, items, append).map_err(invalid)?;
+                    next.set(&a.name, policy.as_str()).map_err(invalid)?;
+                } else {
+                    let current = next.get(&a.name).unwrap_or_default();
+                    next.set(&a.name, &alter_items(&current, items, append))
+                        .map_err(invalid)?;
+                }
             }
         }
     }
@@ -472,6 +615,10 @@ pub fn alter_cluster(
                 } else {
                     next.unclean_leader_election = None;
                 }
+            }
+            (_, Some(v)) if is_rate(name) => {
+                parse_rate(name, &v).map_err(|e| (ErrorCode::InvalidConfig, e))?;
+                next.cluster_configs.insert(name.to_string(), v);
             }
             (_, Some(v)) => {
                 set_log_default(&mut config.log.clone(), name, &v).map_err(|_| bad(&v))?;

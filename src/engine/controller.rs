@@ -124,6 +124,10 @@ pub struct MetadataImage {
     /// cluster-wide broker configs), by Kafka's name; every topic without its own follows them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cluster_configs: BTreeMap<String, String>,
+    /// Each broker's own configs set at run time (Kafka's per-broker dynamic configs: the
+    /// replication throttle rates), by broker id and Kafka's name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_configs: BTreeMap<BrokerId, BTreeMap<String, String>>,
 }
 
 impl MetadataImage {
@@ -617,7 +621,8 @@ impl Controller {
         let (_, changed) = self.mutate(|image, events, _| {
             match resource {
                 ConfigResource::Topic(topic) => {
-                    let (config, changed) = configs::alter_topic(image, &self.config, topic, alterations).map_err(refused)?;
+                    let (config, changed) =
+                        configs::alter_topic(image, &self.config, topic, alterations).map_err(refused)?;
                     if validate_only {
                         return Ok(());
                     }
@@ -666,12 +671,25 @@ impl Controller {
                     }
                 }
                 ConfigResource::Broker(id) => {
-                    return Err(ControllerError::rejected(
-                        ErrorCode::InvalidRequest,
-                        format!(
-                            "kdeck has no per-broker configs to change: alter the cluster-wide default (an empty broker name) instead of broker {id}'s"
-                        ),
-                    ));
+                    let own = configs::alter_broker(image, &self.config, *id, alterations).map_err(refused)?;
+                    if validate_only {
+                        return Ok(());
+                    }
+                    let auto = self.config.auto_leader_rebalance;
+                    let before = configs::describe_broker(image, &self.config, auto, *id);
+                    if own.is_empty() {
+                        image.broker_configs.remove(id);
+                    } else {
+                        image.broker_configs.insert(*id, own);
+                    }
+                    let after = configs::describe_broker(image, &self.config, auto, *id);
+                    for (entry, _) in after.into_iter().zip(before).filter(|(a, b)| a.value != b.value) {
+                        events.push(EventKind::SettingChanged(LiveSetting::Config {
+                            topic: None,
+                            name: format!("{} of broker {id}", entry.name),
+                            value: entry.value,
+                        }));
+                    }
                 }
             }
             self.elect_where_leaderless(image, events);

@@ -28,6 +28,7 @@ mod partition;
 pub mod planted;
 mod producer_state;
 mod protocol;
+pub mod quota;
 mod signal;
 
 use serde::{Deserialize, Serialize};

@@ -516,10 +516,14 @@ impl Partition {
     /// counts once, when its request arrives (`arrival`); the re-reads of a long poll waiting
     /// for records do not, as in Kafka, so a fetch held open does not keep renewing its
     /// follower's caught-up time.
+    ///
+    /// A `throttled` read (KIP-73: the leader's replication quota holds this follower back)
+    /// answers the partition's state without records.
     pub fn read_for_fetch(
         &self,
         req: &FetchRequest,
         arrival: bool,
+        throttled: bool,
     ) -> (Result<LeaderRead, ErrorCode>, Option<IsrProposal>) {
         let now_ms = self.clock.now_ms();
         let mut s = self.lock();
@@ -554,7 +558,9 @@ impl Partition {
                 return (Ok((data, Some(end))), None);
             }
         }
-        let upper = if req.replica.is_some() {
+        let upper = if throttled {
+            Some(req.fetch_offset)
+        } else if req.replica.is_some() {
             None
         } else if leo > s.high_watermark && planted::active(Bug::ConsumerReadsAboveHw) {
             // Planted (issue 24): a consumer is served records not yet committed.
@@ -577,6 +583,12 @@ impl Partition {
             records: data.records,
         };
         (Ok((out, None)), proposal)
+    }
+
+    /// Whether `replica` is in this partition's committed ISR (what a leader's replication
+    /// throttle spares).
+    pub fn in_sync(&self, replica: BrokerId) -> bool {
+        self.lock().isr.contains(&replica)
     }
 
     /// Kafka's `updateFollowerFetchState`, then ISR expansion and HW increment.

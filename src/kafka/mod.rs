@@ -28,3 +28,25 @@ pub fn screaming_snake(camel: &str) -> String {
     }
     out
 }
+
+/// Parses `4096`, `16KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB`, powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: expected a number with an optional KiB, MiB or GiB suffix"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?} in {text:?}: use KiB, MiB or GiB")),
+    };
+    match n.checked_mul(scale) {
+        Some(0) => Err(format!("size must be positive, got {text:?}")),
+        Some(v) => Ok(v),
+        None => Err(format!("size {text:?} is too large")),
+    }
+}

@@ -246,6 +246,105 @@ impl Plan {
     }
 }
 
+/// A broker's bound on what it serves as leader to throttled replicas, bytes/s (KIP-73).
+pub const LEADER_THROTTLED_RATE: &str = "leader.replication.throttled.rate";
+/// A broker's bound on what it fetches as follower for throttled replicas, bytes/s.
+pub const FOLLOWER_THROTTLED_RATE: &str = "follower.replication.throttled.rate";
+/// A topic's replicas (`partition:broker,...` or `*`) whose leaders are throttled.
+pub const LEADER_THROTTLED_REPLICAS: &str = "leader.replication.throttled.replicas";
+/// A topic's replicas whose fetching (as followers) is throttled.
+pub const FOLLOWER_THROTTLED_REPLICAS: &str = "follower.replication.throttled.replicas";
+
+/// Whose config a throttle sets.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThrottleTarget {
+    Broker(BrokerId),
+    Topic(String),
+}
+
+/// The replication throttle of a plan, as kafka-reassign-partitions.sh `--throttle` sets
+/// it: the leader rate on the brokers holding the moving partitions' current replicas, the
+/// follower rate on the brokers receiving replicas; each moving topic's leader throttled
+/// replicas are its moving partitions' current replicas, its follower throttled replicas the
+/// ones they gain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttle {
+    /// Bytes per second.
+    pub rate: u64,
+    pub leader_brokers: BTreeSet<BrokerId>,
+    pub follower_brokers: BTreeSet<BrokerId>,
+    /// By topic: its leader and its follower throttled replicas lists.
+    pub topics: BTreeMap<String, (String, String)>,
+}
+
+impl Throttle {
+    /// The plan's throttle at `rate` bytes/s, for the partitions that change.
+    pub fn of(plan: &Plan, current: &[Assignment], rate: u64) -> Throttle {
+        let mut throttle = Throttle {
+            rate,
+            leader_brokers: BTreeSet::new(),
+            follower_brokers: BTreeSet::new(),
+            topics: BTreeMap::new(),
+        };
+        let mut lists: BTreeMap<String, (BTreeSet<(i32, BrokerId)>, BTreeSet<(i32, BrokerId)>)> = BTreeMap::new();
+        for (now, after) in plan.diff(current) {
+            if now.replicas == after {
+                continue;
+            }
+            let (leaders, followers) = lists.entry(now.topic.clone()).or_default();
+            for b in &now.replicas {
+                throttle.leader_brokers.insert(*b);
+                leaders.insert((now.partition, *b));
+            }
+            for b in after.iter().filter(|b| !now.replicas.contains(b)) {
+                throttle.follower_brokers.insert(*b);
+                followers.insert((now.partition, *b));
+            }
+        }
+        let text = |pairs: &BTreeSet<(i32, BrokerId)>| {
+            pairs
+                .iter()
+                .map(|(p, b)| format!("{p}:{b}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        throttle.topics = lists
+            .iter()
+            .map(|(topic, (l, f))| (topic.clone(), (text(l), text(f))))
+            .collect();
+        throttle
+    }
+
+    /// Each config to set, by whose it is, in broker then topic order.
+    pub fn configs(&self) -> Vec<(ThrottleTarget, Vec<(String, String)>)> {
+        let rate = self.rate.to_string();
+        let brokers: BTreeSet<BrokerId> = self.leader_brokers.union(&self.follower_brokers).copied().collect();
+        let mut out: Vec<(ThrottleTarget, Vec<(String, String)>)> = brokers
+            .into_iter()
+            .map(|b| {
+                let mut set = Vec::new();
+                if self.leader_brokers.contains(&b) {
+                    set.push((LEADER_THROTTLED_RATE.to_string(), rate.clone()));
+                }
+                if self.follower_brokers.contains(&b) {
+                    set.push((FOLLOWER_THROTTLED_RATE.to_string(), rate.clone()));
+                }
+                (ThrottleTarget::Broker(b), set)
+            })
+            .collect();
+        out.extend(self.topics.iter().map(|(topic, (l, f))| {
+            (
+                ThrottleTarget::Topic(topic.clone()),
+                vec![
+                    (LEADER_THROTTLED_REPLICAS.to_string(), l.clone()),
+                    (FOLLOWER_THROTTLED_REPLICAS.to_string(), f.clone()),
+                ],
+            )
+        }));
+        out
+    }
+}
+
 /// Reads `--topics-to-move-json-file`'s `{"topics":[{"topic":"foo"}],"version":1}`.
 pub fn topics_from_json(text: &str) -> Result<Vec<String>, String> {
     let file: TopicsFile = serde_json::from_str(text).map_err(|e| json_error(&e))?;
@@ -659,5 +758,38 @@ mod tests {
         assert!(propose(&now, &[0, 1, 2], &go(2, 0)).is_err(), "2 holds none");
         assert!(propose(&now, &[0, 1, 2], &go(0, 1)).is_err(), "1 holds one already");
         assert!(propose(&now, &[0, 1, 2], &go(0, 9)).is_err(), "9 is no broker");
+    }
+
+    #[test]
+    fn a_throttle_limits_the_current_replicas_as_leaders_and_the_new_ones_as_followers() {
+        let current = vec![
+            Assignment::new("a", 0, vec![0, 1, 2]),
+            Assignment::new("a", 1, vec![1, 2, 3]),
+            Assignment::new("b", 0, vec![2, 3, 0]),
+        ];
+        let plan = Plan {
+            partitions: vec![
+                Assignment::new("a", 0, vec![0, 1, 3]),
+                Assignment::new("a", 1, vec![1, 2, 3]),
+                Assignment::new("b", 0, vec![4, 3, 0]),
+            ],
+        };
+        let t = Throttle::of(&plan, &current, 1000);
+        assert_eq!(t.leader_brokers, [0, 1, 2, 3].into());
+        assert_eq!(t.follower_brokers, [3, 4].into());
+        assert_eq!(t.topics["a"], ("0:0,0:1,0:2".to_string(), "0:3".to_string()));
+        assert_eq!(t.topics["b"], ("0:0,0:2,0:3".to_string(), "0:4".to_string()));
+        let configs = t.configs();
+        assert_eq!(
+            configs[3],
+            (
+                ThrottleTarget::Broker(3),
+                vec![
+                    (LEADER_THROTTLED_RATE.to_string(), "1000".to_string()),
+                    (FOLLOWER_THROTTLED_RATE.to_string(), "1000".to_string())
+                ]
+            )
+        );
+        assert_eq!(configs.len(), 5 + 2, "five brokers, two topics");
     }
 }

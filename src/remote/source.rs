@@ -29,7 +29,7 @@ use super::client::ClusterMetadata;
 use super::ops::{self, GroupDescription, OffsetSpec, OutRecord};
 use super::{BrokerHealth, KafkaClient, RemoteError};
 use crate::kafka::partitioner::partition_for_key;
-use crate::kafka::reassign::Ongoing;
+use crate::kafka::reassign::{Assignment, Ongoing, Plan, Throttle, ThrottleTarget};
 use crate::view::configs::ConfigsAnswer;
 use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
 use crate::view::outcome::{self, Elected};
@@ -258,6 +258,31 @@ async fn execute(
                     None => Elected::Moved,
                 },
             )))
+        }
+        Command::ReassignThrottled { moves, throttle } => {
+            let (current, _) = ops::assignments(client).await.map_err(kafka)?;
+            let plan = Plan {
+                partitions: moves
+                    .iter()
+                    .filter_map(|m| Some(Assignment::new(m.topic.clone(), m.partition, m.replicas.clone()?)))
+                    .collect(),
+            };
+            for (target, set) in Throttle::of(&plan, &current, *throttle).configs() {
+                let target = match target {
+                    ThrottleTarget::Broker(b) => crate::view::ConfigTarget::Broker(b),
+                    ThrottleTarget::Topic(t) => crate::view::ConfigTarget::Topic(t),
+                };
+                ops::incremental_alter_configs(client, &target, &set, &[], false)
+                    .await
+                    .map_err(kafka)?;
+            }
+            Box::pin(execute(
+                client,
+                &Command::Reassign(moves.clone()),
+                read_only,
+                next_partition,
+            ))
+            .await
         }
         Command::Reassign(moves) => {
             let asked: Vec<(String, i32, Option<Vec<BrokerId>>)> = moves

@@ -113,6 +113,11 @@ pub enum Action {
     Reassign {
         moves: Vec<ReplicaMove>,
     },
+    /// Move partitions' replicas with the replication throttle at `throttle` bytes/s.
+    ReassignThrottled {
+        moves: Vec<ReplicaMove>,
+        throttle: u64,
+    },
     PauseDemo,
     ResumeDemo,
     /// Keep the newest record selected, or stop.
@@ -386,6 +391,10 @@ impl Action {
             },
             Action::DeleteTopic { topic } => Command::DeleteTopic { name: topic.clone() },
             Action::Reassign { moves } => Command::Reassign(moves.clone()),
+            Action::ReassignThrottled { moves, throttle } => Command::ReassignThrottled {
+                moves: moves.clone(),
+                throttle: *throttle,
+            },
             Action::PauseDemo => Command::PauseDemo,
             Action::ResumeDemo => Command::ResumeDemo,
             Action::Freeze => Command::Freeze,

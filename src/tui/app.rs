@@ -1735,6 +1735,17 @@ impl App {
                 let question = self.reassign_question(moves);
                 self.overlays.push(Overlay::Confirm { question, command });
             }
+            Action::ReassignThrottled { moves, throttle } => {
+                let question = format!(
+                    "{}\n{}",
+                    self.reassign_question(moves),
+                    lang.fmt(
+                        "Replication throttled to {rate} bytes/s on the brokers taking part; the throttle stays until removed (kdeck reassign status with the plan, or kdeck configs alter).",
+                        &[("rate", &throttle.to_string())],
+                    )
+                );
+                self.overlays.push(Overlay::Confirm { question, command });
+            }
             Action::DeleteGroup { group } if self.group_active(group) => self.hint(
                 &lang.fmt(
                     "group {group} has active members: stop its consumers before deleting it",

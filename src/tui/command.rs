@@ -72,8 +72,8 @@ pub const COMMANDS: &[Spec] = &[
     ),
     spec(
         "reassign",
-        "drain BROKER [TOPIC...] | balance [TOPIC...] | rf TOPIC N | move TOPIC-PARTITION FROM TO | cancel TOPIC-PARTITION...|all",
-        "move replicas between brokers: the plan is shown as a diff to confirm; its progress in the Partitions pane (+ joining, - leaving)",
+        "(drain BROKER [TOPIC...] | balance [TOPIC...] | rf TOPIC N | move TOPIC-PARTITION FROM TO) [--throttle BYTES_PER_SEC] | cancel TOPIC-PARTITION...|all",
+        "move replicas between brokers, optionally throttled (KIP-73): the plan is shown as a diff to confirm; its progress in the Partitions pane (+ joining, - leaving)",
     ),
     spec(
         "config",
@@ -236,7 +236,15 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
                 .collect::<Result<Vec<_>, String>>()?;
             Action::Reassign { moves }
         }
-        ("reassign", [goal, rest @ ..]) => reassign(view, goal, rest).ok_or_else(usage)??,
+        ("reassign", [goal, rest @ ..]) => {
+            let (rest, throttle) = throttle_flag(rest)?;
+            match reassign(view, goal, &rest).ok_or_else(usage)?? {
+                Action::Reassign { moves } if let Some(throttle) = throttle => {
+                    Action::ReassignThrottled { moves, throttle }
+                }
+                action => action,
+            }
+        }
         ("config", ["topic", t]) => Action::Configs {
             topic: Some(topic(view, t)?),
         },
@@ -478,6 +486,28 @@ fn cancel(topic: &str, partition: i32) -> ReplicaMove {
         partition,
         replicas: None,
     }
+}
+
+/// A reassignment's words without `--throttle BYTES_PER_SEC` (`--throttle=...` too), and the
+/// throttle when given.
+fn throttle_flag<'a>(words: &[&'a str]) -> Result<(Vec<&'a str>, Option<u64>), String> {
+    let mut rest = Vec::new();
+    let mut throttle = None;
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let value = match word.strip_prefix("--throttle") {
+            Some("") => words
+                .next()
+                .ok_or_else(|| "--throttle needs a rate in bytes per second (such as 10MiB)".to_string())?,
+            Some(v) if v.starts_with('=') => &v[1..],
+            _ => {
+                rest.push(*word);
+                continue;
+            }
+        };
+        throttle = Some(crate::kafka::parse_size(value).map_err(|e| format!("--throttle: {e}"))?);
+    }
+    Ok((rest, throttle))
 }
 
 /// `reassign drain|balance|rf|move ...`: the plan the cluster as the console sees it needs,

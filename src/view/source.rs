@@ -58,6 +58,12 @@ pub enum Command {
     },
     /// Start moves (a partition's new replicas) or cancel them (KIP-455).
     Reassign(Vec<ReplicaMove>),
+    /// Start moves with the replication throttle (KIP-73) at `throttle` bytes/s set first on
+    /// the brokers and topics taking part, as kafka-reassign-partitions.sh --throttle does.
+    ReassignThrottled {
+        moves: Vec<ReplicaMove>,
+        throttle: u64,
+    },
     PauseDemo,
     ResumeDemo,
     /// Stop the cluster's clock: no timer, heartbeat, session or lag advances, so nothing
@@ -208,6 +214,9 @@ impl std::fmt::Display for Command {
                 _ if moves.iter().all(|m| m.replicas.is_none()) => write!(f, "cancel {} moves", moves.len()),
                 _ => write!(f, "reassign {} partitions", moves.len()),
             },
+            Command::ReassignThrottled { moves, throttle } => {
+                write!(f, "reassign {} partitions throttled to {throttle} B/s", moves.len())
+            }
             Command::PauseDemo => write!(f, "pause the demo workload"),
             Command::ResumeDemo => write!(f, "resume the demo workload"),
             Command::Freeze => write!(f, "freeze the cluster's clock"),

@@ -102,6 +102,7 @@ impl World {
             next_producer_id: 0,
             unclean_leader_election: None,
             cluster_configs: Default::default(),
+            broker_configs: Default::default(),
         };
         let brokers = (0..3)
             .map(|b| BrokerView {

@@ -1,6 +1,6 @@
 //! Configs: DescribeConfigs, IncrementalAlterConfigs and the legacy AlterConfigs, over the
-//! engine's config rules (`engine::configs`): a topic's, a broker's (kdeck has no per-broker
-//! settings: a broker shows the cluster's) and the cluster-wide defaults (the empty broker
+//! engine's config rules (`engine::configs`): a topic's, a broker's (the cluster's, with the
+//! broker's own replication throttle rates) and the cluster-wide defaults (the empty broker
 //! name, Kafka's `--entity-default`).
 
 use kafka_protocol::messages::alter_configs_response::{
@@ -26,6 +26,7 @@ const RESOURCE_BROKER: i8 = 4;
 fn source_code(source: ConfigSource) -> i8 {
     match source {
         ConfigSource::TopicOverride => 1,
+        ConfigSource::DynamicBroker => 2,
         ConfigSource::DynamicClusterDefault => 3,
         ConfigSource::StaticBroker => 4,
         ConfigSource::Default => 5,
@@ -218,7 +219,8 @@ pub async fn alter_configs(ctx: &Context, request: &AlterConfigsRequest) -> Alte
                 // that come from the cluster's defaults are not the topic's to drop.
                 let own = match res {
                     ConfigResource::Topic(_) => ConfigSource::TopicOverride,
-                    _ => ConfigSource::DynamicClusterDefault,
+                    ConfigResource::Broker(_) => ConfigSource::DynamicBroker,
+                    ConfigResource::ClusterDefault => ConfigSource::DynamicClusterDefault,
                 };
                 let removed: Vec<ConfigAlteration> = ctx
                     .cluster
