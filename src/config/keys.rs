@@ -29,6 +29,7 @@ pub enum Binding {
     ReplicaLog,
     Flow,
     Configs,
+    Reassignments,
     Produce,
     KillBroker,
     StopBroker,
@@ -70,7 +71,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 50] = [
+    pub const ALL: [Binding; 51] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -87,6 +88,7 @@ impl Binding {
         Binding::ReplicaLog,
         Binding::Flow,
         Binding::Configs,
+        Binding::Reassignments,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -142,6 +144,7 @@ impl Binding {
             Binding::ReplicaLog => "replica_log",
             Binding::Flow => "flow",
             Binding::Configs => "configs",
+            Binding::Reassignments => "reassignments",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",

@@ -67,6 +67,9 @@ pub enum Action {
         #[serde(default)]
         topic: Option<String>,
     },
+    /// Open the reassignments screen: every partition move, its progress, and those that
+    /// finished.
+    Reassignments,
     /// Set a pane's filter.
     Filter {
         pane: Pane,

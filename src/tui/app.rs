@@ -24,6 +24,7 @@ use crate::kafka::reset::{self, ResetSpec};
 use crate::view::configs::ConfigsAnswer;
 use crate::view::explain::Explanation;
 use crate::view::lang::Msg;
+use crate::view::reassignments::Reassignments;
 use crate::view::{
     BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, ConfigTarget, Controls,
     EventClass, GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle, TailMode, TailRecord,
@@ -88,6 +89,8 @@ pub enum Screen {
     Configs {
         target: ConfigTarget,
     },
+    /// Partition reassignments: each move's progress, and what finished (see `reassign`).
+    Reassignments,
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -206,6 +209,11 @@ pub struct App {
     pub history: super::command::History,
     /// The configs screen's state while it is open.
     pub configs: Option<ConfigsScreen>,
+    /// Every partition move seen since the console started, followed view by view (the
+    /// reassignments screen lists them).
+    pub reassignments: Reassignments,
+    /// The selected row of the reassignments screen.
+    pub moves_cursor: usize,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -309,6 +317,8 @@ impl App {
         log_path: Option<PathBuf>,
     ) -> App {
         let presentation = console.layout;
+        let mut reassignments = Reassignments::default();
+        reassignments.observe(&view);
         App {
             capabilities,
             view,
@@ -337,6 +347,8 @@ impl App {
             asked: Vec::new(),
             history: Default::default(),
             configs: None,
+            reassignments,
+            moves_cursor: 0,
         }
     }
 
@@ -394,6 +406,7 @@ impl App {
     pub fn set_view(&mut self, view: Arc<ClusterView>) -> Vec<Effect> {
         // The selection follows the topic, not its row, when topics come and go.
         let selected = self.selected_topic().map(|t| t.name.clone());
+        self.reassignments.observe(&view);
         self.view = view;
         self.forget_asked_controls();
         if let Some(name) = selected
@@ -856,6 +869,12 @@ impl App {
         {
             return effects;
         }
+        if self.overlay().is_none()
+            && self.screen() == &Screen::Reassignments
+            && let Some(effects) = self.reassign_key(&key, now)
+        {
+            return effects;
+        }
         if let Some(Overlay::Command(_)) = self.overlay() {
             return self.command_key(key, now);
         }
@@ -1083,6 +1102,89 @@ impl App {
         Some(self.update(action, now))
     }
 
+    /// The reassignments screen's own keys: plan a move (the command line opens with
+    /// `:reassign drain `, `balance`, `rf TOPIC `, `move `: the plan is confirmed as a diff as
+    /// always), cancel the selected move (x, Delete) or all (c). `None`: the keymap decides;
+    /// the keys it binds to what the screen needs (moving, back, help, the command line)
+    /// keep their meaning whatever letters they are.
+    fn reassign_key(&mut self, key: &KeyEvent, now: DateTime<Utc>) -> Option<Vec<Effect>> {
+        if !key.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
+            return None;
+        }
+        if let Some(
+            Binding::Quit
+            | Binding::Back
+            | Binding::Help
+            | Binding::Up
+            | Binding::Down
+            | Binding::PageUp
+            | Binding::PageDown
+            | Binding::Command
+            | Binding::Explain
+            | Binding::Reassignments,
+        ) = self.keymap.binding(key)
+        {
+            return None;
+        }
+        let lang = self.lang;
+        let text = match key.code {
+            KeyCode::Char('d') => "reassign drain ".to_string(),
+            KeyCode::Char('b') => "reassign balance".to_string(),
+            KeyCode::Char('m') => "reassign move ".to_string(),
+            KeyCode::Char('c') => "reassign cancel all".to_string(),
+            KeyCode::Char('r') => {
+                let topic = self
+                    .selected_move()
+                    .map(|m| m.topic.clone())
+                    .or_else(|| self.selected_topic().filter(|t| !t.internal).map(|t| t.name.clone()))
+                    .or_else(|| self.view.topics.iter().find(|t| !t.internal).map(|t| t.name.clone()));
+                match topic {
+                    Some(topic) => format!("reassign rf {topic} "),
+                    None => "reassign rf ".to_string(),
+                }
+            }
+            KeyCode::Char('x') | KeyCode::Delete => {
+                if self.capabilities.read_only {
+                    self.hint(READ_ONLY, now);
+                    return Some(Vec::new());
+                }
+                let Some(m) = self.selected_move() else {
+                    self.hint(lang.tr("no move selected"), now);
+                    return Some(Vec::new());
+                };
+                if !m.moving() {
+                    let said = lang.fmt(
+                        "{partition} is not moving: nothing to cancel",
+                        &[("partition", &m.name())],
+                    );
+                    self.hint(&said, now);
+                    return Some(Vec::new());
+                }
+                let action = Action::Reassign {
+                    moves: vec![ReplicaMove {
+                        topic: m.topic.clone(),
+                        partition: m.partition,
+                        replicas: None,
+                    }],
+                };
+                return Some(self.update(action, now));
+            }
+            _ => return None,
+        };
+        if self.capabilities.read_only {
+            self.hint(READ_ONLY, now);
+            return Some(Vec::new());
+        }
+        Some(self.update(Action::CommandLineWith { text }, now))
+    }
+
+    /// The move selected on the reassignments screen.
+    pub fn selected_move(&self) -> Option<&crate::view::reassignments::Move> {
+        let rows = self.reassignments.rows();
+        let at = self.moves_cursor.min(rows.len().saturating_sub(1));
+        rows.get(at).copied()
+    }
+
     fn submit_dialog(&mut self, now: DateTime<Utc>) -> Option<Action> {
         let cx = Context {
             view: &self.view,
@@ -1172,6 +1274,33 @@ impl App {
                 )),
             };
         }
+        if self.screen() == &Screen::Reassignments {
+            return match binding {
+                Binding::Quit => Ok(Action::Quit),
+                Binding::Back | Binding::Reassignments => Ok(Action::Back),
+                Binding::Help => Ok(Action::Help),
+                Binding::Up => Ok(Action::Move { by: -1 }),
+                Binding::Down => Ok(Action::Move { by: 1 }),
+                Binding::PageUp => Ok(Action::Move { by: -10 }),
+                Binding::PageDown => Ok(Action::Move { by: 10 }),
+                Binding::Command => Ok(Action::CommandLine),
+                Binding::Explain => {
+                    let m = self.selected_move().ok_or("no move selected")?;
+                    Ok(Action::Explain {
+                        target: ExplainTarget::Partition {
+                            topic: m.topic.clone(),
+                            partition: m.partition,
+                        },
+                    })
+                }
+                // A trainer slows the cluster down to let a room watch a copy.
+                Binding::Freeze | Binding::Slower | Binding::Faster => self.trainer_action(binding),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if binding.tail_only() && self.focus != Pane::Messages {
             // Outside the tail, beginning and end are the top and bottom of the list.
             return match binding {
@@ -1223,6 +1352,7 @@ impl App {
             Binding::Configs => Action::Configs {
                 topic: Some(self.selected_topic().ok_or("no topic selected")?.name.clone()),
             },
+            Binding::Reassignments => Action::Reassignments,
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
                 Action::OpenProduce {
@@ -1541,6 +1671,10 @@ impl App {
             Action::Focus { pane } => self.set_focus(pane),
             Action::NextPane => self.set_focus(self.focus.next()),
             Action::PrevPane => self.set_focus(self.focus.prev()),
+            Action::Move { by } if self.screen() == &Screen::Reassignments => {
+                let last = self.reassignments.rows().len().saturating_sub(1) as i64;
+                self.moves_cursor = (self.moves_cursor.min(last as usize) as i64 + by).clamp(0, last) as usize;
+            }
             Action::Move { by } if matches!(self.screen(), Screen::Configs { .. }) => {
                 if let Some(screen) = &mut self.configs {
                     screen.move_by(by);
@@ -1611,6 +1745,11 @@ impl App {
                 self.screens.push(Screen::Configs { target: target.clone() });
                 self.configs = Some(ConfigsScreen::new(target.clone()));
                 effects.push(Effect::DescribeConfigs(target));
+            }
+            Action::Reassignments => {
+                if self.screen() != &Screen::Reassignments {
+                    self.screens.push(Screen::Reassignments);
+                }
             }
             Action::Filter { pane, text } => {
                 let state = self.pane_mut(pane);

@@ -75,6 +75,11 @@ pub const COMMANDS: &[Spec] = &[
         "(drain BROKER [TOPIC...] | balance [TOPIC...] | rf TOPIC N | move TOPIC-PARTITION FROM TO) [--throttle BYTES_PER_SEC] | cancel TOPIC-PARTITION...|all",
         "move replicas between brokers, optionally throttled (KIP-73): the plan is shown as a diff to confirm; its progress in the Partitions pane (+ joining, - leaving)",
     ),
+    look(
+        "reassignments",
+        "",
+        "the reassignments screen (also :reassign alone): each move's lag, progress, rate and ETA; plan or cancel there",
+    ),
     spec(
         "config",
         "topic TOPIC [KEY=VALUE... --delete KEY] | broker [KEY=VALUE... --delete KEY]",
@@ -217,6 +222,7 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
                 offset,
             }
         }
+        ("reassign" | "reassignments", []) => Action::Reassignments,
         ("reassign", ["cancel", "all"]) => {
             let moves: Vec<ReplicaMove> = view
                 .partitions

@@ -27,6 +27,15 @@ const CONFIGS_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+/// The reassignments screen's keymap keys (its own letters are on its last line).
+const REASSIGN_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Explain, "explain"),
+    (Binding::Command, "command"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
+
 /// A scenario's keys.
 const TRAINER_HINTS: &[(Binding, &str)] = &[
     (Binding::NextStep, "next"),
@@ -94,6 +103,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::ReplicaLog { .. } => REPLICA_LOG_HINTS,
             Screen::Flow { .. } => FLOW_HINTS,
             Screen::Configs { .. } => CONFIGS_HINTS,
+            Screen::Reassignments => REASSIGN_HINTS,
         };
         // A scenario's own keys first: they work over every pane and overlay.
         let scenario = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };

@@ -124,6 +124,18 @@ pub fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
         lang.tr("Dialogs: Tab/↑/↓ fields, Enter submit, Esc cancel. Confirm: y yes; n, Esc or Enter no.")
             .to_string(),
     );
+    let moves = app.keymap.hint(Binding::Reassignments);
+    notes.push(if app.capabilities.read_only {
+        lang.fmt(
+            "Reassignments ({key}): each move's lag, progress, rate and ETA; read-only, nothing is planned or cancelled there.",
+            &[("key", &moves)],
+        )
+    } else {
+        lang.fmt(
+            "Reassignments ({key}): d drain a broker, b balance, r change a topic's RF, m move a replica (each opens :reassign to complete, then confirm the plan); x or Delete cancels the selected move, c all.",
+            &[("key", &moves)],
+        )
+    });
     notes.push(
         lang.tr("Replicas: ★ leader  ● in-sync follower  ○ out-of-sync  ✗ offline.  Controller: ◆")
             .to_string(),

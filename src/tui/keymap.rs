@@ -102,6 +102,7 @@ impl Meaning for Binding {
             Binding::ReplicaLog => "the selected partition's replicated log: one strip per replica",
             Binding::Flow => "records through the selected partition: producers, leader, followers, groups",
             Binding::Configs => "the selected topic's configs and their sources: edit one, remove an override",
+            Binding::Reassignments => "partition reassignments: live progress, plan, cancel",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",

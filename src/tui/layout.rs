@@ -98,6 +98,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         Screen::ReplicaLog { topic, partition } => replica_log::draw(frame, rows[1], app, topic, *partition),
         Screen::Flow { topic, partition } => flow::draw(frame, rows[1], app, topic, *partition, now),
         Screen::Configs { .. } => super::configs::draw(frame, rows[1], app),
+        Screen::Reassignments => super::reassign::draw(frame, rows[1], app, now),
     }
     footer::draw(frame, rows[2], app, now);
     if let (Some((title, text)), Some(band)) = (caption, band) {

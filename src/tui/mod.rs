@@ -24,6 +24,7 @@ pub mod messages;
 pub mod overlay;
 pub mod pane;
 pub mod partitions;
+pub mod reassign;
 pub mod replica_log;
 pub mod text;
 pub mod theme;

@@ -10,7 +10,8 @@
 //! - [`timeline`]: the bounded event ring and the sentence of every timeline event;
 //! - [`explain`]: why the cluster is as it is (a partition's HW and leader, a broker's
 //!   fencing, a group's rebalance, a rejected produce), in Kafka's own terms;
-//! - [`outcome`]: the sentence of every command outcome.
+//! - [`outcome`]: the sentence of every command outcome;
+//! - [`reassignments`]: partition moves followed across views: lag, pace, ETA, how they ended.
 //!
 //! Nothing here imports the engine: a source for an external cluster needs none. What both
 //! sides share is Kafka's vocabulary in [`crate::kafka`], two items of which the console
@@ -23,6 +24,7 @@ pub mod explain;
 pub mod history;
 pub mod lang;
 pub mod outcome;
+pub mod reassignments;
 pub mod source;
 pub mod timeline;
 pub mod words;
