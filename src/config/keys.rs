@@ -34,6 +34,8 @@ pub enum Binding {
     StopBroker,
     RestartBroker,
     PauseBroker,
+    AddBroker,
+    DecommissionBroker,
     Rebalance,
     CreateTopic,
     DeleteTopic,
@@ -70,7 +72,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 50] = [
+    pub const ALL: [Binding; 52] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -92,6 +94,8 @@ impl Binding {
         Binding::StopBroker,
         Binding::RestartBroker,
         Binding::PauseBroker,
+        Binding::AddBroker,
+        Binding::DecommissionBroker,
         Binding::Rebalance,
         Binding::CreateTopic,
         Binding::DeleteTopic,
@@ -147,6 +151,8 @@ impl Binding {
             Binding::StopBroker => "stop_broker",
             Binding::RestartBroker => "restart_broker",
             Binding::PauseBroker => "pause_broker",
+            Binding::AddBroker => "add_broker",
+            Binding::DecommissionBroker => "decommission_broker",
             Binding::Rebalance => "rebalance",
             Binding::CreateTopic => "create_topic",
             Binding::DeleteTopic => "delete_topic",
