@@ -565,6 +565,53 @@ async fn a_killed_broker_stops_listening_and_comes_back_on_the_same_port() {
     s.stop().await;
 }
 
+/// The brokers listed in a Metadata answer from `addr`, by id.
+async fn metadata_brokers(addr: SocketAddr) -> Vec<(i32, i32)> {
+    let mut stream = connect(addr).await;
+    let all = MetadataRequest::default().with_topics(None);
+    let response: MetadataResponse = call(&mut stream, ApiKey::Metadata, 12, &all).await;
+    let mut brokers: Vec<(i32, i32)> = response.brokers.iter().map(|b| (b.node_id.0, b.port)).collect();
+    brokers.sort();
+    brokers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_broker_gets_a_listener_and_is_in_metadata_until_it_is_decommissioned() {
+    let s = setup(free_ports()).await;
+    let id = s.cluster.add_broker().expect("a broker is added");
+    assert_eq!(id, 3);
+    s.cluster
+        .wait_for(Duration::from_secs(30), |snap| {
+            snap.broker(3).is_some_and(|b| !b.fenced)
+        })
+        .await
+        .expect("broker 3 registers");
+    s.server.sync().await;
+    let addr = s.addr(3);
+    let listed = metadata_brokers(addr).await;
+    assert_eq!(
+        listed.iter().map(|(b, _)| *b).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "the new broker answers Metadata and lists itself"
+    );
+    assert!(listed.contains(&(3, i32::from(addr.port()))));
+
+    s.cluster.decommission(3).await.expect("decommission starts");
+    s.cluster
+        .wait_for(Duration::from_secs(30), |snap| snap.broker(3).is_none())
+        .await
+        .expect("broker 3 leaves");
+    s.server.sync().await;
+    assert!(
+        s.server.listeners().iter().all(|l| l.broker != 3),
+        "its address is released"
+    );
+    assert!(TcpStream::connect(addr).await.is_err(), "its port refuses connections");
+    let listed = metadata_brokers(s.addr(0)).await;
+    assert_eq!(listed.iter().map(|(b, _)| *b).collect::<Vec<_>>(), vec![0, 1, 2]);
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_memory_connection_to_a_listener_pauses_and_closes_with_it() {
     let s = setup(free_ports()).await;

@@ -72,6 +72,7 @@ fn large_view(partitions: u32) -> ClusterView {
             disk_bytes: Some(40 << 30),
             produce_history: (0..60).map(|i| 1000 + i * 37 % 500).collect(),
             changed_at: None,
+            lifecycle: None,
         })
         .collect();
     for n in 0..partitions {

@@ -35,6 +35,8 @@ pub enum Binding {
     StopBroker,
     RestartBroker,
     PauseBroker,
+    AddBroker,
+    DecommissionBroker,
     Rebalance,
     CreateTopic,
     DeleteTopic,
@@ -71,7 +73,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 51] = [
+    pub const ALL: [Binding; 53] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -94,6 +96,8 @@ impl Binding {
         Binding::StopBroker,
         Binding::RestartBroker,
         Binding::PauseBroker,
+        Binding::AddBroker,
+        Binding::DecommissionBroker,
         Binding::Rebalance,
         Binding::CreateTopic,
         Binding::DeleteTopic,
@@ -150,6 +154,8 @@ impl Binding {
             Binding::StopBroker => "stop_broker",
             Binding::RestartBroker => "restart_broker",
             Binding::PauseBroker => "pause_broker",
+            Binding::AddBroker => "add_broker",
+            Binding::DecommissionBroker => "decommission_broker",
             Binding::Rebalance => "rebalance",
             Binding::CreateTopic => "create_topic",
             Binding::DeleteTopic => "delete_topic",

@@ -75,6 +75,8 @@ pub trait Traffic: Send + Sync {
 
 struct Shared {
     cluster: Cluster,
+    /// The brokers' Kafka listeners (`[wire]`); a broker added live gets one too.
+    wire: Option<WireServer>,
     demo: Option<DemoConfig>,
     workload: tokio::sync::Mutex<Option<Workload>>,
     /// Traffic that steers the cluster instead of the demo (a scenario's producers and groups).
@@ -93,7 +95,6 @@ pub struct Embedded {
     snapshot_task: Mutex<Option<JoinHandle<()>>>,
     data_dir: Mutex<Option<DataDir>>,
     data_path: PathBuf,
-    wire: Option<WireServer>,
     /// The runtime the cluster was started on: commands and tails run there too, so every
     /// engine task reads one tokio clock (a scenario's cluster runs on a runtime of its own,
     /// whose clock a replay pauses).
@@ -203,14 +204,14 @@ impl Embedded {
             demo_running: std::sync::atomic::AtomicBool::new(workload.is_some()),
             demo_acks: std::sync::atomic::AtomicI16::new(-1),
             cluster,
+            wire,
             demo,
             workload: tokio::sync::Mutex::new(workload),
             traffic,
             producer: OnceCell::new(),
             console: config.console.clone(),
         });
-        let listeners = wire.as_ref().map_or_else(Vec::new, WireServer::listeners);
-        let mut builder = ViewBuilder::new(&config.console, &listeners);
+        let mut builder = ViewBuilder::new(&config.console, &shared.wire_listeners());
         let first = Arc::new(builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now()));
         let (tx, views) = watch::channel(first);
         let task = tokio::spawn(snapshot_loop(Arc::clone(&shared), builder, events, tx));
@@ -220,7 +221,6 @@ impl Embedded {
             snapshot_task: Mutex::new(Some(task)),
             data_path: data_dir.path().to_path_buf(),
             data_dir: Mutex::new(Some(data_dir)),
-            wire,
             runtime: tokio::runtime::Handle::current(),
         }
     }
@@ -235,15 +235,13 @@ impl Embedded {
 
     /// Every broker's Kafka listener address (none when `[wire] enabled = false`).
     pub fn wire_listeners(&self) -> Vec<Listener> {
-        self.wire.as_ref().map_or_else(Vec::new, WireServer::listeners)
+        self.shared.wire_listeners()
     }
 
     /// Brings the Kafka listeners in step with the brokers' states now, so a script that
     /// just killed or started a broker sees its port closed or open.
     pub async fn wire_sync(&self) {
-        if let Some(server) = &self.wire {
-            server.sync().await;
-        }
+        self.shared.wire_sync().await;
     }
 
     /// Stops the demo, the view task and every broker (logs closed cleanly); an ephemeral
@@ -258,7 +256,7 @@ impl Embedded {
         if let Some(t) = lock(&self.snapshot_task).take() {
             t.abort();
         }
-        if let Some(server) = &self.wire {
+        if let Some(server) = &self.shared.wire {
             server.shutdown();
         }
         if let Some(p) = self.shared.producer.get() {
@@ -294,6 +292,18 @@ impl ClusterSource for Embedded {
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(self.shared.describe_configs(&target));
         rx
+    }
+}
+
+impl Shared {
+    fn wire_listeners(&self) -> Vec<Listener> {
+        self.wire.as_ref().map_or_else(Vec::new, WireServer::listeners)
+    }
+
+    async fn wire_sync(&self) {
+        if let Some(server) = &self.wire {
+            server.sync().await;
+        }
     }
 }
 

@@ -122,6 +122,15 @@ impl Shared {
                 cluster.resume(*id)?;
                 Ok(outcome::broker_resumed(*id))
             }
+            Command::AddBroker => {
+                let id = cluster.add_broker()?;
+                self.wire_sync().await;
+                Ok(outcome::broker_added(id))
+            }
+            Command::DecommissionBroker(id) => {
+                let replicas = cluster.decommission(*id).await?;
+                Ok(outcome::decommission_started(*id, replicas))
+            }
             Command::ElectPreferredLeaders { topic } => {
                 let results = cluster
                     .elect_preferred_leaders(|tp| topic.as_ref().is_none_or(|t| &tp.topic == t))

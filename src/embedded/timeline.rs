@@ -61,6 +61,9 @@ pub(super) fn describe(kind: &EventKind) -> Line {
         EventKind::BrokerStopped { broker, how } => timeline::broker_down(*broker, how),
         EventKind::BrokerPaused { broker } => timeline::broker_paused(*broker),
         EventKind::BrokerResumed { broker } => timeline::broker_resumed(*broker),
+        EventKind::BrokerJoined { broker } => timeline::broker_joined(*broker),
+        EventKind::BrokerDraining { broker, replicas } => timeline::broker_draining(*broker, *replicas),
+        EventKind::BrokerDecommissioned { broker } => timeline::broker_decommissioned(*broker),
         EventKind::ControllerMoved { from, to } => timeline::controller_moved(*from, *to),
         EventKind::TopicCreated {
             topic,

@@ -13,13 +13,13 @@ use super::Shared;
 use super::timeline::{classify, describe};
 use crate::client::assignor::decode_assignment;
 use crate::config::ConsoleConfig;
-use crate::engine::{BrokerState, ClusterEvent, ClusterSnapshot, EventKind, LinkFault, NodeId};
+use crate::engine::{BrokerState, ClusterEvent, ClusterSnapshot, EventKind, LinkFault, Membership, NodeId};
 use crate::view::LinkState;
 use crate::view::history::{CounterRates, Trends, topic_lag};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
-    BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, Epochs, GroupOffsetRow, GroupRow,
-    MemberRow, PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow, ViewEvent,
+    BrokerLifecycle, BrokerLink, BrokerRow, BrokerStatus, ClusterView, Controls, EpochStart, Epochs, GroupOffsetRow,
+    GroupRow, MemberRow, PartitionRow, ReplicaRole, ReplicaRow, Retention, SourceKind, Throughput, TopicRow, ViewEvent,
 };
 use crate::wire::Listener;
 
@@ -95,6 +95,7 @@ pub(super) async fn snapshot_loop(
                 Err(_) => break,
             }
         }
+        builder.set_addresses(&shared.wire_listeners());
         let mut view = builder.build(&shared.cluster.snapshot(), shared.demo_state(), Utc::now());
         view.controls = Some(shared.controls());
         view.workload = shared.traffic.as_ref().map(|t| t.stats());
@@ -102,6 +103,18 @@ pub(super) async fn snapshot_loop(
         if !crate::view::publish_if_changed(&tx, view) {
             return;
         }
+    }
+}
+
+/// A broker's place in the membership as the view says it.
+fn lifecycle(membership: Membership) -> Option<BrokerLifecycle> {
+    match membership {
+        Membership::Member => None,
+        Membership::Joining => Some(BrokerLifecycle::Joining),
+        Membership::Draining { left, total } => Some(BrokerLifecycle::Draining {
+            moved: total.saturating_sub(left),
+            total,
+        }),
     }
 }
 
@@ -113,7 +126,8 @@ pub(super) struct ViewBuilder {
     trends: Trends,
     bytes_in: CounterRates<i32>,
     bytes_out: CounterRates<i32>,
-    /// Kafka listener of each broker; the port stays the same across restarts.
+    /// Kafka listener of each broker; the port stays the same across restarts (refreshed
+    /// before each build: brokers join and leave).
     addresses: HashMap<i32, String>,
     /// Each replica's long epoch cache as the last view had it: an unchanged one is shared
     /// with it, so dropping the old view on the console's thread frees nothing of them.
@@ -134,6 +148,11 @@ impl ViewBuilder {
         }
     }
 
+    /// The listeners as they are now: a broker added live has one, a decommissioned one not.
+    pub(super) fn set_addresses(&mut self, listeners: &[Listener]) {
+        self.addresses = listeners.iter().map(|l| (l.broker, l.addr.to_string())).collect();
+    }
+
     pub(super) fn record(&mut self, event: &ClusterEvent) {
         let at = event.at;
         match &event.kind {
@@ -142,7 +161,9 @@ impl ViewBuilder {
             | EventKind::BrokerUnfenced { broker }
             | EventKind::BrokerStopped { broker, .. }
             | EventKind::BrokerPaused { broker }
-            | EventKind::BrokerResumed { broker } => {
+            | EventKind::BrokerResumed { broker }
+            | EventKind::BrokerJoined { broker }
+            | EventKind::BrokerDraining { broker, .. } => {
                 self.trends.broker_changed.mark(*broker, at);
             }
             EventKind::LeaderElected { tp, .. }
@@ -210,6 +231,7 @@ impl ViewBuilder {
                     }),
                     produce_history,
                     changed_at: None,
+                    lifecycle: lifecycle(b.membership),
                 }
             })
             .collect();

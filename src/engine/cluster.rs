@@ -26,10 +26,25 @@ use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::{CleanupPolicy, EpochEntry, Log, LogConfig};
 
 mod log_dirs;
+mod membership;
 mod requests;
 
 pub use log_dirs::{LogDirDescription, LogDirReplica};
 pub use requests::ProduceOutcome;
+
+/// Where a broker stands in the cluster's membership, beside its running state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Membership {
+    Member,
+    /// Added live: launched, not yet registered and unfenced by the controller.
+    Joining,
+    /// Being decommissioned: its replicas move away (`left` of the `total` it held remain),
+    /// then it shuts down and leaves the metadata.
+    Draining {
+        left: usize,
+        total: usize,
+    },
+}
 
 /// What a broker is doing, as the console shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +81,12 @@ struct Inner {
     /// The broker that hosted the controller role until it stopped or crashed: the role
     /// is vacant until the supervisor gives it to a running broker.
     vacated: Mutex<Option<BrokerId>>,
+    /// Brokers added live that have not been seen unfenced yet.
+    joining: Mutex<std::collections::BTreeSet<BrokerId>>,
+    /// Adding and decommissioning brokers one at a time (ids and checks stay consistent).
+    membership: Mutex<()>,
+    /// The tasks following decommissions, by broker.
+    drains: Mutex<BTreeMap<BrokerId, JoinHandle<()>>>,
 }
 
 /// A running embedded cluster. Cheap to clone; dropping the last clone does not stop it:
@@ -88,6 +109,7 @@ pub struct BrokerView {
     pub replicas: usize,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    pub membership: Membership,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -207,9 +229,11 @@ impl ClusterSnapshot {
 }
 
 impl Cluster {
-    /// Starts `config.brokers` brokers on `config.data_dir`, recovering whatever is there,
-    /// and returns once every broker has registered. Brokers the metadata knows beyond those
-    /// are fenced when their session expires.
+    /// Starts `config.brokers` brokers (ids `0..brokers`) on `config.data_dir`, recovering
+    /// whatever is there, and returns once every broker has registered. The metadata decides
+    /// beyond that: brokers added live come back, decommissioned ones stay gone, and drains in
+    /// progress resume. Brokers the metadata knows beyond those are fenced when their session
+    /// expires.
     pub async fn start(config: ClusterConfig) -> Result<Cluster> {
         Ok(Cluster::start_observed(config).await?.0)
     }
@@ -228,8 +252,21 @@ impl Cluster {
         let events = EventBus::new(wall, clock.clone());
         let observed = events.subscribe();
         let controller = Arc::new(Controller::load(config.clone(), events.clone(), clock.clone())?);
+        let image = controller.image();
+        let members: Vec<BrokerId> = (0..config.brokers)
+            .chain(image.added_brokers.iter().copied())
+            .filter(|id| !image.decommissioned.contains(id))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let Some(&first) = members.first() else {
+            bail!(
+                "every broker of this data directory was decommissioned ({:?}); start with more brokers",
+                image.decommissioned
+            );
+        };
         let network = Network::new(clock.clone());
-        network.set_controller(Some(0));
+        network.set_controller(Some(first));
         controller.reset_heartbeats();
         let ctx = BrokerContext {
             config: config.clone(),
@@ -248,13 +285,16 @@ impl Cluster {
                 slots: Mutex::new(BTreeMap::new()),
                 supervisor: Mutex::new(None),
                 vacated: Mutex::new(None),
+                joining: Mutex::new(std::collections::BTreeSet::new()),
+                membership: Mutex::new(()),
+                drains: Mutex::new(BTreeMap::new()),
             }),
             client: 0,
         };
-        for id in 0..config.brokers {
-            cluster.launch(id);
+        for id in &members {
+            cluster.launch(*id);
         }
-        if let Some(host) = cluster.running_broker(0) {
+        if let Some(host) = cluster.running_broker(first) {
             host.spawn_controller_duties();
         }
         let supervisor = tokio::spawn(cluster.clone().supervise());
@@ -267,8 +307,11 @@ impl Cluster {
             })
             .await
             .context("brokers did not register with the controller")?;
+        for id in image.draining.keys() {
+            cluster.follow_drain(*id);
+        }
         if !cluster.metadata().topics.contains_key(OFFSETS_TOPIC) {
-            let rf = config.offsets_topic_replication_factor.clamp(1, config.brokers);
+            let rf = config.offsets_topic_replication_factor.clamp(1, members.len() as i32);
             // Kafka's offsets topic: compacted, 100 MiB segments (offsets.topic.segment.bytes)
             // so that sealed segments, and so cleaning, come before long.
             let offsets = TopicConfig::new(config.offsets_topic_partitions, rf)
@@ -782,6 +825,7 @@ impl Cluster {
                 replicas: image.partitions().filter(|(_, p)| p.replicas.contains(id)).count(),
                 bytes_in,
                 bytes_out,
+                membership: self.membership(&image, *id, reg.is_some_and(|r| !r.fenced)),
             });
         }
         let running = |b: BrokerId| slots.get(&b).is_some_and(|s| s.state == BrokerState::Running);
@@ -949,10 +993,14 @@ impl Cluster {
         }
     }
 
-    /// Stops every broker cleanly (logs flushed and closed) and the supervisor.
+    /// Stops every broker cleanly (logs flushed and closed), the supervisor and the drains
+    /// being followed (they resume at the next start).
     pub async fn shutdown(&self) {
         if let Some(s) = lock(&self.inner.supervisor).take() {
             s.abort();
+        }
+        for (_, drain) in std::mem::take(&mut *lock(&self.inner.drains)) {
+            drain.abort();
         }
         let ids: Vec<BrokerId> = self.slots().keys().copied().collect();
         for id in ids {

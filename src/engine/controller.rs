@@ -9,7 +9,7 @@
 //! every change bumps the partition epoch; leaders ask for ISR changes with AlterPartition,
 //! validated in Kafka's order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -128,6 +128,18 @@ pub struct MetadataImage {
     /// replication throttle rates), by broker id and Kafka's name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub broker_configs: BTreeMap<BrokerId, BTreeMap<String, String>>,
+    /// Brokers added while the cluster ran, beyond the configured `0..brokers`: a restart on
+    /// this data directory launches them again.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub added_brokers: BTreeSet<BrokerId>,
+    /// Brokers being decommissioned, each with the number of replicas it held when its drain
+    /// began: a restart resumes the drain (the reassignments are in the partitions).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub draining: BTreeMap<BrokerId, usize>,
+    /// Brokers that were decommissioned (Kafka's UnregisterBroker): never launched again, and
+    /// their ids never reused.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub decommissioned: BTreeSet<BrokerId>,
 }
 
 impl MetadataImage {
@@ -147,6 +159,28 @@ impl MetadataImage {
 
     pub fn is_live(&self, broker: BrokerId) -> bool {
         self.brokers.get(&broker).is_some_and(|b| !b.fenced && !b.shutting_down)
+    }
+
+    /// The brokers new partitions may go to: live, and not being decommissioned.
+    pub fn placeable_brokers(&self) -> Vec<BrokerId> {
+        self.brokers
+            .keys()
+            .copied()
+            .filter(|b| self.is_live(*b) && !self.draining.contains_key(b))
+            .collect()
+    }
+
+    /// How many partitions have a replica on `broker` (leaving ones of a reassignment included).
+    pub fn replica_count(&self, broker: BrokerId) -> usize {
+        self.partitions().filter(|(_, p)| p.replicas.contains(&broker)).count()
+    }
+
+    /// The highest broker id the cluster has known: registered, added or decommissioned.
+    pub fn highest_known_broker(&self) -> Option<BrokerId> {
+        let registered = self.brokers.keys().next_back().copied();
+        let added = self.added_brokers.iter().next_back().copied();
+        let gone = self.decommissioned.iter().next_back().copied();
+        [registered, added, gone].into_iter().flatten().max()
     }
 
     pub fn leader_count(&self, broker: BrokerId) -> usize {
@@ -412,6 +446,55 @@ impl Controller {
                     Isr::Leave,
                 );
             }
+            Ok(())
+        })?;
+        Ok(changed)
+    }
+
+    /// Remembers a broker added while the cluster runs, before it is launched, so that a
+    /// restart launches it again.
+    pub fn note_added_broker(&self, broker: BrokerId) -> Result<(), ControllerError> {
+        self.mutate(|image, events, _| {
+            if image.decommissioned.contains(&broker) {
+                return Err(ControllerError::rejected(
+                    ErrorCode::InvalidRequest,
+                    format!("broker {broker} was decommissioned; its id is not reused"),
+                ));
+            }
+            image.added_brokers.insert(broker);
+            events.push(EventKind::BrokerJoined { broker });
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Marks `broker` as draining, with the number of replicas it holds now.
+    pub fn begin_drain(&self, broker: BrokerId, replicas: usize) -> Result<(), ControllerError> {
+        self.mutate(|image, events, _| {
+            image.draining.insert(broker, replicas);
+            events.push(EventKind::BrokerDraining { broker, replicas });
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Kafka's UnregisterBroker: the controller forgets the broker's registration, once no
+    /// partition has a replica on it any more. It no longer appears anywhere in the metadata.
+    pub fn unregister_broker(&self, broker: BrokerId) -> Result<Option<Arc<MetadataImage>>, ControllerError> {
+        let (_, changed) = self.mutate(|image, events, state| {
+            let left = image.replica_count(broker);
+            if left > 0 {
+                return Err(ControllerError::rejected(
+                    ErrorCode::InvalidRequest,
+                    format!("broker {broker} still holds {left} replicas"),
+                ));
+            }
+            image.brokers.remove(&broker);
+            image.draining.remove(&broker);
+            image.added_brokers.remove(&broker);
+            image.decommissioned.insert(broker);
+            state.last_heartbeat.remove(&broker);
+            events.push(EventKind::BrokerDecommissioned { broker });
             Ok(())
         })?;
         Ok(changed)
@@ -716,7 +799,7 @@ impl Controller {
                     format!("topic {name:?} already exists"),
                 ));
             }
-            let live: Vec<BrokerId> = image.brokers.keys().copied().filter(|b| image.is_live(*b)).collect();
+            let live = image.placeable_brokers();
             if config.replication_factor < 1 || config.replication_factor as usize > live.len() {
                 return Err(ControllerError::rejected(
                     ErrorCode::InvalidReplicationFactor,
@@ -768,7 +851,7 @@ impl Controller {
     /// Adds partitions to a topic, up to `total`, assigned like new ones.
     pub fn create_partitions(&self, name: &str, total: i32) -> Result<Arc<MetadataImage>, ControllerError> {
         let (_, changed) = self.mutate(|image, events, _| {
-            let live: Vec<BrokerId> = image.brokers.keys().copied().filter(|b| image.is_live(*b)).collect();
+            let live = image.placeable_brokers();
             let version = image.version;
             let Some(topic) = image.topics.get_mut(name) else {
                 return Err(ControllerError::rejected(

@@ -52,6 +52,19 @@ pub enum EventKind {
     BrokerResumed {
         broker: BrokerId,
     },
+    /// A broker was added to the running cluster (new id, empty log directory).
+    BrokerJoined {
+        broker: BrokerId,
+    },
+    /// A broker's decommission began: its `replicas` move to the other brokers first.
+    BrokerDraining {
+        broker: BrokerId,
+        replicas: usize,
+    },
+    /// A drained broker shut down and left the cluster's metadata (UnregisterBroker).
+    BrokerDecommissioned {
+        broker: BrokerId,
+    },
     ControllerMoved {
         from: Option<BrokerId>,
         to: BrokerId,

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use clock::{Clock, ClockChange, ClockError, Elapsed};
 pub use cluster::{
     BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, LogDirDescription, LogDirReplica,
-    PartitionView, ProduceOutcome, ReplicaView, TopicView,
+    Membership, PartitionView, ProduceOutcome, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use configs::{AlterOp, ConfigAlteration, ConfigEntry, ConfigResource, ConfigSource, ConfigType};

@@ -246,6 +246,7 @@ async fn execute(
         | Command::StartBroker(_)
         | Command::PauseBroker(_)
         | Command::ResumeBroker(_) => Err(NO_BROKER_CONTROL.into()),
+        Command::AddBroker | Command::DecommissionBroker(_) => Err(outcome::NO_BROKER_MEMBERSHIP.into()),
         Command::PauseDemo | Command::ResumeDemo => Err(outcome::NO_DEMO_EXTERNAL.into()),
         Command::ElectPreferredLeaders { topic } => {
             let results = ops::elect_preferred(client, topic.as_deref(), None)
@@ -848,6 +849,7 @@ impl ViewBuilder {
                         .flatten(),
                     produce_history,
                     changed_at: None,
+                    lifecycle: None,
                 }
             })
             .collect();

@@ -96,6 +96,12 @@ pub enum Action {
     ResumeBroker {
         broker: BrokerId,
     },
+    /// Add a broker to the embedded cluster.
+    AddBroker,
+    /// Move every replica off a broker, then let it shut down and leave the cluster.
+    DecommissionBroker {
+        broker: BrokerId,
+    },
     /// Preferred-leader election for one topic, or all.
     ElectPreferredLeaders {
         topic: Option<String>,
@@ -398,6 +404,8 @@ impl Action {
                 moves: moves.clone(),
                 throttle: *throttle,
             },
+            Action::AddBroker => Command::AddBroker,
+            Action::DecommissionBroker { broker } => Command::DecommissionBroker(*broker),
             Action::PauseDemo => Command::PauseDemo,
             Action::ResumeDemo => Command::ResumeDemo,
             Action::Freeze => Command::Freeze,
@@ -456,7 +464,14 @@ impl Action {
                 | Action::StartBroker { .. }
                 | Action::PauseBroker { .. }
                 | Action::ResumeBroker { .. }
+                | Action::AddBroker
+                | Action::DecommissionBroker { .. }
         )
+    }
+
+    /// Whether it adds or removes a broker (an external cluster has no API for either).
+    pub fn changes_membership(&self) -> bool {
+        matches!(self, Action::AddBroker | Action::DecommissionBroker { .. })
     }
 
     /// Whether it changes the cluster (a read-only console refuses it); opening the

@@ -26,9 +26,9 @@ use crate::view::explain::Explanation;
 use crate::view::lang::Msg;
 use crate::view::reassignments::Reassignments;
 use crate::view::{
-    BrokerId, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome, ConfigTarget, Controls,
-    EventClass, GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle, TailMode, TailRecord,
-    TailSpec, TopicRow, ViewEvent, timeline,
+    BrokerId, BrokerLifecycle, BrokerRow, BrokerStatus, Capabilities, ClusterView, Command, CommandOutcome,
+    ConfigTarget, Controls, EventClass, GroupRow, PartitionRow, ReplicaMove, SeekPosition, Severity, TailHandle,
+    TailMode, TailRecord, TailSpec, TopicRow, ViewEvent, timeline,
 };
 
 /// A row of the Events pane.
@@ -488,11 +488,13 @@ impl App {
     /// Why the console does not offer `binding`, if it does not: hidden by read-only, or not
     /// available from this source.
     pub fn unavailable(&self, binding: Binding) -> Option<&'static str> {
+        let membership = matches!(binding, Binding::AddBroker | Binding::DecommissionBroker);
         self.why_not(
             binding.mutates(),
             binding.controls_broker(),
             binding == Binding::PauseDemo,
         )
+        .map(|why| self.membership_refusal(membership, why))
         .or_else(|| (binding.trainer() && self.view.controls.is_none()).then_some(NO_CONTROLS))
     }
 
@@ -500,6 +502,17 @@ impl App {
     fn refused(&self, action: &Action) -> Option<&'static str> {
         let demo = matches!(action, Action::PauseDemo | Action::ResumeDemo);
         self.why_not(action.mutates(), action.controls_broker(), demo)
+            .map(|why| self.membership_refusal(action.changes_membership(), why))
+    }
+
+    /// A source that cannot control brokers cannot add or remove one either: that refusal
+    /// says what can be done instead (`:reassign drain`).
+    fn membership_refusal(&self, membership: bool, why: &'static str) -> &'static str {
+        if membership && self.capabilities.broker_control.is_err() && why != READ_ONLY {
+            NO_BROKER_MEMBERSHIP
+        } else {
+            why
+        }
     }
 
     /// The one rule behind both: read-only hides what changes the cluster, the source may
@@ -1381,6 +1394,11 @@ impl App {
                     _ => Action::PauseBroker { broker: id },
                 }
             }
+            Binding::AddBroker => Action::AddBroker,
+            // Always asked, naming the broker: the selection is enough.
+            Binding::DecommissionBroker => Action::DecommissionBroker {
+                broker: self.selected_broker().ok_or("no broker selected")?.id,
+            },
             Binding::Rebalance => Action::ElectPreferredLeaders {
                 topic: matches!(self.focus, Pane::Topics | Pane::Partitions)
                     .then(|| self.selected_topic().map(|t| t.name.clone()))
@@ -1858,6 +1876,21 @@ impl App {
             Action::PauseBroker { broker: id } if down(broker(*id)) => {
                 self.hint(&of_broker("broker {broker} is down; restart it with r", id), now)
             }
+            // A decommission moves whole logs and takes a broker away for good: always asked,
+            // with how many replicas move.
+            Action::DecommissionBroker { broker: id } => match self.view.brokers.iter().find(|b| b.id == *id) {
+                None => self.hint(&of_broker("there is no broker {broker}", id), now),
+                Some(b) if matches!(b.lifecycle, Some(BrokerLifecycle::Draining { .. })) => {
+                    self.hint(&of_broker("broker {broker} is already being decommissioned", id), now)
+                }
+                Some(b) => {
+                    let question = lang.fmt(
+                        "Decommission broker {broker}? Its {n} replicas move to the other brokers, then it shuts down and leaves the cluster",
+                        &[("broker", id), ("n", &b.replicas)],
+                    );
+                    self.overlays.push(Overlay::Confirm { question, command });
+                }
+            },
             Action::DeleteTopic { topic } if self.is_internal(topic) => self.hint(
                 &lang.fmt(
                     "{topic} is an internal topic (the cluster's own state): it cannot be deleted",
@@ -2478,7 +2511,7 @@ impl App {
     }
 }
 
-use crate::view::outcome::{NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, NO_SCENARIO, READ_ONLY};
+use crate::view::outcome::{NO_BROKER_MEMBERSHIP, NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, NO_SCENARIO, READ_ONLY};
 
 /// The slow-motion factors `slower` and `faster` step through.
 const SLOW_MOTION: [u32; 5] = [1, 2, 3, 5, 10];

@@ -17,7 +17,7 @@ use super::layout::Width::{Length, Min};
 use super::layout::{Column, block, flashing, headers, rows_in, scroll, spaced_row};
 use super::pane::{PaneLayout, PaneView};
 use super::text::{bytes, rate, sparkline};
-use crate::view::{BrokerRow, Throughput};
+use crate::view::{BrokerLifecycle, BrokerRow, BrokerStatus, Throughput};
 
 /// kafbat's thresholds for leader skew.
 const SKEW_WARN: f64 = 10.0;
@@ -109,7 +109,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             };
             let mut cells = vec![
                 Cell::from(id),
-                Cell::from(Span::styled(app.lang.tr(b.status.label()).to_string(), state_style)),
+                Cell::from(Span::styled(state_label(app, b), state_style)),
                 Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
                 Cell::from(Line::from(b.replicas.to_string()).right_aligned()),
                 Cell::from(Line::from(Span::styled(format!("{skew:+.0}%"), skew_style)).right_aligned()),
@@ -128,9 +128,16 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
                 row
             }
         });
+    // A joining or draining broker's state is longer ("draining 5/12"): the column widens.
+    let state_width = brokers
+        .iter()
+        .map(|b| unicode_width::UnicodeWidthStr::width(state_label(app, b).as_str()))
+        .max()
+        .unwrap_or(0)
+        .clamp(7, 16) as u16;
     let mut columns = vec![
         Column::left("ID", Length(4)).kept(),
-        Column::left("STATE", Length(7)),
+        Column::left("STATE", Length(state_width)),
         Column::right("LEAD", Length(4)),
         Column::right("REPL", Length(4)),
         Column::right("SKEW", Length(5)),
@@ -145,6 +152,16 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
     let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
+}
+
+/// A broker's state: its status, or while it joins or drains, that with its progress
+/// (`draining 5/12`: 5 of the 12 replicas it held have moved away).
+fn state_label(app: &App, b: &BrokerRow) -> String {
+    match b.lifecycle {
+        Some(BrokerLifecycle::Joining) if b.status == BrokerStatus::Fenced => app.lang.tr("joining").to_string(),
+        Some(BrokerLifecycle::Draining { moved, total }) => format!("{} {moved}/{total}", app.lang.tr("draining")),
+        _ => app.lang.tr(b.status.label()).to_string(),
+    }
 }
 
 /// The pane's inner width from which the DISK column is shown: the other columns, their
@@ -174,7 +191,7 @@ fn draw_projector(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) 
         };
         let row = spaced_row(Row::new(vec![
             Cell::from(id),
-            Cell::from(Span::styled(app.lang.tr(b.status.label()).to_uppercase(), state_style)),
+            Cell::from(Span::styled(state_label(app, b).to_uppercase(), state_style)),
             Cell::from(Line::from(b.leaders.to_string()).right_aligned()),
         ]));
         if i == cursor && app.focus == Pane::Brokers {
@@ -258,6 +275,7 @@ mod tests {
             disk_bytes: None,
             produce_history: Vec::new(),
             changed_at: None,
+            lifecycle: None,
         }
     }
 

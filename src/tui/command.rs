@@ -16,7 +16,9 @@ use super::overlay::parse_time;
 use crate::kafka::reassign::{self, Assignment, Goal};
 use crate::kafka::reset::ResetSpec;
 use crate::view::configs::{CLUSTER_CONFIGS, TOPIC_CONFIGS};
-use crate::view::{BrokerId, BrokerStatus, ClusterView, LinkState, ProduceRequest, ReplicaMove, SeekPosition};
+use crate::view::{
+    BrokerId, BrokerLifecycle, BrokerStatus, ClusterView, LinkState, ProduceRequest, ReplicaMove, SeekPosition,
+};
 
 /// One command: its name, its arguments as help shows them, what it does, and whether it
 /// changes the cluster (a read-only console does not list it).
@@ -59,6 +61,11 @@ pub const COMMANDS: &[Spec] = &[
     spec("start", "BROKER", "start a stopped or killed broker"),
     spec("pause", "BROKER", "freeze a broker's process, like a long GC pause"),
     spec("resume", "BROKER", "let a paused broker run again"),
+    spec(
+        "broker",
+        "add | decommission BROKER",
+        "embedded cluster: add a broker (the next id, empty logs), or move a broker's replicas away and let it leave",
+    ),
     spec("elect", "[TOPIC]", "preferred-leader election, for one topic or all"),
     spec(
         "topic",
@@ -195,6 +202,10 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
             broker: broker(view, b)?,
         },
         ("resume", [b]) => Action::ResumeBroker {
+            broker: broker(view, b)?,
+        },
+        ("broker", ["add"]) => Action::AddBroker,
+        ("broker", ["decommission", b]) => Action::DecommissionBroker {
             broker: broker(view, b)?,
         },
         ("elect", []) => Action::ElectPreferredLeaders { topic: None },
@@ -581,7 +592,8 @@ pub fn assignments(view: &ClusterView) -> (Vec<Assignment>, Vec<BrokerId>) {
     let live = view
         .brokers
         .iter()
-        .filter(|b| b.status == BrokerStatus::Online)
+        // A broker being decommissioned takes no new replicas.
+        .filter(|b| b.status == BrokerStatus::Online && !matches!(b.lifecycle, Some(BrokerLifecycle::Draining { .. })))
         .map(|b| b.id)
         .collect();
     (current, live)
@@ -832,6 +844,8 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         [] => COMMANDS.iter().map(|s| s.name.to_string()).collect(),
         ["kill" | "stop" | "start" | "pause" | "resume" | "isolate"] => brokers(),
         ["elect"] => topics(),
+        ["broker"] => words_of(&["add", "decommission"]),
+        ["broker", "decommission"] => brokers(),
         ["topic"] => words_of(&["create", "delete", "add-partitions"]),
         ["topic", "delete" | "add-partitions"] => topics(),
         ["delete-records"] => partitions(),
@@ -971,6 +985,7 @@ mod tests {
                 disk_bytes: None,
                 produce_history: Vec::new(),
                 changed_at: None,
+                lifecycle: None,
             })
             .collect();
         let topic = |name: &str, partitions| TopicRow {

@@ -1093,6 +1093,7 @@ mod tests {
                 disk_bytes: None,
                 produce_history: Vec::new(),
                 changed_at: None,
+                lifecycle: None,
             })
             .collect();
         v.topics = vec![TopicRow {

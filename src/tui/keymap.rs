@@ -27,6 +27,8 @@ impl Meaning for Binding {
                 | Binding::StopBroker
                 | Binding::RestartBroker
                 | Binding::PauseBroker
+                | Binding::AddBroker
+                | Binding::DecommissionBroker
                 | Binding::Rebalance
                 | Binding::CreateTopic
                 | Binding::DeleteTopic
@@ -62,7 +64,12 @@ impl Meaning for Binding {
     fn controls_broker(self) -> bool {
         matches!(
             self,
-            Binding::KillBroker | Binding::StopBroker | Binding::RestartBroker | Binding::PauseBroker
+            Binding::KillBroker
+                | Binding::StopBroker
+                | Binding::RestartBroker
+                | Binding::PauseBroker
+                | Binding::AddBroker
+                | Binding::DecommissionBroker
         )
     }
 
@@ -108,6 +115,8 @@ impl Meaning for Binding {
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",
             Binding::RestartBroker => "restart the selected broker",
             Binding::PauseBroker => "pause / resume the selected broker",
+            Binding::AddBroker => "add a broker to the embedded cluster (the next id, empty logs)",
+            Binding::DecommissionBroker => "decommission the selected broker (its replicas move away first)",
             Binding::Rebalance => "preferred-leader election (selected topic in topics/partitions, else all)",
             Binding::CreateTopic => "create a topic",
             Binding::DeleteTopic => "delete the selected topic",

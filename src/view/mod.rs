@@ -129,6 +129,17 @@ pub struct BrokerRow {
     pub produce_history: Vec<u64>,
     /// When the broker last changed state (for the brief flash of changed cells).
     pub changed_at: Option<DateTime<Utc>>,
+    /// Joining or leaving the cluster (the embedded cluster's add and decommission).
+    pub lifecycle: Option<BrokerLifecycle>,
+}
+
+/// A broker on its way into or out of the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerLifecycle {
+    /// Added, not yet registered and unfenced by the controller.
+    Joining,
+    /// Being decommissioned: `moved` of the `total` replicas it held have left it.
+    Draining { moved: usize, total: usize },
 }
 
 /// A replica's role, shown by colour and by glyph so it reads without colour.

@@ -220,6 +220,23 @@ pub const READ_ONLY: &str = "read-only: this console changes nothing in the clus
 /// Why the console cannot kill, stop or start a broker of an external cluster.
 pub const NO_BROKER_CONTROL: &str = "not available on an external cluster: Kafka has no API to stop or start a broker";
 
+/// Why the console cannot add or decommission a broker of an external cluster.
+pub const NO_BROKER_MEMBERSHIP: &str = "not available on an external cluster: Kafka has no API to start a broker; :reassign drain N moves the replicas off one";
+
+/// A broker added to the embedded cluster.
+pub fn broker_added(broker: BrokerId) -> String {
+    format!(
+        "broker {broker} added: it registers with the controller; partitions come to it by reassignment or new topics"
+    )
+}
+
+/// A decommission began.
+pub fn decommission_started(broker: BrokerId, replicas: usize) -> String {
+    format!(
+        "broker {broker} decommissioning: {replicas} replicas move to the other brokers, then it shuts down and leaves the cluster"
+    )
+}
+
 pub const NO_DEMO_EXTERNAL: &str = "an external cluster has no demo workload";
 
 /// A trainer's control (the clock, links, workload, live settings) asked of an external

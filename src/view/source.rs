@@ -42,6 +42,10 @@ pub enum Command {
     StartBroker(BrokerId),
     PauseBroker(BrokerId),
     ResumeBroker(BrokerId),
+    /// A new broker: the next id, an empty log directory (embedded cluster only).
+    AddBroker,
+    /// Move a broker's replicas to the others, then shut it down and forget it.
+    DecommissionBroker(BrokerId),
     /// Preferred-leader election for one topic, or every topic.
     ElectPreferredLeaders {
         topic: Option<String>,
@@ -194,6 +198,8 @@ impl std::fmt::Display for Command {
             Command::StartBroker(id) => write!(f, "start broker {id}"),
             Command::PauseBroker(id) => write!(f, "pause broker {id}"),
             Command::ResumeBroker(id) => write!(f, "resume broker {id}"),
+            Command::AddBroker => write!(f, "add a broker"),
+            Command::DecommissionBroker(id) => write!(f, "decommission broker {id}"),
             Command::ElectPreferredLeaders { topic: Some(t) } => write!(f, "preferred-leader election for {t}"),
             Command::ElectPreferredLeaders { topic: None } => write!(f, "preferred-leader election for all topics"),
             Command::CreateTopic {
@@ -710,6 +716,8 @@ impl Command {
                 | Command::StartBroker(_)
                 | Command::PauseBroker(_)
                 | Command::ResumeBroker(_)
+                | Command::AddBroker
+                | Command::DecommissionBroker(_)
                 | Command::PauseDemo
                 | Command::ResumeDemo
                 | Command::Freeze

@@ -172,6 +172,26 @@ pub fn broker_joined(broker: BrokerId) -> Line {
     Line::new(Severity::Info, of_broker("broker {broker} joined the cluster", broker))
 }
 
+/// A decommission began: the broker's replicas move to the others before it leaves.
+pub fn broker_draining(broker: BrokerId, replicas: usize) -> Line {
+    Line::new(
+        Severity::Info,
+        of_broker(
+            "broker {broker} draining: {replicas} replicas move to the other brokers, then it leaves",
+            broker,
+        )
+        .with("replicas", replicas),
+    )
+}
+
+/// A drained broker shut down and the controller forgot it (UnregisterBroker).
+pub fn broker_decommissioned(broker: BrokerId) -> Line {
+    Line::new(
+        Severity::Info,
+        of_broker("broker {broker} decommissioned: it left the cluster's metadata", broker),
+    )
+}
+
 /// External cluster: in the metadata, but kdeck cannot connect to it.
 pub fn broker_unreachable(broker: BrokerId) -> Line {
     Line::new(

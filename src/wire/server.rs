@@ -1,6 +1,7 @@
 //! One TCP listener per broker, opened and closed with the broker's life: a killed or stopped
 //! broker's port refuses connections (its open connections are dropped), a paused broker's
-//! port accepts and never answers, as a frozen process would.
+//! port accepts and never answers, as a frozen process would. A broker added live gets a
+//! listener of its own; a decommissioned one's closes for good.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -214,7 +215,23 @@ impl Inner {
     async fn reconcile(&self) {
         let _one_at_a_time = self.reconciling.lock().await;
         {
-            for (id, state) in self.cluster.broker_states() {
+            let states = self.cluster.broker_states();
+            // A decommissioned broker left the cluster: its listener closes and its address
+            // is forgotten (Metadata answers and the console no longer list it).
+            let gone: Vec<BrokerId> = lock(&self.addresses)
+                .keys()
+                .copied()
+                .filter(|id| !states.iter().any(|(b, _)| b == id))
+                .collect();
+            for id in gone {
+                self.close(id).await;
+                lock(&self.addresses).remove(&id);
+                tracing::info!(
+                    broker = id,
+                    "broker left the cluster: its Kafka listener address is released"
+                );
+            }
+            for (id, state) in states {
                 let is_open = lock(&self.open).contains_key(&id);
                 match state {
                     BrokerState::Running | BrokerState::Paused => {

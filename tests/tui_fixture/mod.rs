@@ -108,6 +108,7 @@ pub fn view() -> ClusterView {
         disk_bytes: (status == BrokerStatus::Online).then_some(2_962_962 + id as u64 * 1_000_000),
         produce_history: history.to_vec(),
         changed_at: None,
+        lifecycle: None,
     };
     let mut brokers = vec![
         broker(0, BrokerStatus::Online, 5, &[10, 20, 30, 40, 50, 60]),

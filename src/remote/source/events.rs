@@ -194,6 +194,7 @@ mod tests {
             disk_bytes: None,
             produce_history: Vec::new(),
             changed_at: None,
+            lifecycle: None,
         }
     }
 

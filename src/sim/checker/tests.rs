@@ -5,8 +5,8 @@
 use super::*;
 use crate::engine::group::GroupState;
 use crate::engine::{
-    BrokerRegistration, BrokerView, ElectionReason, GroupOffsetView, GroupView, PartitionRegistration, TopicConfig,
-    TopicMetadata,
+    BrokerRegistration, BrokerView, ElectionReason, GroupOffsetView, GroupView, Membership, PartitionRegistration,
+    TopicConfig, TopicMetadata,
 };
 use crate::storage::CleanupPolicy;
 use crate::storage::batch::{self, BatchHeader};
@@ -102,7 +102,7 @@ impl World {
             next_producer_id: 0,
             unclean_leader_election: None,
             cluster_configs: Default::default(),
-            broker_configs: Default::default(),
+            ..MetadataImage::default()
         };
         let brokers = (0..3)
             .map(|b| BrokerView {
@@ -115,6 +115,7 @@ impl World {
                 replicas: 0,
                 bytes_in: 0,
                 bytes_out: 0,
+                membership: Membership::Member,
             })
             .collect();
         let mut world = World {
