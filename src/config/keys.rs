@@ -29,6 +29,8 @@ pub enum Binding {
     ReplicaLog,
     Flow,
     Configs,
+    Acls,
+    Clusters,
     Produce,
     KillBroker,
     StopBroker,
@@ -70,7 +72,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 50] = [
+    pub const ALL: [Binding; 52] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -87,6 +89,8 @@ impl Binding {
         Binding::ReplicaLog,
         Binding::Flow,
         Binding::Configs,
+        Binding::Acls,
+        Binding::Clusters,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -142,6 +146,8 @@ impl Binding {
             Binding::ReplicaLog => "replica_log",
             Binding::Flow => "flow",
             Binding::Configs => "configs",
+            Binding::Acls => "acls",
+            Binding::Clusters => "clusters",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",
