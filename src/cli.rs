@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+use crate::config::KdeckConfig;
 use crate::engine::Acks;
 use crate::kafka::reset::{self, ResetSpec};
 use crate::remote::RemoteConfig;
@@ -34,11 +35,56 @@ pub struct ConsoleRemoteArgs {
     /// the embedded one (default: [remote] bootstrap of the configuration, when set).
     #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["data_dir", "ephemeral", "brokers", "no_demo"])]
     pub bootstrap: Option<String>,
+    /// Open the console on the cluster of profile NAME ([clusters.NAME] in the configuration:
+    /// its bootstrap, TLS and SASL; the flags below still override them).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["bootstrap", "data_dir", "ephemeral", "brokers", "no_demo"])]
+    pub cluster: Option<String>,
     /// Offer no action that changes the cluster (produce, create and delete topics, elections).
     #[arg(long)]
     pub read_only: bool,
     #[command(flatten)]
     pub security: SecurityArgs,
+}
+
+/// The external cluster the console opens on: its client settings, whether it is read-only,
+/// and the profile's name when it is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleTarget {
+    pub remote: RemoteConfig,
+    pub read_only: bool,
+    pub profile: Option<String>,
+}
+
+impl ConsoleRemoteArgs {
+    /// Where the console goes: profile `--cluster` or `--bootstrap` (else `[remote]
+    /// bootstrap`), with the security flags laid over; `None` for the embedded cluster.
+    pub fn target(&self, config: &KdeckConfig) -> Result<Option<ConsoleTarget>, String> {
+        let (mut remote, read_only) = match &self.cluster {
+            Some(name) => {
+                let read_only = config.clusters.get(name).is_some_and(|p| p.read_only);
+                (config.profile(name)?, read_only)
+            }
+            None => {
+                let mut remote = config.remote.clone();
+                if let Some(bootstrap) = &self.bootstrap {
+                    remote.bootstrap = bootstrap.clone();
+                }
+                (remote, false)
+            }
+        };
+        if remote.bootstrap.trim().is_empty() {
+            return match &self.cluster {
+                Some(name) => Err(format!("cluster profile {name:?} has no bootstrap servers")),
+                None => Ok(None),
+            };
+        }
+        self.security.apply(&mut remote);
+        Ok(Some(ConsoleTarget {
+            remote,
+            read_only: read_only || self.read_only,
+            profile: self.cluster.clone(),
+        }))
+    }
 }
 
 /// TLS and SASL for external clusters; each flag overrides [remote.tls] / [remote.sasl].
@@ -122,6 +168,10 @@ pub struct ConnectArgs {
     // Global, so `kdeck topics describe T -b HOST:PORT` works as well as `kdeck topics -b ... describe T`.
     #[arg(short = 'b', long, value_name = "HOST:PORT", global = true)]
     pub bootstrap: Option<String>,
+    /// The cluster of profile NAME ([clusters.NAME] in the configuration: its bootstrap, TLS
+    /// and SASL; -X properties and the flags still override them).
+    #[arg(long, value_name = "NAME", global = true, conflicts_with = "bootstrap")]
+    pub cluster: Option<String>,
     /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -143,6 +193,14 @@ fn parse_property(text: &str) -> Result<(String, String), String> {
 }
 
 impl ConnectArgs {
+    /// What the flags and properties are laid over: profile `--cluster`, else `[remote]`.
+    pub fn base_remote(&self, config: &KdeckConfig) -> Result<RemoteConfig, String> {
+        match &self.cluster {
+            Some(name) => config.profile(name),
+            None => Ok(config.remote.clone()),
+        }
+    }
+
     /// The configuration's `[remote]` section with these flags laid over it.
     pub fn remote_config(&self, config: &RemoteConfig) -> RemoteConfig {
         let mut remote = config.clone();
@@ -203,6 +261,8 @@ pub enum Command {
     /// Describe or change topic configs and the cluster-wide broker defaults
     /// (kafka-configs.sh).
     Configs(ConfigsArgs),
+    /// List the cluster profiles of the configuration ([clusters.NAME]), for `--cluster NAME`.
+    Clusters(ClustersArgs),
     /// Trainer mode: list the teaching scenarios, or run one (in the console, or headless).
     Scenario {
         #[command(subcommand)]
@@ -219,6 +279,14 @@ pub enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
+}
+
+/// `kdeck clusters`.
+#[derive(Debug, Clone, Args)]
+pub struct ClustersArgs {
+    /// Configuration file (default: kdeck/kdeck.toml in the platform config directory, when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// `kdeck record FILE`: the console's cluster flags, always on an ephemeral cluster.
@@ -1157,6 +1225,97 @@ mod tests {
         assert!(parse_topic_partitions(":1").is_err());
         assert!(parse_topic_partitions("orders:").is_err());
         assert!(parse_topic_partitions("orders:-1").is_err());
+    }
+
+    fn profiles() -> KdeckConfig {
+        let text = "[clusters.prod]\nbootstrap = \"kafka-1:9093\"\nread_only = true\n\
+                    [clusters.prod.tls]\nenabled = true\nca_file = \"ca.pem\"\n\
+                    [clusters.prod.sasl]\nmechanism = \"PLAIN\"\nusername = \"alice\"\n";
+        KdeckConfig::from_layers(Some(("my.toml", text))).expect("valid")
+    }
+
+    #[test]
+    fn cluster_picks_the_profiles_bootstrap_tls_and_sasl_and_flags_still_override() {
+        let config = profiles();
+        let cli = Cli::try_parse_from(["kdeck", "--cluster", "prod"]).expect("parses");
+        let target = cli.remote.target(&config).expect("resolves").expect("external");
+        assert_eq!(target.remote.bootstrap, "kafka-1:9093");
+        assert!(target.remote.tls.enabled && target.remote.tls.verify);
+        assert_eq!(target.remote.tls.ca_file, "ca.pem");
+        assert_eq!(target.remote.sasl.username, "alice");
+        assert!(target.read_only, "the profile's read_only");
+        assert_eq!(target.profile.as_deref(), Some("prod"));
+
+        let cli = Cli::try_parse_from([
+            "kdeck",
+            "--cluster",
+            "prod",
+            "--tls-ca",
+            "other.pem",
+            "--tls-no-verify",
+            "--sasl-username",
+            "bob",
+        ])
+        .expect("parses");
+        let target = cli.remote.target(&config).expect("resolves").expect("external");
+        assert_eq!(target.remote.tls.ca_file, "other.pem");
+        assert!(!target.remote.tls.verify);
+        assert_eq!(target.remote.sasl.username, "bob");
+        assert_eq!(
+            target.remote.sasl.mechanism, "PLAIN",
+            "what the flags leave is the profile's"
+        );
+
+        let cli = Cli::try_parse_from(["kdeck", "--cluster", "staging"]).expect("parses");
+        let error = cli.remote.target(&config).expect_err("unknown profile");
+        assert!(error.contains("\"staging\"") && error.contains("prod"), "{error}");
+
+        let cli = Cli::try_parse_from(["kdeck"]).expect("parses");
+        assert_eq!(cli.remote.target(&config), Ok(None), "no flag: the embedded cluster");
+    }
+
+    #[test]
+    fn every_command_that_takes_bootstrap_takes_a_profile() {
+        let config = profiles();
+        let commands: [&[&str]; 5] = [
+            &["topics"],
+            &["list"],
+            &["groups"],
+            &["consume", "-t", "orders"],
+            &["produce", "-t", "orders"],
+        ];
+        for command in commands {
+            let args = [&["kdeck"][..], command, &["--cluster", "prod"]].concat();
+            let connect = match Cli::try_parse_from(args).map(|c| c.command) {
+                Ok(Some(Command::Topics(a))) => a.connect,
+                Ok(Some(Command::List(a))) => a.connect,
+                Ok(Some(Command::Groups(a))) => a.connect,
+                Ok(Some(Command::Consume(a))) => a.connect,
+                Ok(Some(Command::Produce(a))) => a.connect,
+                other => panic!("{command:?}: {other:?}"),
+            };
+            let remote = connect.base_remote(&config).expect("a profile");
+            assert_eq!(connect.remote_config(&remote).bootstrap, "kafka-1:9093", "{command:?}");
+        }
+        let cli = Cli::try_parse_from(["kdeck", "topics", "--cluster", "prod", "--tls-ca", "x.pem"]).expect("parses");
+        let Some(Command::Topics(args)) = cli.command else {
+            panic!("topics");
+        };
+        let remote = args
+            .connect
+            .remote_config(&args.connect.base_remote(&config).expect("a profile"));
+        assert_eq!(remote.tls.ca_file, "x.pem", "a flag overrides the profile");
+    }
+
+    #[test]
+    fn cluster_and_bootstrap_together_are_refused() {
+        use clap::CommandFactory;
+        let parse = |args: &[&str]| Cli::command().try_get_matches_from(args).map(|_| ());
+        assert!(parse(&["kdeck", "--cluster", "a", "--bootstrap", "h:9092"]).is_err());
+        assert!(parse(&["kdeck", "--cluster", "a", "--ephemeral"]).is_err());
+        assert!(parse(&["kdeck", "topics", "--cluster", "a", "-b", "h:9092"]).is_err());
+        assert!(parse(&["kdeck", "topics", "--cluster", "a"]).is_ok());
+        assert!(parse(&["kdeck", "clusters"]).is_ok());
     }
 
     #[test]

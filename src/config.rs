@@ -2,6 +2,7 @@
 //! (`--config FILE`, else `kdeck/kdeck.toml` in the platform config directory) overrides them
 //! key by key. Errors name the file, line and column and the offending key or value.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -9,7 +10,7 @@ use serde::Deserialize;
 pub mod keys;
 
 use crate::engine::ClusterConfig;
-use crate::remote::RemoteConfig;
+use crate::remote::{RemoteConfig, SaslConfig, TlsConfig};
 use crate::storage::LogConfig;
 use crate::wire::WireConfig;
 use crate::workload::DemoConfig;
@@ -28,6 +29,25 @@ pub struct KdeckConfig {
     pub keys: KeysConfig,
     pub wire: WireConfig,
     pub remote: RemoteConfig,
+    /// `[clusters.NAME]`: named connection profiles (`kdeck --cluster NAME`, the console's
+    /// cluster switcher), by name.
+    pub clusters: BTreeMap<String, ClusterProfile>,
+}
+
+/// `[clusters.NAME]`: one external cluster by name, with how to reach it. The client's
+/// other settings (client id, timeouts, backoffs) are `[remote]`'s.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterProfile {
+    /// `host:port[,host:port...]`.
+    pub bootstrap: String,
+    #[serde(default)]
+    pub tls: TlsConfig,
+    #[serde(default)]
+    pub sasl: SaslConfig,
+    /// Offer no action that changes this cluster (as `--read-only`).
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// `[console]`: how the console looks and behaves.
@@ -139,6 +159,34 @@ impl KdeckConfig {
             path: name.to_string(),
             message: e.message().to_string(),
         })
+    }
+
+    /// The client settings of profile `name`: `[remote]` with the profile's bootstrap, TLS
+    /// and SASL. An unknown name is an error listing the known ones.
+    pub fn profile(&self, name: &str) -> Result<RemoteConfig, String> {
+        let profile = self.clusters.get(name).ok_or_else(|| self.unknown_profile(name))?;
+        Ok(RemoteConfig {
+            bootstrap: profile.bootstrap.clone(),
+            tls: profile.tls.clone(),
+            sasl: profile.sasl.clone(),
+            ..self.remote.clone()
+        })
+    }
+
+    /// The profiles' names, in order.
+    pub fn profile_names(&self) -> Vec<String> {
+        self.clusters.keys().cloned().collect()
+    }
+
+    fn unknown_profile(&self, name: &str) -> String {
+        if self.clusters.is_empty() {
+            format!("no cluster profile {name:?}: the configuration has no [clusters.NAME] tables")
+        } else {
+            format!(
+                "no cluster profile {name:?}; the configuration has: {}",
+                self.profile_names().join(", ")
+            )
+        }
     }
 
     /// The cluster settings with the `[log]` defaults in place.

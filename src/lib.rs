@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod embedded;
 pub mod engine;
+pub mod hub;
 pub mod kafka;
 pub mod out;
 pub mod record;
@@ -34,10 +35,13 @@ use crate::out::outln;
 /// Runs what the command line asked for.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None => match remote_bootstrap(&cli)? {
-            Some(config) => run_remote_console(&cli, config),
-            None => run_console(&cli.cluster),
-        },
+        None => {
+            let config = KdeckConfig::load(cli.cluster.config.as_deref())?;
+            match cli.remote.target(&config).map_err(anyhow::Error::msg)? {
+                Some(target) => run_remote_console(&cli, config, target),
+                None => run_console(&cli.cluster, config),
+            }
+        }
         Some(Command::Serve(args)) => serve::run(&args),
         Some(Command::Topics(args)) => commands::topics(&args),
         Some(Command::List(args)) => commands::list(&args),
@@ -48,6 +52,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Reassign(args)) => commands::reassign(&args),
         Some(Command::Records(args)) => commands::records(&args),
         Some(Command::Configs(args)) => commands::configs(&args),
+        Some(Command::Clusters(args)) => commands::clusters(&args),
         Some(Command::Scenario { what }) => scenario_command(what),
         Some(Command::Record(args)) => record_console(&args),
         Some(Command::Replay(args)) => replay(&args),
@@ -194,12 +199,11 @@ fn run_scenario_console(
 
 /// The console on an embedded cluster. Logs go to `kdeck.log` in the data directory, never
 /// to the screen.
-fn run_console(args: &ClusterArgs) -> Result<()> {
+fn run_console(args: &ClusterArgs, config: KdeckConfig) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("the console needs a terminal (stdin and stdout); for the headless commands see `kdeck --help`");
     }
-    let config = KdeckConfig::load(args.config.as_deref())?;
     // A bad key binding or theme is reported before the terminal switches to the console.
     tui::check_config(&config)?;
     let data_dir = DataDir::prepare(args)?;
@@ -212,14 +216,9 @@ fn run_console(args: &ClusterArgs) -> Result<()> {
     runtime.block_on(async {
         let embedded = Arc::new(Embedded::start_in(&config, args, data_dir).await?);
         tracing::info!(data_dir = %embedded.data_dir().display(), "console started");
-        let result = tui::run(
-            Arc::clone(&embedded) as Arc<dyn view::ClusterSource>,
-            &config,
-            Some(log_path),
-        )
-        .await;
-        embedded.shutdown().await;
-        result
+        let source = Arc::clone(&embedded) as Arc<dyn view::ClusterSource>;
+        let hub = hub::Hub::new(config, args.clone(), false, None, Some(embedded), None);
+        hub::run_console(hub, source, Some(tui::clusters::EMBEDDED.to_string()), Some(log_path)).await
     })
 }
 
@@ -309,29 +308,19 @@ fn replay(args: &cli::ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-/// The `[remote]` settings when the console is to attach to an external cluster: with
-/// `--bootstrap`, or a bootstrap in the configuration.
-fn remote_bootstrap(cli: &Cli) -> Result<Option<(KdeckConfig, remote::RemoteConfig)>> {
-    let config = KdeckConfig::load(cli.cluster.config.as_deref())?;
-    let mut remote = config.remote.clone();
-    if let Some(bootstrap) = &cli.remote.bootstrap {
-        remote.bootstrap = bootstrap.clone();
-    }
-    if remote.bootstrap.trim().is_empty() {
-        return Ok(None);
-    }
-    cli.remote.security.apply(&mut remote);
-    Ok(Some((config, remote)))
-}
-
 /// The console on an external Kafka cluster. The cluster is reached before the terminal
 /// switches to the console (and before the terminal check), so an unreachable bootstrap is a
 /// clear error and exit code 1, never a hang or a blank screen. Logs go to `kdeck.log` in
 /// the platform data directory's `kdeck/` (the embedded console's log), else in the
 /// temporary directory.
-fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteConfig)) -> Result<()> {
+fn run_remote_console(cli: &Cli, config: KdeckConfig, target: cli::ConsoleTarget) -> Result<()> {
     use std::io::IsTerminal;
-    let settings = remote::ClientSettings::from_config(&remote).map_err(|e| anyhow::anyhow!("[remote] {e}"))?;
+    let remote = target.remote.clone();
+    let section = match &target.profile {
+        Some(name) => format!("[clusters.{name}]"),
+        None => "[remote]".to_string(),
+    };
+    let settings = remote::ClientSettings::from_config(&remote).map_err(|e| anyhow::anyhow!("{section} {e}"))?;
     // A bad key binding or theme is reported before anything else happens.
     tui::check_config(&config)?;
     let bootstrap = remote.bootstrap.clone();
@@ -351,21 +340,32 @@ fn run_remote_console(cli: &Cli, (config, remote): (KdeckConfig, remote::RemoteC
         }
         let log_dir = console_log_dir();
         let _flush_guard = log_to_file(&log_dir);
-        tracing::info!(%bootstrap, read_only = cli.remote.read_only, "console attached to an external cluster");
-        let options = remote::source::SourceOptions::new(
-            config.console.refresh_ms,
-            config.console.event_history,
-            cli.remote.read_only,
-        );
+        tracing::info!(%bootstrap, read_only = target.read_only, profile = ?target.profile, "console attached to an external cluster");
+        let options = remote::source::SourceOptions {
+            cluster_name: target.profile.clone(),
+            ..remote::source::SourceOptions::new(
+                config.console.refresh_ms,
+                config.console.event_history,
+                target.read_only,
+            )
+        };
         let source = Arc::new(remote::source::RemoteSource::start(client.clone(), options));
-        let result = tui::run(
+        let current = target.profile.clone();
+        let hub = hub::Hub::new(
+            config,
+            cli.cluster.clone(),
+            cli.remote.read_only,
+            Some(target),
+            None,
+            Some(client),
+        );
+        hub::run_console(
+            hub,
             source as Arc<dyn view::ClusterSource>,
-            &config,
+            current,
             Some(log_dir.join("kdeck.log")),
         )
-        .await;
-        client.close();
-        result
+        .await
     })
 }
 

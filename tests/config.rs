@@ -92,7 +92,7 @@ fn a_key_taken_from_another_action_is_an_error_naming_both() {
     // Moving kill_broker away first makes it fine; an empty list unbinds.
     let config = KdeckConfig::from_layers(Some((
         "my.toml",
-        "[keys]\nfollow = [\"x\"]\nkill_broker = [\"K\"]\npause_broker = []\n",
+        "[keys]\nfollow = [\"x\"]\nkill_broker = [\"ctrl-k\"]\npause_broker = []\n",
     )))
     .expect("parses");
     let keymap = Keymap::from_config(&config.keys).expect("no conflict");
@@ -120,4 +120,63 @@ fn a_console_layout_that_does_not_exist_is_placed_at_its_line_and_column() {
     assert!(err.contains("normal") && err.contains("projector"), "{err}");
     let config = KdeckConfig::from_layers(Some(("my.toml", "[console]\nlayout = \"projector\"\n"))).expect("parses");
     assert_eq!(config.console.layout, kdeck::config::Presentation::Projector);
+}
+
+const PROFILES: &str = r#"
+[remote]
+client_id = "ops-console"
+
+[clusters.staging]
+bootstrap = "kafka-staging:9092"
+
+[clusters.prod]
+bootstrap = "kafka-1:9093,kafka-2:9093"
+read_only = true
+tls = { enabled = true, ca_file = "ca.pem" }
+sasl = { mechanism = "SCRAM-SHA-512", username = "alice" }
+"#;
+
+#[test]
+fn cluster_profiles_carry_bootstrap_tls_sasl_and_read_only_over_the_remote_settings() {
+    let config = KdeckConfig::from_layers(Some(("my.toml", PROFILES))).expect("valid");
+    assert_eq!(config.profile_names(), vec!["prod", "staging"]);
+    let prod = config.profile("prod").expect("a profile");
+    assert_eq!(prod.bootstrap, "kafka-1:9093,kafka-2:9093");
+    assert!(prod.tls.enabled);
+    assert_eq!(prod.tls.ca_file, "ca.pem");
+    assert!(prod.tls.verify, "unset TLS keys keep their defaults");
+    assert_eq!(prod.sasl.mechanism, "SCRAM-SHA-512");
+    assert_eq!(
+        prod.client_id, "ops-console",
+        "the client's other settings are [remote]'s"
+    );
+    assert!(config.clusters["prod"].read_only);
+    let staging = config.profile("staging").expect("a profile");
+    assert!(!staging.tls.enabled && staging.sasl.mechanism.is_empty());
+    assert!(!config.clusters["staging"].read_only);
+}
+
+#[test]
+fn an_unknown_profile_is_an_error_listing_the_known_ones() {
+    let config = KdeckConfig::from_layers(Some(("my.toml", PROFILES))).expect("valid");
+    let error = config.profile("stagin").expect_err("unknown");
+    assert!(
+        error.contains("\"stagin\"") && error.contains("prod, staging"),
+        "{error}"
+    );
+    let none = KdeckConfig::from_layers(None).expect("the defaults load");
+    let error = none.profile("prod").expect_err("no profiles at all");
+    assert!(error.contains("no [clusters.NAME]"), "{error}");
+}
+
+#[test]
+fn a_bad_profile_table_is_placed_at_its_line_and_column() {
+    let message = error("[clusters.prod]\nbootstrap = \"k:9092\"\nbootstarp = \"k:9093\"\n");
+    assert!(message.starts_with("my.toml:3:1:"), "{message}");
+    assert!(message.contains("bootstarp"), "{message}");
+    let message = error("[clusters.prod]\nbootstrap = \"k:9092\"\n[clusters.prod.tls]\nenabled = \"yes\"\n");
+    assert!(message.starts_with("my.toml:4:11:"), "{message}");
+    let message = error("[clusters.prod]\nread_only = true\n");
+    assert!(message.starts_with("my.toml:1:"), "{message}");
+    assert!(message.contains("bootstrap"), "{message}");
 }

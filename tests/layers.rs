@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// the command line and hand over, so they may use any room and no room uses them.
 const ROOMS: &[&str] = &[
     "kafka", "out", "storage", "engine", "client", "wire", "view", "remote", "workload", "sim", "config", "cli",
-    "embedded", "tui", "commands", "serve", "scenario", "record", "bench",
+    "embedded", "tui", "commands", "hub", "serve", "scenario", "record", "bench",
 ];
 
 /// (room, the rooms it must not import, why).
@@ -116,7 +116,7 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     (
         "tui",
         &[
-            "storage", "engine", "client", "wire", "remote", "workload", "sim", "embedded", "commands", "serve",
+            "storage", "engine", "client", "wire", "remote", "workload", "sim", "embedded", "commands", "hub", "serve",
             "scenario", "record", "bench",
         ],
         "the console reads the view and config's data and drives a ClusterSource; recording observes it from outside",
@@ -125,6 +125,11 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
         "commands",
         &["embedded", "tui", "serve", "scenario", "record", "bench", "sim"],
         "the kcat-like commands are clients of a cluster, embedded or external, through the protocol",
+    ),
+    (
+        "hub",
+        &["commands", "serve", "scenario", "record", "bench", "sim"],
+        "the cluster switcher starts or connects the clusters one console shows; the console asks it only by name",
     ),
     (
         "serve",

@@ -331,11 +331,11 @@ fn the_message_filter_matches_keys_values_and_headers() {
 #[test]
 fn keys_come_from_the_configuration() {
     let mut keys = tui_fixture::default_keys();
-    keys.insert(Binding::KillBroker, vec![parse_key("K").expect("a key")]);
+    keys.insert(Binding::KillBroker, vec![parse_key("J").expect("a key")]);
     let mut h = harness_with(view(), ConsoleConfig::default(), keys, Theme::colored());
     h.press(KeyCode::Char('x'));
     assert_eq!(h.app.overlay(), None, "x is no longer bound");
-    h.press(KeyCode::Char('K'));
+    h.press(KeyCode::Char('J'));
     h.press(KeyCode::Char('y'));
     assert_eq!(h.source.commands(), vec![Command::KillBroker(0)]);
 }

@@ -1171,3 +1171,25 @@ async fn describe_log_dirs_tells_each_replica_size_and_delete_records_moves_the_
     );
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_acls_is_answered_as_by_a_broker_without_an_authorizer() {
+    let s = setup(free_ports()).await;
+    let mut stream = connect(s.addr(0)).await;
+    let everything = DescribeAclsRequest::default()
+        .with_resource_type_filter(1)
+        .with_pattern_type_filter(1)
+        .with_operation(1)
+        .with_permission_type(1);
+    for version in 1..=3 {
+        let response: DescribeAclsResponse = call(&mut stream, ApiKey::DescribeAcls, version, &everything).await;
+        assert_eq!(response.error_code, 54, "SECURITY_DISABLED at v{version}");
+        assert_eq!(
+            response.error_message.as_ref().map(|m| m.as_str()),
+            Some("No Authorizer is configured.")
+        );
+        assert!(response.resources.is_empty());
+    }
+    assert_eq!(versions::range(ApiKey::DescribeAcls), Some((1, 3)), "advertised");
+    s.stop().await;
+}

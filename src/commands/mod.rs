@@ -1,9 +1,11 @@
-//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign|configs`) against a Kafka
+//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign|configs`, and
+//! `kdeck clusters`, the profiles they can name) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
 //! (DESIGN's list has none for it): it sits at the binary's edge, above `remote`, and borrows
 //! the group assignor of `client/` for `consume -g`.
 
+pub mod clusters;
 mod configs;
 mod consume;
 mod elect;
@@ -88,6 +90,20 @@ pub fn records(args: &RecordsArgs) -> Result<()> {
     run(settings, async |client, out| records::run(args, client, out).await)
 }
 
+/// `kdeck clusters`: the configuration's profiles, one line each (no cluster is asked).
+pub fn clusters(args: &crate::cli::ClustersArgs) -> Result<()> {
+    let config = KdeckConfig::load(args.config.as_deref())?;
+    let mut out = Output::stdout();
+    let printed = clusters::lines(&config)
+        .iter()
+        .try_for_each(|line| out.line(line))
+        .and_then(|()| out.flush());
+    match printed {
+        Err(error) if error.downcast_ref::<PipeClosed>().is_some() => Ok(()),
+        other => other,
+    }
+}
+
 pub fn configs(args: &ConfigsArgs) -> Result<()> {
     let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
         return Ok(());
@@ -115,7 +131,7 @@ fn settings(connect: &ConnectArgs, role: Role) -> Result<Option<(ClientSettings,
         };
     }
     let config = KdeckConfig::load(connect.config.as_deref())?;
-    let mut remote = config.remote.clone();
+    let mut remote = connect.base_remote(&config).map_err(anyhow::Error::msg)?;
     let tuning = properties::apply(&connect.properties, role, &mut remote)?;
     let remote = connect.remote_config(&remote);
     let settings = ClientSettings::from_config(&remote).map_err(anyhow::Error::msg)?;

@@ -30,6 +30,8 @@ pub enum Binding {
     Flow,
     Configs,
     Reassignments,
+    Acls,
+    Clusters,
     Produce,
     KillBroker,
     StopBroker,
@@ -73,7 +75,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 53] = [
+    pub const ALL: [Binding; 55] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -91,6 +93,8 @@ impl Binding {
         Binding::Flow,
         Binding::Configs,
         Binding::Reassignments,
+        Binding::Acls,
+        Binding::Clusters,
         Binding::Produce,
         Binding::KillBroker,
         Binding::StopBroker,
@@ -149,6 +153,8 @@ impl Binding {
             Binding::Flow => "flow",
             Binding::Configs => "configs",
             Binding::Reassignments => "reassignments",
+            Binding::Acls => "acls",
+            Binding::Clusters => "clusters",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
             Binding::StopBroker => "stop_broker",

@@ -293,6 +293,13 @@ impl ClusterSource for Embedded {
         let _ = tx.send(self.shared.describe_configs(&target));
         rx
     }
+
+    /// The embedded cluster has no authorizer: it keeps no ACLs and refuses nobody.
+    fn describe_acls(&self) -> oneshot::Receiver<crate::view::acls::AclsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Ok(crate::view::acls::Acls::NoAuthorizer { embedded: true }));
+        rx
+    }
 }
 
 impl Shared {

@@ -4,6 +4,7 @@
 //! cluster the console shows, so they live here, at the bottom: this room imports nothing of
 //! ours, and the engine, the wire, the view and the remote client all import it.
 
+pub mod acl;
 pub mod offsets;
 pub mod partitioner;
 pub mod reassign;

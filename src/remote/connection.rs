@@ -54,6 +54,7 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::DescribeCluster, 1),
     (ApiKey::DescribeLogDirs, 4),
     (ApiKey::DeleteRecords, 2),
+    (ApiKey::DescribeAcls, 3),
     (ApiKey::SaslHandshake, 1),
     (ApiKey::SaslAuthenticate, 2),
 ];

@@ -32,9 +32,11 @@ use kafka_protocol::records::{
     RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+mod acls;
 mod configs;
 mod reassign;
 
+pub use acls::{acls_from, describe_acls};
 pub use configs::{describe_configs, incremental_alter_configs};
 pub use reassign::{alter_reassignments, assignments, list_reassignments};
 

@@ -183,6 +183,16 @@ impl ClusterSource for RemoteSource {
         });
         rx
     }
+
+    fn describe_acls(&self) -> oneshot::Receiver<crate::view::acls::AclsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let answer = ops::describe_acls(&client).await.map_err(|e| e.to_string());
+            let _ = tx.send(answer);
+        });
+        rx
+    }
 }
 
 /// Runs one console command against the cluster; the outcome is a sentence either way.

@@ -70,6 +70,14 @@ pub enum Action {
     /// Open the reassignments screen: every partition move, its progress, and those that
     /// finished.
     Reassignments,
+    /// Open the ACL screen (read only).
+    Acls,
+    /// Open the list of clusters the console may switch to.
+    Clusters,
+    /// Switch the console to another cluster: `embedded` or a profile's name.
+    SwitchCluster {
+        name: String,
+    },
     /// Set a pane's filter.
     Filter {
         pane: Pane,
@@ -501,6 +509,11 @@ pub enum Effect {
     },
     /// Ask the source for these configs; the answer goes to the configs screen.
     DescribeConfigs(ConfigTarget),
+    /// Ask the source for its ACLs; the answer goes to the ACL screen.
+    DescribeAcls,
+    /// Ask whoever started the console to switch it to this cluster; the answer comes back
+    /// through [`crate::tui::Switched`].
+    SwitchCluster(String),
     /// Tell the running scenario what the trainer asked.
     Scenario(ScenarioControl),
     Quit,

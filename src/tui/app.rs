@@ -11,7 +11,9 @@ use chrono::{DateTime, FixedOffset, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::Pane;
+use super::acls::AclsScreen;
 use super::action::{Action, Effect, ExplainTarget, ScenarioControl, SeekBy, TrainerUpdate};
+use super::clusters::ClusterChoices;
 use super::command;
 use super::configs::ConfigsScreen;
 use super::keymap::{Binding, Keymap, Meaning};
@@ -91,6 +93,8 @@ pub enum Screen {
     },
     /// Partition reassignments: each move's progress, and what finished (see `reassign`).
     Reassignments,
+    /// The cluster's ACLs (see `acls`).
+    Acls,
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -214,6 +218,11 @@ pub struct App {
     pub reassignments: Reassignments,
     /// The selected row of the reassignments screen.
     pub moves_cursor: usize,
+    /// The ACL screen's state while it is open.
+    pub acls: Option<AclsScreen>,
+    /// The clusters this console may switch to; `None`: it cannot switch (a scenario, a
+    /// recording, a test).
+    pub clusters: Option<ClusterChoices>,
 }
 
 /// What trainer mode shows of the running scenario: the step's caption, the rule behind it,
@@ -349,6 +358,8 @@ impl App {
             configs: None,
             reassignments,
             moves_cursor: 0,
+            acls: None,
+            clusters: None,
         }
     }
 
@@ -475,6 +486,65 @@ impl App {
         }
     }
 
+    /// The answer the event loop asked for with [`Effect::DescribeAcls`].
+    pub fn attach_acls(&mut self, answer: tokio::sync::oneshot::Receiver<crate::view::acls::AclsAnswer>) {
+        if let Some(screen) = &mut self.acls {
+            screen.attach(answer);
+        }
+    }
+
+    /// The answer to [`Effect::SwitchCluster`]: on success the console starts again on the
+    /// new cluster (its capabilities and first view; the dashboard, no filters, a new tail),
+    /// on failure it stays where it is and says why.
+    pub fn switched(
+        &mut self,
+        name: &str,
+        result: Result<(Capabilities, Arc<ClusterView>), String>,
+        now: DateTime<Utc>,
+    ) -> Vec<Effect> {
+        if let Some(choices) = &mut self.clusters {
+            choices.connecting = None;
+        }
+        match result {
+            Ok((capabilities, view)) => {
+                self.capabilities = capabilities;
+                self.view = view;
+                self.screens = vec![Screen::Dashboard];
+                self.overlays.retain(|o| matches!(o, Overlay::Caption { .. }));
+                self.configs = None;
+                self.acls = None;
+                self.tail = None;
+                self.tail_partition = None;
+                self.panes.clear();
+                self.asked.clear();
+                self.expanded.clear();
+                if let Some(choices) = &mut self.clusters {
+                    choices.current = Some(name.to_string());
+                }
+                let text = self.lang.fmt("switched to {name}", &[("name", &name)]);
+                self.say(text, Severity::Info, now);
+                self.start()
+            }
+            Err(reason) => {
+                let text = self.lang.fmt(
+                    "cannot switch to {name}: {reason}; staying here",
+                    &[("name", &name), ("reason", &reason)],
+                );
+                self.say(text, Severity::Error, now);
+                Vec::new()
+            }
+        }
+    }
+
+    /// What the filter line filters: the ACL screen's list when it is open, else the
+    /// focused pane; its name and text.
+    pub fn filtering(&self) -> (String, &str) {
+        match (self.screen(), &self.acls) {
+            (Screen::Acls, Some(screen)) => (self.lang.tr("ACLs").to_string(), screen.filter.as_str()),
+            _ => (self.lang.tr(self.focus.title()).to_string(), self.filter(self.focus)),
+        }
+    }
+
     /// A tail the event loop started for [`Effect::Tail`].
     pub fn attach_tail(&mut self, handle: TailHandle) {
         if let Some(tail) = &mut self.tail
@@ -496,6 +566,7 @@ impl App {
         )
         .map(|why| self.membership_refusal(membership, why))
         .or_else(|| (binding.trainer() && self.view.controls.is_none()).then_some(NO_CONTROLS))
+        .or_else(|| (binding == Binding::Clusters && self.clusters.is_none()).then_some(NO_SWITCH))
     }
 
     /// Why the console refuses `action`, whoever asked for it.
@@ -533,7 +604,8 @@ impl App {
     /// Periodic check; true when the screen must be redrawn (new tail records).
     pub fn on_tick(&mut self) -> bool {
         let configs = self.configs.as_mut().is_some_and(ConfigsScreen::poll);
-        configs | self.tail_changed()
+        let acls = self.acls.as_mut().is_some_and(AclsScreen::poll);
+        configs | acls | self.tail_changed()
     }
 
     fn tail_changed(&mut self) -> bool {
@@ -937,6 +1009,25 @@ impl App {
     /// The filter line: typing filters the focused pane as it goes; Enter keeps the filter,
     /// Esc clears it.
     fn filter_key(&mut self, key: KeyEvent, now: DateTime<Utc>) -> Vec<Effect> {
+        if matches!(self.screen(), Screen::Acls)
+            && let Some(screen) = &mut self.acls
+        {
+            let mut text = screen.filter.clone();
+            match key.code {
+                KeyCode::Esc => text.clear(),
+                KeyCode::Enter => {}
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+                _ => return Vec::new(),
+            }
+            screen.set_filter(text);
+            if matches!(key.code, KeyCode::Esc | KeyCode::Enter) {
+                return self.update(Action::Close, now);
+            }
+            return Vec::new();
+        }
         let pane = self.focus;
         let mut text = self.filter(pane).to_string();
         match key.code {
@@ -1009,7 +1100,8 @@ impl App {
                 }
             }
             KeyCode::Tab => {
-                line.offered = command::completions(&line.text, &self.view);
+                let clusters = self.clusters.as_ref().map_or(&[][..], |c| c.names.as_slice());
+                line.offered = command::completions(&line.text, &self.view, clusters);
                 line.text = command::complete(&line.text, &line.offered);
                 line.error = None;
             }
@@ -1273,6 +1365,23 @@ impl App {
                 )),
             };
         }
+        if let Screen::Acls = self.screen() {
+            return match binding {
+                Binding::Quit | Binding::Back => Ok(Action::Back),
+                Binding::Help => Ok(Action::Help),
+                Binding::Up => Ok(Action::Move { by: -1 }),
+                Binding::Down => Ok(Action::Move { by: 1 }),
+                Binding::PageUp => Ok(Action::Move { by: -10 }),
+                Binding::PageDown => Ok(Action::Move { by: 10 }),
+                Binding::Filter => Ok(Action::EditFilter),
+                Binding::Command => Ok(Action::CommandLine),
+                Binding::Clusters => Ok(Action::Clusters),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if let Screen::Configs { .. } = self.screen() {
             return match binding {
                 Binding::Quit | Binding::Back => Ok(Action::Back),
@@ -1366,6 +1475,8 @@ impl App {
                 topic: Some(self.selected_topic().ok_or("no topic selected")?.name.clone()),
             },
             Binding::Reassignments => Action::Reassignments,
+            Binding::Acls => Action::Acls,
+            Binding::Clusters => Action::Clusters,
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
                 Action::OpenProduce {
@@ -1693,6 +1804,11 @@ impl App {
                 let last = self.reassignments.rows().len().saturating_sub(1) as i64;
                 self.moves_cursor = (self.moves_cursor.min(last as usize) as i64 + by).clamp(0, last) as usize;
             }
+            Action::Move { by } if matches!(self.screen(), Screen::Acls) => {
+                if let Some(screen) = &mut self.acls {
+                    screen.move_by(by);
+                }
+            }
             Action::Move { by } if matches!(self.screen(), Screen::Configs { .. }) => {
                 if let Some(screen) = &mut self.configs {
                     screen.move_by(by);
@@ -1767,6 +1883,44 @@ impl App {
             Action::Reassignments => {
                 if self.screen() != &Screen::Reassignments {
                     self.screens.push(Screen::Reassignments);
+                }
+            }
+            Action::Acls => {
+                if matches!(self.screen(), Screen::Acls) {
+                    self.screens.pop();
+                }
+                self.screens.push(Screen::Acls);
+                self.acls = Some(AclsScreen::default());
+                effects.push(Effect::DescribeAcls);
+            }
+            Action::Clusters => match &self.clusters {
+                None => self.say(self.lang.sentence(NO_SWITCH), Severity::Warn, now),
+                Some(choices) => {
+                    let cursor = choices
+                        .current
+                        .as_ref()
+                        .and_then(|c| choices.names.iter().position(|n| n == c))
+                        .unwrap_or(0);
+                    let names = choices.names.clone();
+                    self.overlays.push(Overlay::Clusters { names, cursor });
+                }
+            },
+            Action::SwitchCluster { name } => {
+                self.overlays.retain(|o| !matches!(o, Overlay::Clusters { .. }));
+                match self.clusters.as_mut() {
+                    None => self.say(self.lang.sentence(NO_SWITCH), Severity::Warn, now),
+                    Some(choices) => match choices.refuse(&name) {
+                        Some(reason) => {
+                            let said = self.lang.sentence(&reason);
+                            self.say(said, Severity::Warn, now);
+                        }
+                        None => {
+                            choices.connecting = Some(name.clone());
+                            let text = self.lang.fmt("connecting to {name}…", &[("name", &name)]);
+                            self.say(text, Severity::Info, now);
+                            effects.push(Effect::SwitchCluster(name));
+                        }
+                    },
                 }
             }
             Action::Filter { pane, text } => {
@@ -2486,9 +2640,19 @@ impl App {
     }
 
     fn back(&mut self, effects: &mut Vec<Effect>) {
+        let on_acls = matches!(self.screen(), Screen::Acls);
+        if on_acls
+            && let Some(screen) = &mut self.acls
+            && !screen.filter.is_empty()
+        {
+            screen.set_filter(String::new());
+            return;
+        }
         if self.screens.len() > 1 {
-            if let Some(Screen::Configs { .. }) = self.screens.pop() {
-                self.configs = None;
+            match self.screens.pop() {
+                Some(Screen::Configs { .. }) => self.configs = None,
+                Some(Screen::Acls) => self.acls = None,
+                _ => {}
             }
             return;
         }
@@ -2512,6 +2676,9 @@ impl App {
 }
 
 use crate::view::outcome::{NO_BROKER_MEMBERSHIP, NO_CONTROLS, NO_DEMO_WORKLOAD as NO_DEMO, NO_SCENARIO, READ_ONLY};
+
+/// What `K` and `:cluster` say in a console that runs on one cluster of its own.
+const NO_SWITCH: &str = "this console cannot switch clusters (a scenario or a recording has its own cluster)";
 
 /// The slow-motion factors `slower` and `faster` step through.
 const SLOW_MOTION: [u32; 5] = [1, 2, 3, 5, 10];
@@ -2576,6 +2743,18 @@ fn overlay_key(overlay: &mut Overlay, key: KeyEvent) -> OverlayKey {
                     dialog.push(c);
                 }
             }
+        },
+        Overlay::Clusters { names, cursor } => match key.code {
+            KeyCode::Down | KeyCode::Char('j') => *cursor = (*cursor + 1).min(names.len().saturating_sub(1)),
+            KeyCode::Up | KeyCode::Char('k') => *cursor = cursor.saturating_sub(1),
+            KeyCode::Enter => {
+                return match names.get(*cursor) {
+                    Some(name) => OverlayKey::Act(Action::SwitchCluster { name: name.clone() }),
+                    None => OverlayKey::Act(Action::Close),
+                };
+            }
+            KeyCode::Esc | KeyCode::Char('q') => return OverlayKey::Act(Action::Close),
+            _ => {}
         },
         Overlay::Caption { .. } => {}
     }

@@ -144,6 +144,16 @@ pub const COMMANDS: &[Spec] = &[
         "GROUP",
         "delete a group without active members, with its committed offsets",
     ),
+    look(
+        "acls",
+        "",
+        "the cluster's ACLs, read only (DescribeAcls); the embedded cluster has no authorizer",
+    ),
+    look(
+        "cluster",
+        "[NAME]",
+        "switch the console to another cluster: embedded or a [clusters.NAME] profile (no NAME: the list)",
+    ),
     look("freeze", "", "stop the cluster's clock"),
     look("thaw", "", "let the cluster's clock run again"),
     look(
@@ -354,6 +364,9 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
         ("group", ["resume", g]) => Action::ResumeGroup { group: group(view, g)? },
         ("reset-offsets", [g, options @ ..]) => reset_offsets(view, g, options).map_err(|e| e.unwrap_or_else(usage))?,
         ("delete-group", [g]) => Action::DeleteGroup { group: group(view, g)? },
+        ("acls", []) => Action::Acls,
+        ("cluster", []) => Action::Clusters,
+        ("cluster", [name]) => Action::SwitchCluster { name: name.to_string() },
         ("freeze", []) => Action::Freeze,
         ("thaw", []) => Action::Thaw,
         ("slow", [factor]) => {
@@ -813,7 +826,7 @@ fn pane(text: &str) -> Result<Pane, String> {
 }
 
 /// What the word being typed (the line's last, possibly empty) can become.
-pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
+pub fn completions(line: &str, view: &ClusterView, clusters: &[String]) -> Vec<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let typing = if line.ends_with(char::is_whitespace) || line.is_empty() {
         ""
@@ -875,6 +888,7 @@ pub fn completions(line: &str, view: &ClusterView) -> Vec<String> {
         ["group"] | ["demo"] => words_of(&["pause", "resume"]),
         ["acks"] => words_of(&["0", "1", "all"]),
         ["focus"] => Pane::ALL.iter().map(|p| p.name().to_string()).collect(),
+        ["cluster"] => clusters.to_vec(),
         _ => Vec::new(),
     };
     candidates.into_iter().filter(|c| c.starts_with(typing)).collect()
@@ -1335,7 +1349,7 @@ mod tests {
     #[test]
     fn tab_offers_what_the_word_being_typed_can_become() {
         let v = view();
-        let offer = |line: &str| completions(line, &v);
+        let offer = |line: &str| completions(line, &v, &[]);
         assert_eq!(offer("ki"), vec!["kill"]);
         assert!(offer("").len() == COMMANDS.len());
         assert_eq!(offer("kill "), vec!["0", "1", "2"]);

@@ -37,7 +37,7 @@ pub fn field_window(value: &str, width: usize) -> String {
     std::iter::once('…').chain(kept.into_iter().rev()).collect()
 }
 
-fn popup(area: Rect, width: u16, height: u16) -> Rect {
+pub(super) fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect {
@@ -172,7 +172,7 @@ pub fn draw_caption(frame: &mut Frame, area: Rect, app: &App, title: &str, text:
 }
 
 /// A framed, wrapped popup drawn over whatever is below it.
-fn draw_popup(frame: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'_>>, title: String) {
+pub(super) fn draw_popup(frame: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'_>>, title: String) {
     frame.render_widget(Clear, area);
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(

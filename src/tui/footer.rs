@@ -21,6 +21,13 @@ const REPLICA_LOG_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+const ACLS_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Filter, "filter"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
+
 const CONFIGS_HINTS: &[(Binding, &str)] = &[
     (Binding::Back, "back"),
     (Binding::Help, "help"),
@@ -61,22 +68,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         command_line(app, command, width)
     } else if app.overlay() == Some(&Overlay::Filter) {
         let lang = app.lang;
+        let (what, text) = app.filtering();
         Line::from(vec![
-            Span::styled(
-                format!(
-                    " {}: ",
-                    lang.fmt("filter {pane}", &[("pane", &lang.tr(app.focus.title()))])
-                ),
-                t.title,
-            ),
-            Span::raw(app.filter(app.focus).to_string()),
+            Span::styled(format!(" {}: ", lang.fmt("filter {pane}", &[("pane", &what)])), t.title),
+            Span::raw(text.to_string()),
             Span::styled(format!("▏  {}", lang.tr("Enter keep · Esc clear")), t.dim),
         ])
     } else {
         let mut spans = Vec::new();
         let mut used = 0;
         // The active filter, in full: what the pane shows depends on it.
-        let filter = app.filter(app.focus);
+        let (_, filter) = app.filtering();
         if !filter.is_empty() {
             let searching =
                 app.focus == super::Pane::Messages && app.tail.as_ref().is_some_and(|t| t.search_progress().is_some());
@@ -104,6 +106,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::Flow { .. } => FLOW_HINTS,
             Screen::Configs { .. } => CONFIGS_HINTS,
             Screen::Reassignments => REASSIGN_HINTS,
+            Screen::Acls => ACLS_HINTS,
         };
         // A scenario's own keys first: they work over every pane and overlay.
         let scenario = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };

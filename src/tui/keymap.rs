@@ -110,6 +110,8 @@ impl Meaning for Binding {
             Binding::Flow => "records through the selected partition: producers, leader, followers, groups",
             Binding::Configs => "the selected topic's configs and their sources: edit one, remove an override",
             Binding::Reassignments => "partition reassignments: live progress, plan, cancel",
+            Binding::Acls => "the cluster's ACLs: principal, host, operation, permission, resource (read only)",
+            Binding::Clusters => "switch to another cluster: the embedded one or a [clusters.NAME] profile",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
             Binding::StopBroker => "stop the selected broker (controlled shutdown)",

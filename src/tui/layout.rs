@@ -99,6 +99,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         Screen::Flow { topic, partition } => flow::draw(frame, rows[1], app, topic, *partition, now),
         Screen::Configs { .. } => super::configs::draw(frame, rows[1], app),
         Screen::Reassignments => super::reassign::draw(frame, rows[1], app, now),
+        Screen::Acls => super::acls::draw(frame, rows[1], app),
     }
     footer::draw(frame, rows[2], app, now);
     if let (Some((title, text)), Some(band)) = (caption, band) {
@@ -111,6 +112,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
             Overlay::Confirm { question, .. } => dialog::draw_confirm(frame, above, app, question),
             Overlay::Detail(record) => messages::draw_detail(frame, above, app, record),
             Overlay::Explain { target, scroll } => explain::draw(frame, above, app, target, *scroll),
+            Overlay::Clusters { cursor, .. } => super::clusters::draw(frame, above, app, *cursor),
             Overlay::Caption { .. } | Overlay::Filter | Overlay::Command(_) => {}
         }
     }

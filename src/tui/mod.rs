@@ -4,10 +4,12 @@
 //! new view, a key, a resize, new tail records or the clock, and coalesces bursts into one
 //! frame, so an idle console costs almost nothing.
 
+pub mod acls;
 pub mod action;
 pub mod app;
 pub mod brokers;
 pub mod cast;
+pub mod clusters;
 pub mod command;
 pub mod configs;
 pub mod dialog;
@@ -123,6 +125,21 @@ pub enum Input {
 const FRAME: Duration = Duration::from_millis(33);
 const TICK: Duration = Duration::from_millis(250);
 
+/// What the outer loop answers a switch request with: the new cluster's source, or why the
+/// console stays where it is.
+pub struct Switched {
+    pub name: String,
+    pub result: Result<Arc<dyn ClusterSource>, String>,
+}
+
+/// How a console reaches other clusters without knowing how they are reached: it sends a
+/// cluster's name on `requests`; whoever started it connects (or starts the embedded one)
+/// and answers on `answers`.
+pub struct SwitchLink {
+    pub requests: mpsc::UnboundedSender<String>,
+    pub answers: mpsc::UnboundedReceiver<Switched>,
+}
+
 /// The app with what performs its effects: the source, and the channel that brings
 /// command outcomes back.
 pub struct Console {
@@ -133,6 +150,10 @@ pub struct Console {
     pub scenario: Option<mpsc::UnboundedSender<ScenarioControl>>,
     /// Where each frame is also written (`--cast FILE`).
     pub cast: Option<cast::Cast>,
+    /// Where switch requests go, when the console can switch clusters.
+    pub switch_requests: Option<mpsc::UnboundedSender<String>>,
+    /// The answers to them (the event loop takes it).
+    pub switch_answers: Option<mpsc::UnboundedReceiver<Switched>>,
 }
 
 impl Console {
@@ -144,6 +165,8 @@ impl Console {
             outcomes,
             scenario: None,
             cast: None,
+            switch_requests: None,
+            switch_answers: None,
         };
         let effects = console.app.start();
         console.perform(effects);
@@ -168,6 +191,19 @@ impl Console {
                     let answer = self.source.describe_configs(target.clone());
                     self.app.attach_configs(&target, answer);
                 }
+                Effect::DescribeAcls => {
+                    let answer = self.source.describe_acls();
+                    self.app.attach_acls(answer);
+                }
+                Effect::SwitchCluster(name) => match &self.switch_requests {
+                    Some(tx) if tx.send(name.clone()).is_ok() => {}
+                    _ => {
+                        let effects =
+                            self.app
+                                .switched(&name, Err("this console cannot switch clusters".into()), Utc::now());
+                        self.perform(effects);
+                    }
+                },
                 Effect::Scenario(control) => {
                     if let Some(tx) = &self.scenario {
                         let _ = tx.send(control);
@@ -203,6 +239,19 @@ impl Console {
             self.perform(effects);
         }
         let effects = self.app.on_trainer(update, now);
+        self.perform(effects);
+    }
+
+    /// The outer loop's answer to a switch: on success the new source replaces the old one
+    /// (dropping it stops its refresh) and the app starts again on it.
+    pub fn switched(&mut self, switched: Switched, now: DateTime<Utc>) {
+        let result = switched.result.map(|source| {
+            let capabilities = source.capabilities();
+            let view = source.views().borrow().clone();
+            self.source = source;
+            (capabilities, view)
+        });
+        let effects = self.app.switched(&switched.name, result, now);
         self.perform(effects);
     }
 
@@ -270,6 +319,21 @@ pub async fn run(source: Arc<dyn ClusterSource>, config: &KdeckConfig, log_path:
 pub struct TrainerLink {
     pub controls: mpsc::UnboundedSender<ScenarioControl>,
     pub updates: mpsc::UnboundedReceiver<TrainerUpdate>,
+}
+
+/// [`run`], able to switch clusters: `choices` lists them, `link` reaches whoever switches.
+pub async fn run_switching(
+    source: Arc<dyn ClusterSource>,
+    config: &KdeckConfig,
+    log_path: Option<PathBuf>,
+    choices: clusters::ClusterChoices,
+    link: SwitchLink,
+) -> Result<()> {
+    let (mut console, outcomes) = new_console(source, config, log_path)?;
+    console.app.clusters = Some(choices);
+    console.switch_requests = Some(link.requests);
+    console.switch_answers = Some(link.answers);
+    run_console(console, outcomes, config, None).await.map(drop)
 }
 
 /// [`run`], in trainer mode when `trainer` is given, writing its frames to `cast` when
@@ -388,6 +452,7 @@ where
 {
     let mut views = console.source.views();
     let mut views_open = true;
+    let mut switched = console.switch_answers.take();
     let mut dirty = true;
     let mut last_frame = tokio::time::Instant::now() - FRAME;
     let mut last_second = Utc::now().timestamp();
@@ -424,6 +489,22 @@ where
             } => {
                 let replaced = matches!(update, TrainerUpdate::Source(_));
                 console.trainer(update, Utc::now());
+                if replaced {
+                    views = console.source.views();
+                    views_open = true;
+                    let view = views.borrow_and_update().clone();
+                    console.set_view(view);
+                }
+                dirty = true;
+            }
+            Some(answer) = async {
+                match switched.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let replaced = answer.result.is_ok();
+                console.switched(answer, Utc::now());
                 if replaced {
                     views = console.source.views();
                     views_open = true;

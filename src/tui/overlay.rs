@@ -32,6 +32,11 @@ pub enum Overlay {
         target: ExplainTarget,
         scroll: u16,
     },
+    /// The clusters the console may switch to (a copy of their names), the cursor on one.
+    Clusters {
+        names: Vec<String>,
+        cursor: usize,
+    },
     /// A trainer's words: shown, takes no keys.
     Caption {
         title: String,

@@ -18,6 +18,7 @@
 //! reaches through here: [`topic_name_error`], so it checks a name the way the cluster will,
 //! and [`OffsetSpec`], the one name of a ListOffsets lookup (earliest, latest, by time).
 
+pub mod acls;
 pub mod configs;
 pub mod epochs;
 pub mod explain;

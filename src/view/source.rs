@@ -15,6 +15,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use super::acls::{AclsAnswer, NO_ACLS};
 use super::configs::{ConfigTarget, ConfigsAnswer, NO_CONFIGS};
 use super::{BrokerId, ClusterView, OffsetSpec};
 
@@ -758,6 +759,13 @@ pub trait ClusterSource: Send + Sync {
         let _ = target;
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(Err(NO_CONFIGS.to_string()));
+        rx
+    }
+    /// Describes every ACL binding in the background (DescribeAcls); the answer arrives on
+    /// the receiver. By default: not supported here.
+    fn describe_acls(&self) -> oneshot::Receiver<AclsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Err(NO_ACLS.to_string()));
         rx
     }
 }

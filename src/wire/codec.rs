@@ -61,6 +61,7 @@ pub enum RequestBody {
     OffsetDelete(OffsetDeleteRequest),
     DescribeLogDirs(DescribeLogDirsRequest),
     DeleteRecords(DeleteRecordsRequest),
+    DescribeAcls(DescribeAclsRequest),
 }
 
 #[derive(Debug)]
@@ -160,6 +161,7 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
             RequestBody::DescribeLogDirs(DescribeLogDirsRequest::decode(b, v).map_err(malformed)?)
         }
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::DescribeAcls => RequestBody::DescribeAcls(DescribeAclsRequest::decode(b, v).map_err(malformed)?),
         other => {
             return Err(CodecError::UnsupportedVersion {
                 api: other,

@@ -51,6 +51,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     // Answered as soon as the leader moved its log start (no wait for the followers').
     (ApiKey::DeleteRecords, 0, 2),
+    // Answered as a broker without an authorizer answers (SECURITY_DISABLED); v0 is gone
+    // from Kafka 4 and from the crate.
+    (ApiKey::DescribeAcls, 1, 3),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

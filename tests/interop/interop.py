@@ -958,6 +958,32 @@ def scenario_log_dirs(server):
         member.close()
 
 
+def scenario_acls(server):
+    """kafka-acls.sh --list through confluent-kafka's AdminClient: kdeck serve has no
+    authorizer and answers DescribeAcls as such a Kafka broker does, SECURITY_DISABLED
+    ("No Authorizer is configured.")."""
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    everything = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
+    future = admin(server).describe_acls(everything, request_timeout=30)
+    try:
+        bindings = future.result(timeout=30)
+    except KafkaException as e:
+        error = e.args[0]
+        assert error.code() == KafkaError.SECURITY_DISABLED, error
+        assert "No Authorizer is configured" in error.str(), error.str()
+        return
+    raise AssertionError(f"describe_acls answered {bindings!r}, not SECURITY_DISABLED")
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -972,6 +998,7 @@ SCENARIOS = {
     "group-offsets": scenario_group_offsets,
     "configs": scenario_configs,
     "log-dirs": scenario_log_dirs,
+    "acls": scenario_acls,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the

@@ -13,6 +13,7 @@ use kdeck::tui::Console;
 use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
+use kdeck::view::acls::{Acls, AclsAnswer};
 use kdeck::view::lang::Msg;
 use kdeck::view::timeline::{self, ElectionCause};
 use kdeck::view::{
@@ -421,6 +422,9 @@ pub struct RecordingSource {
     pub config_requests: Mutex<Vec<ConfigTarget>>,
     /// What it answers them: [`config_rows`] unless a test says otherwise.
     pub configs: Mutex<Result<Vec<ConfigRow>, String>>,
+    /// What it answers DescribeAcls with: no authorizer (as the embedded cluster) unless a
+    /// test says otherwise.
+    pub acls: Mutex<AclsAnswer>,
 }
 
 impl RecordingSource {
@@ -438,6 +442,7 @@ impl RecordingSource {
             pending: Mutex::new(Vec::new()),
             config_requests: Mutex::new(Vec::new()),
             configs: Mutex::new(Ok(config_rows())),
+            acls: Mutex::new(Ok(Acls::NoAuthorizer { embedded: true })),
         })
     }
 
@@ -517,6 +522,12 @@ impl ClusterSource for RecordingSource {
         self.config_requests.lock().expect("config requests").push(target);
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(self.configs.lock().expect("configs").clone());
+        rx
+    }
+
+    fn describe_acls(&self) -> oneshot::Receiver<AclsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(self.acls.lock().expect("acls").clone());
         rx
     }
 

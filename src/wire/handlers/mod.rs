@@ -1,6 +1,7 @@
 //! One function per API. Each answers as the broker that owns the listener, through the
 //! engine's public API, and maps engine errors to the Kafka codes a client expects.
 
+mod acls;
 mod admin;
 mod configs;
 mod fetch;
@@ -176,5 +177,6 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::ListPartitionReassignments(r) => frame(&request, &reassign::list(ctx, r)),
         RequestBody::DescribeLogDirs(r) => frame(&request, &log_dirs::describe_log_dirs(ctx, r)?),
         RequestBody::DeleteRecords(r) => frame(&request, &log_dirs::delete_records(ctx, r).await?),
+        RequestBody::DescribeAcls(_) => frame(&request, &acls::describe_acls()),
     }
 }
