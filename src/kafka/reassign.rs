@@ -255,6 +255,9 @@ pub const LEADER_THROTTLED_REPLICAS: &str = "leader.replication.throttled.replic
 /// A topic's replicas whose fetching (as followers) is throttled.
 pub const FOLLOWER_THROTTLED_REPLICAS: &str = "follower.replication.throttled.replicas";
 
+/// `partition:broker` pairs of a throttled replicas list.
+type Pairs = BTreeSet<(i32, BrokerId)>;
+
 /// Whose config a throttle sets.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ThrottleTarget {
@@ -286,7 +289,7 @@ impl Throttle {
             follower_brokers: BTreeSet::new(),
             topics: BTreeMap::new(),
         };
-        let mut lists: BTreeMap<String, (BTreeSet<(i32, BrokerId)>, BTreeSet<(i32, BrokerId)>)> = BTreeMap::new();
+        let mut lists: BTreeMap<String, (Pairs, Pairs)> = BTreeMap::new();
         for (now, after) in plan.diff(current) {
             if now.replicas == after {
                 continue;
@@ -301,7 +304,7 @@ impl Throttle {
                 followers.insert((now.partition, *b));
             }
         }
-        let text = |pairs: &BTreeSet<(i32, BrokerId)>| {
+        let text = |pairs: &Pairs| {
             pairs
                 .iter()
                 .map(|(p, b)| format!("{p}:{b}"))
