@@ -156,8 +156,8 @@ fn the_screen_shows_each_moves_lag_progress_rate_and_eta() {
             "+3 400 / 107 KiB",
             "10.7 KiB/s",
             "copying: +3 not in the ISR yet",
-            "in the ISR, waiting for the leader to move",
-            "in the ISR, removing the old replicas",
+            "in ISR, waiting for the leader to move",
+            "in ISR, removing the old replicas",
             "3 moving · 107 KiB left · copying 10.7 KiB/s · ETA 10s",
         ],
     );

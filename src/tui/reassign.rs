@@ -19,7 +19,6 @@ use super::text::{bytes, fit};
 use crate::view::BrokerId;
 use crate::view::reassignments::{Move, Phase, Unit};
 
-const PARTITION: usize = 16;
 const REPLICAS: usize = 19;
 const LAG: usize = 22;
 const ISR: usize = 8;
@@ -160,11 +159,8 @@ fn state(app: &App, m: &Move, now: DateTime<Utc>) -> (String, Style) {
             lang.fmt("stalled: no progress for {time}", &[("time", &span(secs))]),
             t.warn,
         ),
-        Phase::WaitingForLeader => (
-            lang.tr("in the ISR, waiting for the leader to move").to_string(),
-            t.text,
-        ),
-        Phase::RemovingOld => (lang.tr("in the ISR, removing the old replicas").to_string(), t.text),
+        Phase::WaitingForLeader => (lang.tr("in ISR, waiting for the leader to move").to_string(), t.text),
+        Phase::RemovingOld => (lang.tr("in ISR, removing the old replicas").to_string(), t.text),
         Phase::Done => (lang.fmt("done in {time}", &[("time", &took())]), t.ok),
         Phase::Cancelled => (lang.fmt("cancelled after {time}", &[("time", &took())]), t.dim),
     }
@@ -233,11 +229,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     frame.render_widget(Paragraph::new(head), top);
     let width = list.width as usize;
     let rows = app.reassignments.rows();
+    // As wide as the longest name (`__consumer_offsets-49`), within bounds.
+    let partition = rows
+        .iter()
+        .map(|m| unicode_width::UnicodeWidthStr::width(m.name().as_str()))
+        .max()
+        .unwrap_or(0)
+        .clamp(12, 40)
+        + 2;
     let mut lines = vec![Line::styled(
         fit(
             &format!(
                 " {}{}{}{}{}{}{}{}",
-                column(lang.tr("PARTITION"), PARTITION),
+                column(lang.tr("PARTITION"), partition),
                 column(lang.tr("REPLICAS"), REPLICAS),
                 column(lang.tr("LAG (records / bytes)"), LAG),
                 column(lang.tr("ISR"), ISR),
@@ -272,7 +276,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         let (said, style) = state(app, m, now);
         let text = format!(
             " {}{}{}{}{}{}{}{said}",
-            column(&m.name(), PARTITION),
+            column(&m.name(), partition),
             column(&replicas(m), REPLICAS),
             column(&lags(m), LAG),
             column(&ids(&m.isr), ISR),
