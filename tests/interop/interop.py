@@ -960,8 +960,11 @@ def scenario_log_dirs(server):
 
 def scenario_acls(server):
     """kafka-acls.sh --list through confluent-kafka's AdminClient: kdeck serve has no
-    authorizer and answers DescribeAcls as such a Kafka broker does, SECURITY_DISABLED
-    ("No Authorizer is configured.")."""
+    authorizer and answers DescribeAcls as such a Kafka broker does, SECURITY_DISABLED ("No
+    Authorizer is configured.", checked byte for byte in tests/wire_protocol.rs). librdkafka
+    (up to 2.16 at least) reads that answer's error code and drops it, so against kdeck, as
+    against Kafka without an authorizer, the listing succeeds and is empty; an error here
+    would mean the answer did not decode."""
     from confluent_kafka.admin import (
         AclBindingFilter,
         AclOperation,
@@ -977,11 +980,11 @@ def scenario_acls(server):
     try:
         bindings = future.result(timeout=30)
     except KafkaException as e:
+        # A librdkafka that passes the code on must name SECURITY_DISABLED.
         error = e.args[0]
         assert error.code() == KafkaError.SECURITY_DISABLED, error
-        assert "No Authorizer is configured" in error.str(), error.str()
         return
-    raise AssertionError(f"describe_acls answered {bindings!r}, not SECURITY_DISABLED")
+    assert bindings == [], f"no authorizer, no bindings: {bindings!r}"
 
 
 SCENARIOS = {
