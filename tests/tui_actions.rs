@@ -157,7 +157,7 @@ fn help_fits_80x24_scrolls_and_lists_the_focused_panes_keys_first() {
     );
     assert!(!text.contains("Log file"), "the end is below");
     // Keys, then the `:` commands, then the notes: PgDn goes 10 lines at a time.
-    for _ in 0..12 {
+    for _ in 0..16 {
         h.press(KeyCode::PageDown);
     }
     let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 80, 24));
