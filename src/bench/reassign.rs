@@ -26,6 +26,10 @@ const BROKERS: i32 = 4;
 const DRAINED: BrokerId = 3;
 /// The steady producer sends one batch per partition this often.
 const SEND_EVERY: Duration = Duration::from_millis(10);
+/// How often the steady producer tries a batch, and how long it waits between tries (Kafka's
+/// retry.backoff.ms).
+const RETRIES: u32 = 10;
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 
 pub fn run(args: &ReassignBenchArgs) -> Result<()> {
     super::block_on(run_async(args))
@@ -92,10 +96,21 @@ async fn bench(cluster: &Cluster, args: &ReassignBenchArgs) -> Result<()> {
                 tokio::time::sleep_until(next).await;
                 next += SEND_EVERY;
                 let at = Instant::now();
-                let ok = cluster
-                    .produce(&tp, batch.to_vec(), Acks::All, Duration::from_secs(30))
-                    .await
-                    .is_ok();
+                // As a Kafka producer does: a retriable error (the leader moved as the drain
+                // ended) is retried after retry.backoff.ms against the new leader, and the
+                // latency counts from the first send.
+                let mut tries = 0;
+                let ok = loop {
+                    tries += 1;
+                    match cluster
+                        .produce(&tp, batch.to_vec(), Acks::All, Duration::from_secs(30))
+                        .await
+                    {
+                        Ok(_) => break true,
+                        Err(e) if e.is_retriable() && tries < RETRIES => tokio::time::sleep(RETRY_BACKOFF).await,
+                        Err(_) => break false,
+                    }
+                };
                 let latency = at.elapsed();
                 sent.lock()
                     .unwrap_or_else(|p| p.into_inner())
