@@ -331,14 +331,20 @@ impl Decodable for FetchPartition {
                         if version >= 17 {
                             replica_directory_id = types::Uuid.decode(buf)?;
                         } else {
-                            bail!("Tag {} is not valid for version {}", tag, version);
+                            // A tag this version does not define is skipped, as Kafka's generated
+                            // readers do (kdeck patch: the crate refused it).
+                            let unknown_value = buf.try_get_bytes(size as usize)?;
+                            unknown_tagged_fields.insert(tag as i32, unknown_value);
                         }
                     }
                     1 => {
                         if version >= 18 {
                             high_watermark = types::Int64.decode(buf)?;
                         } else {
-                            bail!("Tag {} is not valid for version {}", tag, version);
+                            // A tag this version does not define is skipped, as Kafka's generated
+                            // readers do (kdeck patch: the crate refused it).
+                            let unknown_value = buf.try_get_bytes(size as usize)?;
+                            unknown_tagged_fields.insert(tag as i32, unknown_value);
                         }
                     }
                     _ => {
@@ -826,7 +832,10 @@ impl Decodable for FetchRequest {
                         if version >= 15 {
                             replica_state = types::Struct { version }.decode(buf)?;
                         } else {
-                            bail!("Tag {} is not valid for version {}", tag, version);
+                            // A tag this version does not define is skipped, as Kafka's generated
+                            // readers do (kdeck patch: the crate refused it).
+                            let unknown_value = buf.try_get_bytes(size as usize)?;
+                            unknown_tagged_fields.insert(tag as i32, unknown_value);
                         }
                     }
                     _ => {

@@ -889,7 +889,10 @@ impl Decodable for PartitionProduceResponse {
                         if version >= 10 {
                             current_leader = types::Struct { version }.decode(buf)?;
                         } else {
-                            bail!("Tag {} is not valid for version {}", tag, version);
+                            // A tag this version does not define is skipped, as Kafka's generated
+                            // readers do (kdeck patch: the crate refused it).
+                            let unknown_value = buf.try_get_bytes(size as usize)?;
+                            unknown_tagged_fields.insert(tag as i32, unknown_value);
                         }
                     }
                     _ => {
@@ -1112,7 +1115,10 @@ impl Decodable for ProduceResponse {
                             node_endpoints =
                                 types::CompactArray(types::Struct { version }).decode(buf)?;
                         } else {
-                            bail!("Tag {} is not valid for version {}", tag, version);
+                            // A tag this version does not define is skipped, as Kafka's generated
+                            // readers do (kdeck patch: the crate refused it).
+                            let unknown_value = buf.try_get_bytes(size as usize)?;
+                            unknown_tagged_fields.insert(tag as i32, unknown_value);
                         }
                     }
                     _ => {

@@ -679,7 +679,10 @@ impl Decodable for VoteResponse {
                         node_endpoints =
                             types::CompactArray(types::Struct { version }).decode(buf)?;
                     } else {
-                        bail!("Tag {} is not valid for version {}", tag, version);
+                        // A tag this version does not define is skipped, as Kafka's generated
+                        // readers do (kdeck patch: the crate refused it).
+                        let unknown_value = buf.try_get_bytes(size as usize)?;
+                        unknown_tagged_fields.insert(tag as i32, unknown_value);
                     }
                 }
                 _ => {
