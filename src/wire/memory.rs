@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::DuplexStream;
 use tokio::sync::{broadcast, watch};
 
+use super::fetch_session::FetchSessions;
 use super::handlers::Context;
 use super::{WireConfig, WireError, connection};
 use crate::engine::{BrokerId, BrokerState, Cluster, EventKind};
@@ -90,6 +91,7 @@ pub fn connect_in_memory(
     let ctx = Arc::new(Context {
         cluster: cluster.clone(),
         broker,
+        fetch_sessions: Arc::new(FetchSessions::for_config(&config)),
         config,
         addresses: Arc::new(Mutex::new(addresses)),
     });

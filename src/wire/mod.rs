@@ -11,6 +11,7 @@
 
 mod codec;
 mod connection;
+pub mod fetch_session;
 mod handlers;
 mod memory;
 mod server;
@@ -49,6 +50,12 @@ pub struct WireConfig {
     /// `default.replication.factor` (Kafka 1), capped at the number of brokers; 3 here so
     /// topics made by clients are replicated like the cluster's own.
     pub default_replication_factor: i32,
+    /// `max.incremental.fetch.session.cache.slots` (Kafka 1000): incremental fetch sessions
+    /// (KIP-227) each broker keeps; 0 serves every fetch in full.
+    pub fetch_session_cache_slots: usize,
+    /// `min.incremental.fetch.session.eviction.ms` (Kafka 120000): a session idle this long
+    /// may be evicted for a new one, and a younger one only by a bigger or a follower's.
+    pub fetch_session_eviction_ms: u64,
 }
 
 impl Default for WireConfig {
@@ -63,6 +70,8 @@ impl Default for WireConfig {
             auto_create_topics: false,
             default_partitions: 1,
             default_replication_factor: 3,
+            fetch_session_cache_slots: 1000,
+            fetch_session_eviction_ms: 120_000,
         }
     }
 }

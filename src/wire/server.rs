@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::connection;
+use super::fetch_session::FetchSessions;
 use super::handlers::Context;
 use super::{WireConfig, WireError};
 use crate::engine::{BrokerId, BrokerState, Cluster};
@@ -179,6 +180,7 @@ impl Inner {
             broker,
             config: Arc::clone(&self.config),
             addresses: Arc::clone(&self.addresses),
+            fetch_sessions: Arc::new(FetchSessions::for_config(&self.config)),
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), paused_rx, closed_rx));
         lock(&self.open).insert(

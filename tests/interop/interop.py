@@ -987,6 +987,82 @@ def scenario_acls(server):
     assert bindings == [], f"no authorizer, no bindings: {bindings!r}"
 
 
+def scenario_fetch_sessions(server):
+    """kafka-python's consumer uses incremental fetch sessions (KIP-227): after its first full
+    fetch each broker gives it a session, later fetches are incremental and answered with only
+    the partitions that changed, and a restarted broker (whose sessions are gone) makes it
+    start over with a full fetch; every record is read once, in order per partition."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.consumer import fetcher
+
+    seen = []  # (node, full request?, session id in the answer, error code)
+    original = fetcher.FetchSessionHandler.handle_response
+
+    def recording(self, response):
+        seen.append((self.node_id, self.next_metadata.is_full, response.session_id, response.error_code))
+        return original(self, response)
+
+    fetcher.FetchSessionHandler.handle_response = recording
+    try:
+        topic = "sessions"
+        partitions = 12
+        create_topic(server, topic, partitions, 3)
+        producer = KafkaProducer(bootstrap_servers=server.bootstrap, acks="all")
+        consumer = KafkaConsumer(
+            bootstrap_servers=server.bootstrap,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=100,
+        )
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        consumer.seek_to_beginning()
+        got = {}
+
+        def produce(start, end):
+            # One partition at a time, so most fetches find news on few partitions.
+            for i in range(start, end):
+                producer.send(topic, partition=i % partitions, value=str(i).encode())
+            producer.flush(60)
+
+        def read(until):
+            deadline = time.time() + 60
+            while sum(len(v) for v in got.values()) < until and time.time() < deadline:
+                for tp, records in consumer.poll(timeout_ms=500).items():
+                    got.setdefault(tp.partition, []).extend(int(r.value) for r in records)
+
+        for step in range(10):
+            produce(step * 30, step * 30 + 30)
+            read(step * 30 + 30)
+        incremental = [s for s in seen if not s[1] and s[3] == 0 and s[2] != 0]
+        assert incremental, f"no incremental fetch was answered: {seen[:20]}"
+        assert any(s[1] and s[2] != 0 for s in seen), "no full fetch opened a session"
+
+        # Restart the leader of partition 0: its sessions go with it.
+        leader = leader_of(server, topic, 0)
+        before = len(seen)
+        server.command(f"kill {leader}")
+        server.command(f"start {leader}")
+        wait_healthy(server)
+        # Preferred leaders back, so the consumer fetches from the restarted broker again.
+        server.command("elect")
+        for step in range(10, 20):
+            produce(step * 30, step * 30 + 30)
+            read(step * 30 + 30)
+        after = seen[before:]
+        assert any(s[0] == leader and s[1] and s[2] != 0 for s in after), (
+            f"no new session from the restarted broker {leader}: {after[:30]}"
+        )
+        assert [s for s in after if not s[1] and s[3] == 0 and s[2] != 0], "incremental again after the restart"
+
+        consumer.close()
+        producer.close()
+        for p in range(partitions):
+            values = got.get(p, [])
+            expected = [i for i in range(600) if i % partitions == p]
+            assert values == expected, f"partition {p}: {values[:10]}... != {expected[:10]}..."
+    finally:
+        fetcher.FetchSessionHandler.handle_response = original
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -1002,6 +1078,7 @@ SCENARIOS = {
     "configs": scenario_configs,
     "log-dirs": scenario_log_dirs,
     "acls": scenario_acls,
+    "fetch-sessions": scenario_fetch_sessions,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the

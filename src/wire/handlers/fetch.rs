@@ -14,17 +14,9 @@ use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeader
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{BrokerDown, Context, codes, reached, topic_name};
+use super::{BrokerDown, Context, reached, topic_name};
 use crate::engine::{ErrorCode, FetchedRecords, OffsetSpec, TopicPartition};
-
-/// One partition of a fetch request.
-#[derive(Clone)]
-struct Wanted {
-    tp: TopicPartition,
-    offset: i64,
-    leader_epoch: i32,
-    max_bytes: usize,
-}
+use crate::wire::fetch_session::{Answered, FetchContext, Wanted};
 
 type Outcome = Result<FetchedRecords, ErrorCode>;
 
@@ -88,12 +80,9 @@ async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
     waiting.abort_all();
 }
 
-pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Result<FetchResponse, BrokerDown> {
-    if version >= 7 && request.session_id != 0 {
-        // Fetch sessions are not kept: a client that believes in one starts over.
-        return Ok(FetchResponse::default().with_error_code(codes::FETCH_SESSION_ID_NOT_FOUND));
-    }
-    let wanted: Vec<Wanted> = request
+/// The request's partitions, and for an incremental fetch (v7+) the ones it forgets.
+fn requested(request: &FetchRequest) -> (Vec<Wanted>, Vec<TopicPartition>) {
+    let wanted = request
         .topics
         .iter()
         .flat_map(|t| {
@@ -106,9 +95,41 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
             })
         })
         .collect();
+    let forgotten = request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| {
+            let name = t.topic.0.to_string();
+            t.partitions.iter().map(move |p| TopicPartition::new(name.clone(), *p))
+        })
+        .collect();
+    (wanted, forgotten)
+}
+
+pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Result<FetchResponse, BrokerDown> {
+    let (requested, forgotten) = requested(request);
+    // Sessions (KIP-227) start at v7; older clients always fetch in full.
+    let context = if version >= 7 {
+        ctx.fetch_sessions.new_context(
+            request.session_id,
+            request.session_epoch,
+            request.replica_id.0 >= 0,
+            requested,
+            &forgotten,
+            Instant::now(),
+        )
+    } else {
+        FetchContext::Sessionless(requested)
+    };
+    if let FetchContext::Error { code, session_id } = context {
+        return Ok(FetchResponse::default()
+            .with_error_code(code)
+            .with_session_id(session_id));
+    }
+    let wanted = context.wanted();
     let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let mut outcomes = read_all(ctx, &wanted).await?;
+    let mut outcomes = read_all(ctx, wanted).await?;
     let enough = |outcomes: &[Outcome]| {
         outcomes.iter().any(|o| o.is_err())
             || outcomes
@@ -119,8 +140,8 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 >= min_bytes.max(1)
     };
     if !enough(&outcomes) && Instant::now() < deadline && !wanted.is_empty() {
-        wait_for_data(ctx, &wanted, deadline).await;
-        outcomes = read_all(ctx, &wanted).await?;
+        wait_for_data(ctx, wanted, deadline).await;
+        outcomes = read_all(ctx, wanted).await?;
     }
     // The response-wide limit: whole partitions past it come back empty (the first
     // non-empty one is always kept, so a large batch cannot block a consumer).
@@ -130,7 +151,8 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
         usize::MAX
     };
     let mut total = 0usize;
-    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    let mut partitions: Vec<PartitionData> = Vec::with_capacity(wanted.len());
+    let mut answers: Vec<Answered> = Vec::with_capacity(wanted.len());
     for (w, outcome) in wanted.iter().zip(outcomes) {
         let partition = match outcome {
             Ok(data) => {
@@ -155,6 +177,23 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 .with_aborted_transactions(None)
                 .with_records(Some(Bytes::new())),
         };
+        answers.push(Answered {
+            record_bytes: partition.records.as_ref().map_or(0, |r| r.len()),
+            high_watermark: partition.high_watermark,
+            log_start_offset: partition.log_start_offset,
+            error: partition.error_code != 0,
+        });
+        partitions.push(partition);
+    }
+    let finished = ctx.fetch_sessions.finish(&context, &answers, Instant::now());
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    let kept = wanted
+        .iter()
+        .zip(partitions)
+        .zip(&finished.keep)
+        .filter(|(_, keep)| **keep)
+        .map(|(pair, _)| pair);
+    for (w, partition) in kept {
         match topics.last_mut() {
             Some(t) if t.topic.0.as_str() == w.tp.topic => t.partitions.push(partition),
             _ => topics.push(
@@ -164,7 +203,10 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
             ),
         }
     }
-    Ok(FetchResponse::default().with_responses(topics))
+    Ok(FetchResponse::default()
+        .with_error_code(finished.error_code)
+        .with_session_id(finished.session_id)
+        .with_responses(topics))
 }
 
 pub async fn list_offsets(

@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 
 use super::WireConfig;
 use super::codec::{self, CodecError, DecodedRequest, RequestBody};
+use super::fetch_session::FetchSessions;
 use super::versions;
 use crate::engine::{BrokerId, Cluster, ErrorCode};
 
@@ -32,6 +33,8 @@ pub struct Context {
     pub broker: BrokerId,
     pub config: Arc<WireConfig>,
     pub addresses: Arc<Mutex<BTreeMap<BrokerId, SocketAddr>>>,
+    /// The broker's incremental fetch sessions; a restart starts with none, as in Kafka.
+    pub fetch_sessions: Arc<FetchSessions>,
 }
 
 impl Context {
@@ -66,7 +69,6 @@ pub mod codes {
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_CONFIG: i16 = 40;
     pub const INVALID_REQUEST: i16 = 42;
-    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
 }
 
