@@ -1193,3 +1193,237 @@ async fn describe_acls_is_answered_as_by_a_broker_without_an_authorizer() {
     assert_eq!(versions::range(ApiKey::DescribeAcls), Some((1, 3)), "advertised");
     s.stop().await;
 }
+
+/// A fetch of several partitions of one topic, as a session's client sends it.
+fn session_fetch(
+    topic: &str,
+    partitions: &[(i32, i64)],
+    session_id: i32,
+    epoch: i32,
+    max_wait_ms: i32,
+) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_session_id(session_id)
+        .with_session_epoch(epoch)
+        .with_topics(if partitions.is_empty() {
+            vec![]
+        } else {
+            vec![
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partitions(
+                        partitions
+                            .iter()
+                            .map(|(p, offset)| {
+                                FetchPartition::default()
+                                    .with_partition(*p)
+                                    .with_fetch_offset(*offset)
+                                    .with_partition_max_bytes(1 << 20)
+                            })
+                            .collect(),
+                    ),
+            ]
+        })
+}
+
+fn answered(response: &FetchResponse) -> Vec<(i32, usize)> {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| (p.partition_index, p.records.as_ref().map_or(0, |r| r.len())))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incremental_fetch_session_answers_only_partitions_that_changed() {
+    let s = setup(free_ports()).await;
+    s.topic("sessions", 4).await;
+    // Two partitions with the same leader (leaders go round the three brokers).
+    let snapshot = s
+        .cluster
+        .wait_for(Duration::from_secs(10), |snap| {
+            (0..4).all(|p| {
+                snap.partition(&TopicPartition::new("sessions", p))
+                    .is_some_and(|v| v.leader.is_some() && v.high_watermark.is_some())
+            })
+        })
+        .await
+        .expect("every partition has a leader");
+    let leader_of = |p: i32| {
+        snapshot
+            .partition(&TopicPartition::new("sessions", p))
+            .and_then(|v| v.leader)
+    };
+    let (a, b) = (0..4)
+        .flat_map(|a| (a + 1..4).map(move |b| (a, b)))
+        .find(|(a, b)| leader_of(*a) == leader_of(*b))
+        .expect("two of four partitions share one of three leaders");
+    let leader = leader_of(a).expect("a leader");
+    let mut stream = connect(s.addr(leader)).await;
+
+    // Epoch 0: a full fetch that opens a session.
+    let full: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[(a, 0), (b, 0)], 0, 0, 0),
+    )
+    .await;
+    assert_eq!(full.error_code, 0);
+    assert_ne!(full.session_id, 0, "the broker opened a session");
+    assert_eq!(answered(&full), vec![(a, 0), (b, 0)]);
+    let id = full.session_id;
+
+    // Epoch 1, naming nothing: nothing changed, nothing answered.
+    let idle: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[], id, 1, 0),
+    )
+    .await;
+    assert_eq!((idle.error_code, idle.session_id), (0, id));
+    assert_eq!(answered(&idle), vec![]);
+
+    // A record on `a`: the next incremental fetch answers `a` alone, with it.
+    let mut producer = connect(s.addr(leader)).await;
+    let produced: ProduceResponse = call(
+        &mut producer,
+        ApiKey::Produce,
+        9,
+        &produce_request("sessions", a, -1, batch(&["news"])),
+    )
+    .await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let news: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[], id, 2, 10_000),
+    )
+    .await;
+    assert_eq!(news.error_code, 0);
+    let got = answered(&news);
+    assert_eq!(got.len(), 1, "only the partition with news: {got:?}");
+    assert_eq!(got[0].0, a);
+    assert!(got[0].1 > 0, "with its records");
+
+    // The client moves `a` on: quiet again.
+    let moved: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[(a, 1)], id, 3, 0),
+    )
+    .await;
+    assert_eq!(answered(&moved), vec![]);
+
+    // A repeated epoch, and an unknown session.
+    let again: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[], id, 3, 0),
+    )
+    .await;
+    assert_eq!(again.error_code, 71, "INVALID_FETCH_SESSION_EPOCH");
+    let unknown = if id == i32::MAX { 1 } else { id + 1 };
+    let lost: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[], unknown, 1, 0),
+    )
+    .await;
+    assert_eq!(lost.error_code, 70, "FETCH_SESSION_ID_NOT_FOUND");
+
+    // The final epoch closes the session and is answered in full, without one.
+    let last: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[(a, 1), (b, 0)], id, -1, 0),
+    )
+    .await;
+    assert_eq!((last.error_code, last.session_id), (0, 0));
+    assert_eq!(answered(&last), vec![(a, 0), (b, 0)]);
+    let closed: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &session_fetch("sessions", &[], id, 4, 0),
+    )
+    .await;
+    assert_eq!(closed.error_code, 70);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_have_ids_that_metadata_and_delete_topics_take() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("with-id", 1).await;
+    s.topic("other", 1).await;
+    let mut stream = connect(s.addr(leader)).await;
+    let all: MetadataResponse = call(
+        &mut stream,
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest::default().with_topics(None),
+    )
+    .await;
+    let id_of = |name: &str| {
+        all.topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == name))
+            .map(|t| t.topic_id)
+            .expect("the topic is listed")
+    };
+    let id = id_of("with-id");
+    assert!(!id.is_nil(), "a topic id, as Metadata v10+ carries");
+    assert_ne!(id, id_of("other"), "each topic its own id");
+
+    // v12 asks by id alone; an id no topic has is UNKNOWN_TOPIC_ID.
+    let unknown = uuid::Uuid::from_u128(id.as_u128() ^ 0xff);
+    let by_id: MetadataResponse = call(
+        &mut stream,
+        ApiKey::Metadata,
+        12,
+        &MetadataRequest::default().with_topics(Some(vec![
+            metadata_request::MetadataRequestTopic::default()
+                .with_name(None)
+                .with_topic_id(id),
+            metadata_request::MetadataRequestTopic::default()
+                .with_name(None)
+                .with_topic_id(unknown),
+        ])),
+    )
+    .await;
+    assert_eq!(by_id.topics.len(), 2);
+    assert_eq!(by_id.topics[0].name.as_ref().map(|n| n.0.as_str()), Some("with-id"));
+    assert_eq!((by_id.topics[0].error_code, by_id.topics[0].topic_id), (0, id));
+    assert_eq!((by_id.topics[1].error_code, by_id.topics[1].topic_id), (100, unknown));
+
+    // DeleteTopics v6 by id.
+    let deleted: DeleteTopicsResponse = call(
+        &mut stream,
+        ApiKey::DeleteTopics,
+        6,
+        &DeleteTopicsRequest::default()
+            .with_topics(vec![
+                delete_topics_request::DeleteTopicState::default()
+                    .with_name(None)
+                    .with_topic_id(id),
+            ])
+            .with_timeout_ms(10_000),
+    )
+    .await;
+    assert_eq!(deleted.responses[0].error_code, 0);
+    assert!(!s.cluster.metadata().topics.contains_key("with-id"));
+    assert!(s.cluster.metadata().topics.contains_key("other"));
+    s.stop().await;
+}

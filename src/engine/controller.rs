@@ -99,6 +99,23 @@ pub struct TopicMetadata {
     pub partitions: Vec<PartitionRegistration>,
 }
 
+impl TopicMetadata {
+    /// The topic's id as Kafka's 128-bit topic id (KIP-516), stable for the topic's life and
+    /// new when a topic of the same name is made again: drawn from the 64-bit id the
+    /// controller gave it, never 0 (Kafka's ZERO_UUID) or 1 (its metadata topic's id).
+    pub fn topic_uuid(&self) -> u128 {
+        let seed = u64::from_str_radix(&self.id, 16).unwrap_or_else(|_| {
+            // Not hex (never written so): any stable mix of its bytes.
+            self.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            })
+        });
+        let low = seed.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15;
+        let id = (u128::from(seed) << 64) | u128::from(low);
+        if id <= 1 { id | 0x2 } else { id }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {
     pub epoch: i64,
@@ -143,6 +160,14 @@ pub struct MetadataImage {
 }
 
 impl MetadataImage {
+    /// The topic with this KIP-516 id.
+    pub fn topic_by_uuid(&self, uuid: u128) -> Option<&str> {
+        self.topics
+            .iter()
+            .find(|(_, t)| t.topic_uuid() == uuid)
+            .map(|(name, _)| name.as_str())
+    }
+
     pub fn partition(&self, tp: &TopicPartition) -> Option<&PartitionRegistration> {
         self.topics
             .get(&tp.topic)?

@@ -96,11 +96,15 @@ pub async fn create_topics(ctx: &Context, request: &CreateTopicsRequest) -> Crea
 }
 
 pub async fn delete_topics(ctx: &Context, request: &DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+    let image = ctx.cluster.metadata();
     let names: Vec<Option<String>> = if version >= 6 {
         request
             .topics
             .iter()
-            .map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .map(|t| match &t.name {
+                Some(n) if t.topic_id.is_nil() => Some(n.0.to_string()),
+                _ => image.topic_by_uuid(t.topic_id.as_u128()).map(str::to_string),
+            })
             .collect()
     } else {
         request.topic_names.iter().map(|n| Some(n.0.to_string())).collect()
@@ -108,7 +112,7 @@ pub async fn delete_topics(ctx: &Context, request: &DeleteTopicsRequest, version
     let mut responses = Vec::with_capacity(names.len());
     for name in names {
         let Some(name) = name else {
-            // Topics are named, never addressed by id, here.
+            // An id no topic has (or neither a name nor an id).
             responses.push(DeletableTopicResult::default().with_error_code(codes::UNKNOWN_TOPIC_ID));
             continue;
         };

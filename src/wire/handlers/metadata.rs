@@ -7,20 +7,33 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest};
+use uuid::Uuid;
 
 use super::{CLUSTER_ID, Context, OPERATIONS_NOT_REQUESTED, admin, codes, str_bytes, topic_name};
 use crate::engine::{ErrorCode, NO_LEADER, topic_name_error};
 
 pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) -> MetadataResponse {
     let image = ctx.cluster.metadata();
-    // v0: an empty list means every topic; v1+: null means every topic.
+    // v0: an empty list means every topic; v1+: null means every topic. v12 may name a
+    // topic by its id alone; an id no topic has is UNKNOWN_TOPIC_ID, as Kafka answers.
+    let mut unknown_ids = Vec::new();
     let requested: Option<Vec<String>> = match &request.topics {
         None => None,
         Some(topics) if topics.is_empty() && version == 0 => None,
         Some(topics) => Some(
             topics
                 .iter()
-                .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+                .filter_map(|t| {
+                    if t.topic_id.is_nil() {
+                        return t.name.as_ref().map(|n| n.0.to_string());
+                    }
+                    // Kafka looks a topic with an id up by its id, whatever the name says.
+                    let name = image.topic_by_uuid(t.topic_id.as_u128());
+                    if name.is_none() {
+                        unknown_ids.push(t.topic_id);
+                    }
+                    name.map(str::to_string)
+                })
                 .collect(),
         ),
     };
@@ -81,11 +94,18 @@ pub async fn metadata(ctx: &Context, request: &MetadataRequest, version: i16) ->
         topics.push(
             MetadataResponseTopic::default()
                 .with_name(Some(topic_name(name.clone())))
+                .with_topic_id(Uuid::from_u128(topic.topic_uuid()))
                 .with_is_internal(crate::engine::is_internal_topic(&name))
                 .with_partitions(partitions)
                 .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
         );
     }
+    topics.extend(unknown_ids.into_iter().map(|id| {
+        MetadataResponseTopic::default()
+            .with_topic_id(id)
+            .with_error_code(codes::UNKNOWN_TOPIC_ID)
+            .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
+    }));
     if created {
         tracing::info!(broker = ctx.broker, "auto-created topics on a Metadata request");
     }
