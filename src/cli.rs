@@ -236,7 +236,7 @@ pub struct ClusterArgs {
 pub enum Command {
     /// Run the embedded cluster headless and serve the Kafka protocol to real clients
     /// (kcat, librdkafka, kafka-python...). Line commands on stdin when it is not a terminal:
-    /// kill N, start N, stop N, pause N, resume N, elect, status.
+    /// kill N, start N, stop N, pause N, resume N, elect, status, add, decommission N.
     Serve(ClusterArgs),
     /// List, describe, create or delete topics of a Kafka cluster.
     Topics(TopicsArgs),

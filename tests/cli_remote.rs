@@ -606,12 +606,20 @@ fn a_throttled_reassignment_sets_the_throttle_and_status_removes_it_once_complet
         executed.contains("The inter-broker throttle limit was set to 10485760 B/s"),
         "{executed}"
     );
-    // Broker 2 holds a current replica of every moving partition: its leader rate is set,
-    // and the topic lists the moving partitions' replicas.
-    assert_eq!(
-        configs(&server, &["--broker", "2"]).get("leader.replication.throttled.rate"),
-        Some(&("10485760".to_string(), "DYNAMIC_BROKER_CONFIG".to_string()))
-    );
+    // Broker 2 holds a current replica of every moving partition: both rates are set on it,
+    // as Kafka's tool sets them on every broker taking part, and the topic lists the moving
+    // partitions' replicas.
+    let broker = configs(&server, &["--broker", "2"]);
+    for rate in [
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+    ] {
+        assert_eq!(
+            broker.get(rate),
+            Some(&("10485760".to_string(), "DYNAMIC_BROKER_CONFIG".to_string())),
+            "{rate}"
+        );
+    }
     let topic = configs(&server, &["--topic", "th"]);
     let (leaders, source) = topic
         .get("leader.replication.throttled.replicas")

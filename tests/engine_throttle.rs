@@ -87,8 +87,10 @@ async fn alter(cluster: &Cluster, resource: ConfigResource, set: &[(&str, &str)]
         .unwrap_or_else(|e| panic!("altering {resource:?}: {e:?}"));
 }
 
-/// kafka-reassign-partitions.sh --throttle for moving broker 2's replica to broker 3: the
-/// leader rate where the current replicas are, the follower rate where the new one goes.
+/// The least of kafka-reassign-partitions.sh --throttle for moving broker 2's replica to
+/// broker 3 (the tool sets both rates on all four brokers; each acts only on the replicas the
+/// topic's lists name): the leader rate where the current replicas are, the follower rate
+/// where the new one goes.
 async fn throttle_move(cluster: &Cluster) {
     let rate = RATE.to_string();
     for broker in [0, 1, 2] {

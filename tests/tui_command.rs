@@ -211,7 +211,7 @@ fn reassign_shows_the_plan_as_a_diff_and_moves_only_when_confirmed() {
     h.chars("reassign cancel all");
     h.press(KeyCode::Enter);
     let screen = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 40));
-    tui_fixture::assert_shows(&screen, &["Cancel 1 moves?", "page-views-2  -> 2,1"]);
+    tui_fixture::assert_shows(&screen, &["Cancel 1 move?", "page-views-2  2,0,1 -> 2,1"]);
     h.press(KeyCode::Char('y'));
     assert_eq!(
         h.source.commands(),

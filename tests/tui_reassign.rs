@@ -268,8 +268,8 @@ fn x_cancels_the_selected_move_after_saying_where_it_goes_back() {
     tui_fixture::assert_shows(
         &screen(&mut h),
         &[
-            "Cancel 1 moves? Each partition goes back to its replicas from before:",
-            "page-views-0  -> 0,2,1",
+            "Cancel 1 move? The partition goes back to its replicas from before:",
+            "page-views-0  0,2,3,1 -> 0,2,1",
         ],
     );
     assert!(h.source.commands().is_empty(), "asked first");

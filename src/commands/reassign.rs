@@ -170,10 +170,9 @@ async fn set_throttle(throttle: &Throttle, client: &KafkaClient, out: &mut Outpu
         "Warning: You must run `kdeck reassign status` with this plan periodically, until the reassignment completes, to ensure the throttle is removed.",
     )?;
     out.line(&format!(
-        "The inter-broker throttle limit was set to {} B/s (leaders on brokers {}, followers on brokers {})",
+        "The inter-broker throttle limit was set to {} B/s (on brokers {})",
         throttle.rate,
-        ids(&throttle.leader_brokers),
-        ids(&throttle.follower_brokers)
+        ids(&throttle.brokers)
     ))
 }
 

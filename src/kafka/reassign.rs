@@ -266,16 +266,17 @@ pub enum ThrottleTarget {
 }
 
 /// The replication throttle of a plan, as kafka-reassign-partitions.sh `--throttle` sets
-/// it: the leader rate on the brokers holding the moving partitions' current replicas, the
-/// follower rate on the brokers receiving replicas; each moving topic's leader throttled
-/// replicas are its moving partitions' current replicas, its follower throttled replicas the
-/// ones they gain.
+/// it (Kafka's `modifyInterBrokerThrottle` over `calculateReassigningBrokers`): both rates on
+/// every broker taking part, holding a moving partition's current replica or receiving one;
+/// each moving topic's leader throttled replicas are its moving partitions' current replicas,
+/// its follower throttled replicas the ones they gain. A rate acts only on the replicas
+/// those lists name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Throttle {
     /// Bytes per second.
     pub rate: u64,
-    pub leader_brokers: BTreeSet<BrokerId>,
-    pub follower_brokers: BTreeSet<BrokerId>,
+    /// The brokers taking part: both rates are set on each.
+    pub brokers: BTreeSet<BrokerId>,
     /// By topic: its leader and its follower throttled replicas lists.
     pub topics: BTreeMap<String, (String, String)>,
 }
@@ -285,8 +286,7 @@ impl Throttle {
     pub fn of(plan: &Plan, current: &[Assignment], rate: u64) -> Throttle {
         let mut throttle = Throttle {
             rate,
-            leader_brokers: BTreeSet::new(),
-            follower_brokers: BTreeSet::new(),
+            brokers: BTreeSet::new(),
             topics: BTreeMap::new(),
         };
         let mut lists: BTreeMap<String, (Pairs, Pairs)> = BTreeMap::new();
@@ -296,11 +296,11 @@ impl Throttle {
             }
             let (leaders, followers) = lists.entry(now.topic.clone()).or_default();
             for b in &now.replicas {
-                throttle.leader_brokers.insert(*b);
+                throttle.brokers.insert(*b);
                 leaders.insert((now.partition, *b));
             }
             for b in after.iter().filter(|b| !now.replicas.contains(b)) {
-                throttle.follower_brokers.insert(*b);
+                throttle.brokers.insert(*b);
                 followers.insert((now.partition, *b));
             }
         }
@@ -321,18 +321,15 @@ impl Throttle {
     /// Each config to set, by whose it is, in broker then topic order.
     pub fn configs(&self) -> Vec<(ThrottleTarget, Vec<(String, String)>)> {
         let rate = self.rate.to_string();
-        let brokers: BTreeSet<BrokerId> = self.leader_brokers.union(&self.follower_brokers).copied().collect();
-        let mut out: Vec<(ThrottleTarget, Vec<(String, String)>)> = brokers
-            .into_iter()
+        let mut out: Vec<(ThrottleTarget, Vec<(String, String)>)> = self
+            .brokers
+            .iter()
             .map(|b| {
-                let mut set = Vec::new();
-                if self.leader_brokers.contains(&b) {
-                    set.push((LEADER_THROTTLED_RATE.to_string(), rate.clone()));
-                }
-                if self.follower_brokers.contains(&b) {
-                    set.push((FOLLOWER_THROTTLED_RATE.to_string(), rate.clone()));
-                }
-                (ThrottleTarget::Broker(b), set)
+                let set = vec![
+                    (LEADER_THROTTLED_RATE.to_string(), rate.clone()),
+                    (FOLLOWER_THROTTLED_RATE.to_string(), rate.clone()),
+                ];
+                (ThrottleTarget::Broker(*b), set)
             })
             .collect();
         out.extend(self.topics.iter().map(|(topic, (l, f))| {
@@ -778,11 +775,22 @@ mod tests {
             ],
         };
         let t = Throttle::of(&plan, &current, 1000);
-        assert_eq!(t.leader_brokers, [0, 1, 2, 3].into());
-        assert_eq!(t.follower_brokers, [3, 4].into());
+        // Kafka's reassigning brokers: current replicas and receivers alike.
+        assert_eq!(t.brokers, [0, 1, 2, 3, 4].into());
         assert_eq!(t.topics["a"], ("0:0,0:1,0:2".to_string(), "0:3".to_string()));
         assert_eq!(t.topics["b"], ("0:0,0:2,0:3".to_string(), "0:4".to_string()));
         let configs = t.configs();
+        assert_eq!(
+            configs[0],
+            (
+                ThrottleTarget::Broker(0),
+                vec![
+                    (LEADER_THROTTLED_RATE.to_string(), "1000".to_string()),
+                    (FOLLOWER_THROTTLED_RATE.to_string(), "1000".to_string())
+                ]
+            ),
+            "a broker that only gives still gets both rates, as Kafka sets them"
+        );
         assert_eq!(
             configs[3],
             (

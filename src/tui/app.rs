@@ -2139,21 +2139,22 @@ impl App {
         };
         let mut lines = Vec::new();
         if moves.iter().all(|m| m.replicas.is_none()) {
-            lines.push(lang.fmt(
-                "Cancel {n} moves? Each partition goes back to its replicas from before:",
-                &[("n", &moves.len().to_string())],
-            ));
+            lines.push(if moves.len() == 1 {
+                lang.tr("Cancel 1 move? The partition goes back to its replicas from before:")
+                    .to_string()
+            } else {
+                lang.fmt(
+                    "Cancel {n} moves? Each partition goes back to its replicas from before:",
+                    &[("n", &moves.len().to_string())],
+                )
+            });
             for m in moves.iter().take(SHOWN) {
-                let back = now(m).map_or(String::new(), |p| {
-                    let original: Vec<BrokerId> = p
-                        .replicas
-                        .iter()
-                        .map(|r| r.broker)
-                        .filter(|b| !p.adding.contains(b))
-                        .collect();
-                    ids(&original)
+                let (replicas, back) = now(m).map_or((String::new(), String::new()), |p| {
+                    let all: Vec<BrokerId> = p.replicas.iter().map(|r| r.broker).collect();
+                    let original: Vec<BrokerId> = all.iter().copied().filter(|b| !p.adding.contains(b)).collect();
+                    (ids(&all), ids(&original))
                 });
-                lines.push(format!("  {}-{}  -> {back}", m.topic, m.partition));
+                lines.push(format!("  {}-{}  {replicas} -> {back}", m.topic, m.partition));
             }
         } else {
             let copies: usize = moves
