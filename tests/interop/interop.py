@@ -1022,9 +1022,10 @@ def scenario_legacy_clients(server):
         consumer.close()
         assert sorted(values) == list(range(500)), f"{api_version}: read {len(values)}"
         if api_version == (0, 9):
-            assert timestamps == {-1}, f"message format v0 has no timestamps: {timestamps}"
+            # kafka-python reports a magic 0 message's missing timestamp as None.
+            assert timestamps <= {None, -1}, f"message format v0 has no timestamps: {timestamps}"
         else:
-            assert -1 not in timestamps, f"message format v1 keeps the producer's timestamps"
+            assert all(t is not None and t > 0 for t in timestamps), f"format v1 keeps timestamps: {timestamps}"
         assert sum(committed_offsets(server, topic + "-group", topic, 3).values()) == 500
 
     old = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.9.0"]
