@@ -50,9 +50,13 @@ fn unknown_api_keys_and_versions_are_errors() {
         decode_request(with_header(4242, 0, &[])),
         Err(CodecError::UnknownApiKey(4242))
     ));
-    // Produce v2 carries message sets v0/v1, which kdeck does not speak.
+    // Produce v10 is past kdeck's maximum (v9); Produce v0, as Kafka 3.9 serves it, is not.
     assert!(matches!(
-        decode_request(with_header(0, 2, &[])),
+        decode_request(with_header(0, 10, &[])),
+        Err(CodecError::UnsupportedVersion { .. })
+    ));
+    assert!(!matches!(
+        decode_request(with_header(0, 0, &[])),
         Err(CodecError::UnsupportedVersion { .. })
     ));
 }

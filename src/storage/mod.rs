@@ -7,6 +7,7 @@ pub mod checkpoint;
 mod cleaner;
 #[cfg(test)]
 mod cleaner_tests;
+pub mod legacy;
 mod log;
 pub mod records;
 mod segment;

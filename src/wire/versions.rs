@@ -1,23 +1,28 @@
 //! The API versions kdeck implements and advertises. Curated, not the crate's
-//! `valid_versions()`: only versions whose semantics the handlers follow (record batches v2 and
-//! up, topic names rather than topic ids, no transactions), and only versions the crate's
-//! structs decode (its `valid_versions()` overstates OffsetCommit, OffsetFetch and
-//! InitProducerId).
+//! `valid_versions()`: only versions whose semantics the handlers follow (topic names rather
+//! than topic ids, no transactions), and only versions the crate's structs decode (its
+//! `valid_versions()` overstates OffsetCommit, OffsetFetch and InitProducerId). The minimums
+//! are Kafka 3.9's (the vendored crate is patched for the versions 4.0 dropped): old clients
+//! that distributions still package send exactly those.
 
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 
 /// `(api, min, max)` for every API kdeck answers.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    // v3 is the first with record batches v2; v13 names topics by id.
-    (ApiKey::Produce, 3, 9),
-    // v4 is the first with record batches v2; v13 names topics by id.
-    (ApiKey::Fetch, 4, 12),
-    // v7 adds MAX_TIMESTAMP lookups, which the engine does not answer.
-    (ApiKey::ListOffsets, 1, 6),
+    // v0-2 carry message sets (formats v0/v1), converted to v2 batches on append; v13 names
+    // topics by id.
+    (ApiKey::Produce, 0, 9),
+    // v0-3 answer with message sets, down-converted from the log; v13 names topics by id.
+    (ApiKey::Fetch, 0, 12),
+    // v0 answers a list of offsets; v7 adds MAX_TIMESTAMP lookups, which the engine does not
+    // answer.
+    (ApiKey::ListOffsets, 0, 6),
     (ApiKey::Metadata, 0, 12),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 8),
+    // v0 commits as a v1 commit without a generation: Kafka 3.9 kept v0's offsets in
+    // ZooKeeper (and refused them in KRaft mode); kdeck has one store, the group coordinator's.
+    (ApiKey::OffsetCommit, 0, 8),
+    (ApiKey::OffsetFetch, 0, 8),
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 7),
     (ApiKey::Heartbeat, 0, 4),
@@ -26,11 +31,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 4),
     (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::OffsetForLeaderEpoch, 2, 4),
-    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    (ApiKey::DescribeConfigs, 0, 4),
     // SET, DELETE, APPEND and SUBTRACT; v1 is v0 made flexible.
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     // The legacy form, which replaces a resource's whole set of overrides.
@@ -46,14 +51,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     // Its only version: kafka-consumer-groups.sh --delete-offsets, Admin.deleteConsumerGroupOffsets.
     (ApiKey::OffsetDelete, 0, 0),
-    // Each broker has one log dir; v4 adds its filesystem's total and usable bytes. v0 is
-    // gone from Kafka 4 and from the crate.
-    (ApiKey::DescribeLogDirs, 1, 4),
+    // Each broker has one log dir; v4 adds its filesystem's total and usable bytes.
+    (ApiKey::DescribeLogDirs, 0, 4),
     // Answered as soon as the leader moved its log start (no wait for the followers').
     (ApiKey::DeleteRecords, 0, 2),
-    // Answered as a broker without an authorizer answers (SECURITY_DISABLED); v0 is gone
-    // from Kafka 4 and from the crate.
-    (ApiKey::DescribeAcls, 1, 3),
+    // Answered as a broker without an authorizer answers (SECURITY_DISABLED).
+    (ApiKey::DescribeAcls, 0, 3),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

@@ -1062,6 +1062,55 @@ def scenario_fetch_sessions(server):
     finally:
         fetcher.FetchSessionHandler.handle_response = original
 
+def scenario_legacy_clients(server):
+    """Older clients as Kafka 3.9 serves them: kafka-python pinned to 0.10.1 (Produce v2 and
+    Fetch v3 with message format v1, ListOffsets v1) and to 0.9 (Produce v1, Fetch v1,
+    message format v0), and kcat without ApiVersions as a 0.9 client."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    for api_version, compression in [((0, 10, 1), "gzip"), ((0, 9), None), ((0, 10, 1), None)]:
+        topic = "legacy-" + "-".join(map(str, api_version)) + "-" + (compression or "plain")
+        create_topic(server, topic, 3, 3)
+        producer = KafkaProducer(
+            bootstrap_servers=server.bootstrap, acks="all", api_version=api_version,
+            compression_type=compression,
+        )
+        for i in range(500):
+            producer.send(topic, key=str(i % 10).encode(), value=str(i).encode())
+        producer.flush(60)
+        producer.close()
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=server.bootstrap,
+            api_version=api_version,
+            group_id=topic + "-group",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        values, timestamps = [], set()
+        deadline = time.time() + 60
+        while len(values) < 500 and time.time() < deadline:
+            for records in consumer.poll(timeout_ms=1000).values():
+                values.extend(int(r.value) for r in records)
+                timestamps.update(r.timestamp for r in records)
+        consumer.commit()
+        consumer.close()
+        assert sorted(values) == list(range(500)), f"{api_version}: read {len(values)}"
+        if api_version == (0, 9):
+            # kafka-python reports a magic 0 message's missing timestamp as None.
+            assert timestamps <= {None, -1}, f"message format v0 has no timestamps: {timestamps}"
+        else:
+            assert all(t is not None and t > 0 for t in timestamps), f"format v1 keeps timestamps: {timestamps}"
+        assert sum(committed_offsets(server, topic + "-group", topic, 3).values()) == 500
+
+    old = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.9.0"]
+    create_topic(server, "legacy-kcat", 1, 3)
+    messages = [f"old-{i}" for i in range(1000)]
+    kcat(server, *old, "-P", "-t", "legacy-kcat", "-z", "gzip", input="\n".join(messages).encode() + b"\n")
+    kcat(server, *old, "-P", "-t", "legacy-kcat", input=b"last\n")
+    got = kcat(server, *old, "-C", "-t", "legacy-kcat", "-o", "beginning", "-e", "-q").decode().split("\n")
+    assert [g for g in got if g] == messages + ["last"], f"kcat 0.9 read {len(got)}"
+
 
 SCENARIOS = {
     "kcat": scenario_kcat,
@@ -1079,6 +1128,7 @@ SCENARIOS = {
     "log-dirs": scenario_log_dirs,
     "acls": scenario_acls,
     "fetch-sessions": scenario_fetch_sessions,
+    "legacy-clients": scenario_legacy_clients,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the

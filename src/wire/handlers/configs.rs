@@ -127,6 +127,8 @@ pub fn describe_configs(ctx: &Context, request: &DescribeConfigsRequest) -> Desc
                         .with_name(str_bytes(e.name))
                         .with_value(Some(str_bytes(e.value)))
                         .with_read_only(e.read_only)
+                        // DescribeConfigs v0 has no source, only whether the value is Kafka's default.
+                        .with_is_default(e.source == ConfigSource::Default)
                         .with_config_source(source_code(e.source))
                         .with_config_type(type_code(e.kind))
                 })

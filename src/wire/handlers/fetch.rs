@@ -1,4 +1,5 @@
-//! Fetch (long-polling on the high watermark), ListOffsets and OffsetForLeaderEpoch.
+//! Fetch (long-polling on the high watermark), ListOffsets and OffsetForLeaderEpoch. Fetch v0-3
+//! answers with message sets (formats v0/v1), down-converted from the log's v2 batches.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use tokio::time::Instant;
 
 use super::{BrokerDown, Context, reached, topic_name};
 use crate::engine::{ErrorCode, FetchedRecords, OffsetSpec, TopicPartition};
+use crate::storage::legacy;
 use crate::wire::fetch_session::{Answered, FetchContext, Wanted};
 
 type Outcome = Result<FetchedRecords, ErrorCode>;
@@ -154,6 +156,11 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
     let mut partitions: Vec<PartitionData> = Vec::with_capacity(wanted.len());
     let mut answers: Vec<Answered> = Vec::with_capacity(wanted.len());
     for (w, outcome) in wanted.iter().zip(outcomes) {
+        let outcome = if version <= 3 {
+            down_convert(w, outcome, version)
+        } else {
+            outcome
+        };
         let partition = match outcome {
             Ok(data) => {
                 let records = if total > 0 && total + data.records.len() > max_total {
@@ -209,6 +216,21 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
         .with_responses(topics))
 }
 
+/// Fetch v0-1 read message format v0, v2-3 format v1 (Kafka's down-conversion).
+fn down_convert(w: &Wanted, outcome: Outcome, version: i16) -> Outcome {
+    let mut data = outcome?;
+    let magic = if version <= 1 {
+        legacy::MAGIC_V0
+    } else {
+        legacy::MAGIC_V1
+    };
+    data.records = legacy::down_convert(&data.records, magic, w.offset, w.max_bytes).map_err(|e| {
+        tracing::warn!(partition = %w.tp, "Fetch v{version} down-conversion: {e}");
+        ErrorCode::CorruptMessage
+    })?;
+    Ok(data)
+}
+
 pub async fn list_offsets(
     ctx: &Context,
     request: &ListOffsetsRequest,
@@ -240,6 +262,7 @@ pub async fn list_offsets(
             partitions.push(match outcome {
                 Ok((offset, timestamp)) => ListOffsetsPartitionResponse::default()
                     .with_partition_index(p.partition_index)
+                    .with_old_style_offsets(old_style_offsets(offset, p.max_num_offsets))
                     .with_offset(offset)
                     .with_timestamp(timestamp)
                     .with_leader_epoch(if offset >= 0 && version >= 4 { epoch } else { -1 }),
@@ -257,6 +280,17 @@ pub async fn list_offsets(
         );
     }
     Ok(ListOffsetsResponse::default().with_topics(topics))
+}
+
+/// ListOffsets v0's answer, a list of offsets: kdeck gives the one offset v1 would (the high
+/// watermark for latest, the log start for earliest, the first at or after a timestamp), not
+/// the segments' base offsets of Kafka's legacy lookup, and none where v1 finds none.
+fn old_style_offsets(offset: i64, max_num_offsets: i32) -> Vec<i64> {
+    if offset >= 0 && max_num_offsets > 0 {
+        vec![offset]
+    } else {
+        Vec::new()
+    }
 }
 
 pub fn offset_for_leader_epoch(ctx: &Context, request: &OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {

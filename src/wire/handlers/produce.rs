@@ -1,5 +1,7 @@
 //! Produce and InitProducerId. Record batches are appended as the client sent them; the
-//! engine checks them and the idempotent producer's sequence numbers.
+//! engine checks them and the idempotent producer's sequence numbers. Produce v0-2 carries
+//! message sets (formats v0/v1), converted to one v2 batch first, as Kafka 3.x's
+//! `LogValidator` converts them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::{BrokerDown, Context, codes, reached};
 use crate::engine::{Acks, ErrorCode, TopicPartition, has_keyless_record};
+use crate::storage::legacy;
 
 /// One partition's append: its base offset or the error code for the client.
 type Outcome = Result<Result<i64, i16>, BrokerDown>;
@@ -65,7 +68,18 @@ pub async fn produce(
                 let Some(records) = records.filter(|r| !r.is_empty()) else {
                     return Ok(Err(codes::CORRUPT_MESSAGE));
                 };
-                let outcome = cluster.produce_to(broker, &tp, records.to_vec(), acks, timeout).await;
+                let records = if version < 3 {
+                    match legacy::to_batch(&records) {
+                        Ok(batch) => batch.to_vec(),
+                        Err(e) => {
+                            tracing::debug!(broker, %tp, "Produce v{version}: {e}");
+                            return Ok(Err(e.code()));
+                        }
+                    }
+                } else {
+                    records.to_vec()
+                };
+                let outcome = cluster.produce_to(broker, &tp, records, acks, timeout).await;
                 reached(outcome).map(|appended| appended.map_err(ErrorCode::code))
             });
             let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;

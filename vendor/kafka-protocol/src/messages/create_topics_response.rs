@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/CreateTopicsResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 2, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -111,7 +114,7 @@ impl CreatableTopicConfigs {
 #[cfg(feature = "broker")]
 impl Encodable for CreatableTopicConfigs {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
         if version >= 5 {
@@ -221,7 +224,7 @@ impl Encodable for CreatableTopicConfigs {
 #[cfg(feature = "client")]
 impl Decodable for CreatableTopicConfigs {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 5 {
@@ -284,7 +287,7 @@ impl Default for CreatableTopicConfigs {
 }
 
 impl Message for CreatableTopicConfigs {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -424,7 +427,7 @@ impl CreatableTopicResult {
 #[cfg(feature = "broker")]
 impl Encodable for CreatableTopicResult {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
         if version >= 5 {
@@ -436,10 +439,12 @@ impl Encodable for CreatableTopicResult {
             types::Uuid.encode(buf, &self.topic_id)?;
         }
         types::Int16.encode(buf, &self.error_code)?;
-        if version >= 5 {
-            types::CompactString.encode(buf, &self.error_message)?;
-        } else {
-            types::String.encode(buf, &self.error_message)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 5 {
+                types::CompactString.encode(buf, &self.error_message)?;
+            } else {
+                types::String.encode(buf, &self.error_message)?;
+            }
         }
         if version >= 5 {
             types::Int32.encode(buf, &self.num_partitions)?;
@@ -490,10 +495,12 @@ impl Encodable for CreatableTopicResult {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         total_size += types::Int16.compute_size(&self.error_code)?;
-        if version >= 5 {
-            total_size += types::CompactString.compute_size(&self.error_message)?;
-        } else {
-            total_size += types::String.compute_size(&self.error_message)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 5 {
+                total_size += types::CompactString.compute_size(&self.error_message)?;
+            } else {
+                total_size += types::String.compute_size(&self.error_message)?;
+            }
         }
         if version >= 5 {
             total_size += types::Int32.compute_size(&self.num_partitions)?;
@@ -539,7 +546,7 @@ impl Encodable for CreatableTopicResult {
 #[cfg(feature = "client")]
 impl Decodable for CreatableTopicResult {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 5 {
@@ -553,10 +560,14 @@ impl Decodable for CreatableTopicResult {
             Uuid::nil()
         };
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 5 {
-            types::CompactString.decode(buf)?
+        let error_message = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 5 {
+                types::CompactString.decode(buf)?
+            } else {
+                types::String.decode(buf)?
+            }
         } else {
-            types::String.decode(buf)?
+            None
         };
         let mut topic_config_error_code = 0;
         let num_partitions = if version >= 5 {
@@ -622,7 +633,7 @@ impl Default for CreatableTopicResult {
 }
 
 impl Message for CreatableTopicResult {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -678,10 +689,12 @@ impl CreateTopicsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for CreateTopicsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        types::Int32.encode(buf, &self.throttle_time_ms)?;
+        if version >= 2 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.encode(buf, &self.throttle_time_ms)?;
+        }
         if version >= 5 {
             types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
         } else {
@@ -703,7 +716,9 @@ impl Encodable for CreateTopicsResponse {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        if version >= 2 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        }
         if version >= 5 {
             total_size +=
                 types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
@@ -729,10 +744,14 @@ impl Encodable for CreateTopicsResponse {
 #[cfg(feature = "client")]
 impl Decodable for CreateTopicsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 7 {
+        if version < 0 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = types::Int32.decode(buf)?;
+        let throttle_time_ms = if version >= 2 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.decode(buf)?
+        } else {
+            0
+        };
         let topics = if version >= 5 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -767,7 +786,7 @@ impl Default for CreateTopicsResponse {
 }
 
 impl Message for CreateTopicsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

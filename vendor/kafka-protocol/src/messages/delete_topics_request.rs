@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DeleteTopicsRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -69,7 +72,7 @@ impl DeleteTopicState {
 #[cfg(feature = "client")]
 impl Encodable for DeleteTopicState {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -135,7 +138,7 @@ impl Encodable for DeleteTopicState {
 #[cfg(feature = "broker")]
 impl Decodable for DeleteTopicState {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {
@@ -177,7 +180,7 @@ impl Default for DeleteTopicState {
 }
 
 impl Message for DeleteTopicState {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -247,7 +250,7 @@ impl DeleteTopicsRequest {
 #[cfg(feature = "client")]
 impl Encodable for DeleteTopicsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -317,7 +320,7 @@ impl Encodable for DeleteTopicsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for DeleteTopicsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         let topics = if version >= 6 {
@@ -366,7 +369,7 @@ impl Default for DeleteTopicsRequest {
 }
 
 impl Message for DeleteTopicsRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DeleteTopicsResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -97,7 +100,7 @@ impl DeletableTopicResult {
 #[cfg(feature = "broker")]
 impl Encodable for DeletableTopicResult {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         if version >= 4 {
@@ -159,7 +162,7 @@ impl Encodable for DeletableTopicResult {
 #[cfg(feature = "client")]
 impl Decodable for DeletableTopicResult {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 4 {
@@ -211,7 +214,7 @@ impl Default for DeletableTopicResult {
 }
 
 impl Message for DeletableTopicResult {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -267,10 +270,12 @@ impl DeleteTopicsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for DeleteTopicsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        types::Int32.encode(buf, &self.throttle_time_ms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.encode(buf, &self.throttle_time_ms)?;
+        }
         if version >= 4 {
             types::CompactArray(types::Struct { version }).encode(buf, &self.responses)?;
         } else {
@@ -292,7 +297,9 @@ impl Encodable for DeleteTopicsResponse {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        }
         if version >= 4 {
             total_size +=
                 types::CompactArray(types::Struct { version }).compute_size(&self.responses)?;
@@ -318,10 +325,14 @@ impl Encodable for DeleteTopicsResponse {
 #[cfg(feature = "client")]
 impl Decodable for DeleteTopicsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 6 {
+        if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = types::Int32.decode(buf)?;
+        let throttle_time_ms = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.decode(buf)?
+        } else {
+            0
+        };
         let responses = if version >= 4 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -356,7 +367,7 @@ impl Default for DeleteTopicsResponse {
 }
 
 impl Message for DeleteTopicsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DescribeAclsRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -139,7 +142,7 @@ impl DescribeAclsRequest {
 #[cfg(feature = "client")]
 impl Encodable for DescribeAclsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         types::Int8.encode(buf, &self.resource_type_filter)?;
@@ -148,7 +151,9 @@ impl Encodable for DescribeAclsRequest {
         } else {
             types::String.encode(buf, &self.resource_name_filter)?;
         }
-        types::Int8.encode(buf, &self.pattern_type_filter)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.encode(buf, &self.pattern_type_filter)?;
+        }
         if version >= 2 {
             types::CompactString.encode(buf, &self.principal_filter)?;
         } else {
@@ -183,7 +188,9 @@ impl Encodable for DescribeAclsRequest {
         } else {
             total_size += types::String.compute_size(&self.resource_name_filter)?;
         }
-        total_size += types::Int8.compute_size(&self.pattern_type_filter)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int8.compute_size(&self.pattern_type_filter)?;
+        }
         if version >= 2 {
             total_size += types::CompactString.compute_size(&self.principal_filter)?;
         } else {
@@ -215,7 +222,7 @@ impl Encodable for DescribeAclsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for DescribeAclsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         let resource_type_filter = types::Int8.decode(buf)?;
@@ -224,7 +231,11 @@ impl Decodable for DescribeAclsRequest {
         } else {
             types::String.decode(buf)?
         };
-        let pattern_type_filter = types::Int8.decode(buf)?;
+        let pattern_type_filter = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.decode(buf)?
+        } else {
+            3
+        };
         let principal_filter = if version >= 2 {
             types::CompactString.decode(buf)?
         } else {
@@ -276,7 +287,7 @@ impl Default for DescribeAclsRequest {
 }
 
 impl Message for DescribeAclsRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 3 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DescribeAclsResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -97,7 +100,7 @@ impl AclDescription {
 #[cfg(feature = "broker")]
 impl Encodable for AclDescription {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -159,7 +162,7 @@ impl Encodable for AclDescription {
 #[cfg(feature = "client")]
 impl Decodable for AclDescription {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         let principal = if version >= 2 {
@@ -207,7 +210,7 @@ impl Default for AclDescription {
 }
 
 impl Message for AclDescription {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 3 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -291,7 +294,7 @@ impl DescribeAclsResource {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeAclsResource {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         types::Int8.encode(buf, &self.resource_type)?;
@@ -300,7 +303,9 @@ impl Encodable for DescribeAclsResource {
         } else {
             types::String.encode(buf, &self.resource_name)?;
         }
-        types::Int8.encode(buf, &self.pattern_type)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.encode(buf, &self.pattern_type)?;
+        }
         if version >= 2 {
             types::CompactArray(types::Struct { version }).encode(buf, &self.acls)?;
         } else {
@@ -328,7 +333,9 @@ impl Encodable for DescribeAclsResource {
         } else {
             total_size += types::String.compute_size(&self.resource_name)?;
         }
-        total_size += types::Int8.compute_size(&self.pattern_type)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int8.compute_size(&self.pattern_type)?;
+        }
         if version >= 2 {
             total_size +=
                 types::CompactArray(types::Struct { version }).compute_size(&self.acls)?;
@@ -354,7 +361,7 @@ impl Encodable for DescribeAclsResource {
 #[cfg(feature = "client")]
 impl Decodable for DescribeAclsResource {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         let resource_type = types::Int8.decode(buf)?;
@@ -363,7 +370,11 @@ impl Decodable for DescribeAclsResource {
         } else {
             types::String.decode(buf)?
         };
-        let pattern_type = types::Int8.decode(buf)?;
+        let pattern_type = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.decode(buf)?
+        } else {
+            3
+        };
         let acls = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -402,7 +413,7 @@ impl Default for DescribeAclsResource {
 }
 
 impl Message for DescribeAclsResource {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 3 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -486,7 +497,7 @@ impl DescribeAclsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeAclsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.throttle_time_ms)?;
@@ -549,7 +560,7 @@ impl Encodable for DescribeAclsResponse {
 #[cfg(feature = "client")]
 impl Decodable for DescribeAclsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 3 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
@@ -597,7 +608,7 @@ impl Default for DescribeAclsResponse {
 }
 
 impl Message for DescribeAclsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 3 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DescribeConfigsRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -83,7 +86,7 @@ impl DescribeConfigsRequest {
 #[cfg(feature = "client")]
 impl Encodable for DescribeConfigsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         if version >= 4 {
@@ -91,7 +94,9 @@ impl Encodable for DescribeConfigsRequest {
         } else {
             types::Array(types::Struct { version }).encode(buf, &self.resources)?;
         }
-        types::Boolean.encode(buf, &self.include_synonyms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Boolean.encode(buf, &self.include_synonyms)?;
+        }
         if version >= 3 {
             types::Boolean.encode(buf, &self.include_documentation)?;
         } else {
@@ -121,7 +126,9 @@ impl Encodable for DescribeConfigsRequest {
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.resources)?;
         }
-        total_size += types::Boolean.compute_size(&self.include_synonyms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Boolean.compute_size(&self.include_synonyms)?;
+        }
         if version >= 3 {
             total_size += types::Boolean.compute_size(&self.include_documentation)?;
         } else {
@@ -148,7 +155,7 @@ impl Encodable for DescribeConfigsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for DescribeConfigsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let resources = if version >= 4 {
@@ -156,7 +163,11 @@ impl Decodable for DescribeConfigsRequest {
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let include_synonyms = types::Boolean.decode(buf)?;
+        let include_synonyms = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Boolean.decode(buf)?
+        } else {
+            false
+        };
         let include_documentation = if version >= 3 {
             types::Boolean.decode(buf)?
         } else {
@@ -193,7 +204,7 @@ impl Default for DescribeConfigsRequest {
 }
 
 impl Message for DescribeConfigsRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -263,7 +274,7 @@ impl DescribeConfigsResource {
 #[cfg(feature = "client")]
 impl Encodable for DescribeConfigsResource {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         types::Int8.encode(buf, &self.resource_type)?;
@@ -324,7 +335,7 @@ impl Encodable for DescribeConfigsResource {
 #[cfg(feature = "broker")]
 impl Decodable for DescribeConfigsResource {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let resource_type = types::Int8.decode(buf)?;
@@ -369,7 +380,7 @@ impl Default for DescribeConfigsResource {
 }
 
 impl Message for DescribeConfigsResource {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

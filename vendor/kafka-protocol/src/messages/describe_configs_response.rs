@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/DescribeConfigsResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -35,6 +38,11 @@ pub struct DescribeConfigsResourceResult {
     ///
     /// Supported API versions: 1-4
     pub read_only: bool,
+
+    /// True if the configuration is not set.
+    ///
+    /// Supported API versions: 0 (kdeck patch: Kafka 3.9 versions)
+    pub is_default: bool,
 
     /// The configuration source.
     ///
@@ -91,6 +99,11 @@ impl DescribeConfigsResourceResult {
     /// Supported API versions: 1-4
     pub fn with_read_only(mut self, value: bool) -> Self {
         self.read_only = value;
+        self
+    }
+    /// Sets `is_default` to the passed value (kdeck patch: Kafka 3.9 versions).
+    pub fn with_is_default(mut self, value: bool) -> Self {
+        self.is_default = value;
         self
     }
     /// Sets `config_source` to the passed value.
@@ -153,7 +166,7 @@ impl DescribeConfigsResourceResult {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeConfigsResourceResult {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         if version >= 4 {
@@ -167,12 +180,19 @@ impl Encodable for DescribeConfigsResourceResult {
             types::String.encode(buf, &self.value)?;
         }
         types::Boolean.encode(buf, &self.read_only)?;
-        types::Int8.encode(buf, &self.config_source)?;
+        if version == 0 { // kdeck patch: Kafka 3.9 versions
+            types::Boolean.encode(buf, &self.is_default)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.encode(buf, &self.config_source)?;
+        }
         types::Boolean.encode(buf, &self.is_sensitive)?;
-        if version >= 4 {
-            types::CompactArray(types::Struct { version }).encode(buf, &self.synonyms)?;
-        } else {
-            types::Array(types::Struct { version }).encode(buf, &self.synonyms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 4 {
+                types::CompactArray(types::Struct { version }).encode(buf, &self.synonyms)?;
+            } else {
+                types::Array(types::Struct { version }).encode(buf, &self.synonyms)?;
+            }
         }
         if version >= 3 {
             types::Int8.encode(buf, &self.config_type)?;
@@ -211,13 +231,20 @@ impl Encodable for DescribeConfigsResourceResult {
             total_size += types::String.compute_size(&self.value)?;
         }
         total_size += types::Boolean.compute_size(&self.read_only)?;
-        total_size += types::Int8.compute_size(&self.config_source)?;
+        if version == 0 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Boolean.compute_size(&self.is_default)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int8.compute_size(&self.config_source)?;
+        }
         total_size += types::Boolean.compute_size(&self.is_sensitive)?;
-        if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.synonyms)?;
-        } else {
-            total_size += types::Array(types::Struct { version }).compute_size(&self.synonyms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 4 {
+                total_size +=
+                    types::CompactArray(types::Struct { version }).compute_size(&self.synonyms)?;
+            } else {
+                total_size += types::Array(types::Struct { version }).compute_size(&self.synonyms)?;
+            }
         }
         if version >= 3 {
             total_size += types::Int8.compute_size(&self.config_type)?;
@@ -248,7 +275,7 @@ impl Encodable for DescribeConfigsResourceResult {
 #[cfg(feature = "client")]
 impl Decodable for DescribeConfigsResourceResult {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 4 {
@@ -262,12 +289,25 @@ impl Decodable for DescribeConfigsResourceResult {
             types::String.decode(buf)?
         };
         let read_only = types::Boolean.decode(buf)?;
-        let config_source = types::Int8.decode(buf)?;
-        let is_sensitive = types::Boolean.decode(buf)?;
-        let synonyms = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
+        let is_default = if version == 0 { // kdeck patch: Kafka 3.9 versions
+            types::Boolean.decode(buf)?
         } else {
-            types::Array(types::Struct { version }).decode(buf)?
+            false
+        };
+        let config_source = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.decode(buf)?
+        } else {
+            -1
+        };
+        let is_sensitive = types::Boolean.decode(buf)?;
+        let synonyms = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 4 {
+                types::CompactArray(types::Struct { version }).decode(buf)?
+            } else {
+                types::Array(types::Struct { version }).decode(buf)?
+            }
+        } else {
+            Default::default()
         };
         let config_type = if version >= 3 {
             types::Int8.decode(buf)?
@@ -297,6 +337,7 @@ impl Decodable for DescribeConfigsResourceResult {
             name,
             value,
             read_only,
+            is_default,
             config_source,
             is_sensitive,
             synonyms,
@@ -313,6 +354,7 @@ impl Default for DescribeConfigsResourceResult {
             name: Default::default(),
             value: Some(Default::default()),
             read_only: false,
+            is_default: false,
             config_source: -1,
             is_sensitive: false,
             synonyms: Default::default(),
@@ -324,7 +366,7 @@ impl Default for DescribeConfigsResourceResult {
 }
 
 impl Message for DescribeConfigsResourceResult {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -380,7 +422,7 @@ impl DescribeConfigsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeConfigsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.throttle_time_ms)?;
@@ -431,7 +473,7 @@ impl Encodable for DescribeConfigsResponse {
 #[cfg(feature = "client")]
 impl Decodable for DescribeConfigsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
@@ -469,7 +511,7 @@ impl Default for DescribeConfigsResponse {
 }
 
 impl Message for DescribeConfigsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -567,7 +609,7 @@ impl DescribeConfigsResult {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeConfigsResult {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         types::Int16.encode(buf, &self.error_code)?;
@@ -640,7 +682,7 @@ impl Encodable for DescribeConfigsResult {
 #[cfg(feature = "client")]
 impl Decodable for DescribeConfigsResult {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
@@ -695,7 +737,7 @@ impl Default for DescribeConfigsResult {
 }
 
 impl Message for DescribeConfigsResult {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -765,7 +807,7 @@ impl DescribeConfigsSynonym {
 #[cfg(feature = "broker")]
 impl Encodable for DescribeConfigsSynonym {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         if version >= 4 {
@@ -825,7 +867,7 @@ impl Encodable for DescribeConfigsSynonym {
 #[cfg(feature = "client")]
 impl Decodable for DescribeConfigsSynonym {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 4 {
+        if version < 0 || version > 4 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 4 {
@@ -870,7 +912,7 @@ impl Default for DescribeConfigsSynonym {
 }
 
 impl Message for DescribeConfigsSynonym {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/FetchRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 4, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -153,7 +156,7 @@ impl FetchPartition {
 #[cfg(feature = "client")]
 impl Encodable for FetchPartition {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition)?;
@@ -297,7 +300,7 @@ impl Encodable for FetchPartition {
 #[cfg(feature = "broker")]
 impl Decodable for FetchPartition {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let partition = types::Int32.decode(buf)?;
@@ -385,7 +388,7 @@ impl Default for FetchPartition {
 }
 
 impl Message for FetchPartition {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -581,7 +584,7 @@ impl FetchRequest {
 #[cfg(feature = "client")]
 impl Encodable for FetchRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version <= 14 {
@@ -593,8 +596,12 @@ impl Encodable for FetchRequest {
         }
         types::Int32.encode(buf, &self.max_wait_ms)?;
         types::Int32.encode(buf, &self.min_bytes)?;
-        types::Int32.encode(buf, &self.max_bytes)?;
-        types::Int8.encode(buf, &self.isolation_level)?;
+        if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.encode(buf, &self.max_bytes)?;
+        }
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.encode(buf, &self.isolation_level)?;
+        }
         if version >= 7 {
             types::Int32.encode(buf, &self.session_id)?;
         }
@@ -684,8 +691,12 @@ impl Encodable for FetchRequest {
         }
         total_size += types::Int32.compute_size(&self.max_wait_ms)?;
         total_size += types::Int32.compute_size(&self.min_bytes)?;
-        total_size += types::Int32.compute_size(&self.max_bytes)?;
-        total_size += types::Int8.compute_size(&self.isolation_level)?;
+        if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int32.compute_size(&self.max_bytes)?;
+        }
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int8.compute_size(&self.isolation_level)?;
+        }
         if version >= 7 {
             total_size += types::Int32.compute_size(&self.session_id)?;
         }
@@ -771,7 +782,7 @@ impl Encodable for FetchRequest {
 #[cfg(feature = "broker")]
 impl Decodable for FetchRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let mut cluster_id = None;
@@ -783,8 +794,16 @@ impl Decodable for FetchRequest {
         let mut replica_state = Default::default();
         let max_wait_ms = types::Int32.decode(buf)?;
         let min_bytes = types::Int32.decode(buf)?;
-        let max_bytes = types::Int32.decode(buf)?;
-        let isolation_level = types::Int8.decode(buf)?;
+        let max_bytes = if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.decode(buf)?
+        } else {
+            0x7fffffff
+        };
+        let isolation_level = if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            types::Int8.decode(buf)?
+        } else {
+            0
+        };
         let session_id = if version >= 7 {
             types::Int32.decode(buf)?
         } else {
@@ -884,7 +903,7 @@ impl Default for FetchRequest {
 }
 
 impl Message for FetchRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -954,7 +973,7 @@ impl FetchTopic {
 #[cfg(feature = "client")]
 impl Encodable for FetchTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version <= 12 {
@@ -1023,7 +1042,7 @@ impl Encodable for FetchTopic {
 #[cfg(feature = "broker")]
 impl Decodable for FetchTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let topic = if version <= 12 {
@@ -1076,7 +1095,7 @@ impl Default for FetchTopic {
 }
 
 impl Message for FetchTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -1146,7 +1165,7 @@ impl ForgottenTopic {
 #[cfg(feature = "client")]
 impl Encodable for ForgottenTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version >= 7 && version <= 12 {
@@ -1226,7 +1245,7 @@ impl Encodable for ForgottenTopic {
 #[cfg(feature = "broker")]
 impl Decodable for ForgottenTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let topic = if version >= 7 && version <= 12 {
@@ -1283,7 +1302,7 @@ impl Default for ForgottenTopic {
 }
 
 impl Message for ForgottenTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -1339,7 +1358,7 @@ impl ReplicaState {
 #[cfg(feature = "client")]
 impl Encodable for ReplicaState {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version >= 15 {
@@ -1405,7 +1424,7 @@ impl Encodable for ReplicaState {
 #[cfg(feature = "broker")]
 impl Decodable for ReplicaState {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let replica_id = if version >= 15 {
@@ -1447,7 +1466,7 @@ impl Default for ReplicaState {
 }
 
 impl Message for ReplicaState {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

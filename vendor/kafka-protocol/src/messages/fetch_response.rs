@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/FetchResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 4, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -69,7 +72,7 @@ impl AbortedTransaction {
 #[cfg(feature = "broker")]
 impl Encodable for AbortedTransaction {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         types::Int64.encode(buf, &self.producer_id)?;
@@ -111,7 +114,7 @@ impl Encodable for AbortedTransaction {
 #[cfg(feature = "client")]
 impl Decodable for AbortedTransaction {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let producer_id = types::Int64.decode(buf)?;
@@ -145,7 +148,7 @@ impl Default for AbortedTransaction {
 }
 
 impl Message for AbortedTransaction {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -201,7 +204,7 @@ impl EpochEndOffset {
 #[cfg(feature = "broker")]
 impl Encodable for EpochEndOffset {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version >= 12 {
@@ -267,7 +270,7 @@ impl Encodable for EpochEndOffset {
 #[cfg(feature = "client")]
 impl Decodable for EpochEndOffset {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let epoch = if version >= 12 {
@@ -309,7 +312,7 @@ impl Default for EpochEndOffset {
 }
 
 impl Message for EpochEndOffset {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -407,10 +410,12 @@ impl FetchResponse {
 #[cfg(feature = "broker")]
 impl Encodable for FetchResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        types::Int32.encode(buf, &self.throttle_time_ms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.encode(buf, &self.throttle_time_ms)?;
+        }
         if version >= 7 {
             types::Int16.encode(buf, &self.error_code)?;
         }
@@ -462,7 +467,9 @@ impl Encodable for FetchResponse {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
+        }
         if version >= 7 {
             total_size += types::Int16.compute_size(&self.error_code)?;
         }
@@ -517,10 +524,14 @@ impl Encodable for FetchResponse {
 #[cfg(feature = "client")]
 impl Decodable for FetchResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = types::Int32.decode(buf)?;
+        let throttle_time_ms = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.decode(buf)?
+        } else {
+            0
+        };
         let error_code = if version >= 7 {
             types::Int16.decode(buf)?
         } else {
@@ -587,7 +598,7 @@ impl Default for FetchResponse {
 }
 
 impl Message for FetchResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -657,7 +668,7 @@ impl FetchableTopicResponse {
 #[cfg(feature = "broker")]
 impl Encodable for FetchableTopicResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version <= 12 {
@@ -726,7 +737,7 @@ impl Encodable for FetchableTopicResponse {
 #[cfg(feature = "client")]
 impl Decodable for FetchableTopicResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let topic = if version <= 12 {
@@ -779,7 +790,7 @@ impl Default for FetchableTopicResponse {
 }
 
 impl Message for FetchableTopicResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -835,7 +846,7 @@ impl LeaderIdAndEpoch {
 #[cfg(feature = "broker")]
 impl Encodable for LeaderIdAndEpoch {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version >= 12 {
@@ -901,7 +912,7 @@ impl Encodable for LeaderIdAndEpoch {
 #[cfg(feature = "client")]
 impl Decodable for LeaderIdAndEpoch {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let leader_id = if version >= 12 {
@@ -943,7 +954,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Message for LeaderIdAndEpoch {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -1027,7 +1038,7 @@ impl NodeEndpoint {
 #[cfg(feature = "broker")]
 impl Encodable for NodeEndpoint {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         if version >= 16 {
@@ -1121,7 +1132,7 @@ impl Encodable for NodeEndpoint {
 #[cfg(feature = "client")]
 impl Decodable for NodeEndpoint {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let node_id = if version >= 16 {
@@ -1177,7 +1188,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Message for NodeEndpoint {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -1359,21 +1370,25 @@ impl PartitionData {
 #[cfg(feature = "broker")]
 impl Encodable for PartitionData {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
         types::Int16.encode(buf, &self.error_code)?;
         types::Int64.encode(buf, &self.high_watermark)?;
-        types::Int64.encode(buf, &self.last_stable_offset)?;
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.encode(buf, &self.last_stable_offset)?;
+        }
         if version >= 5 {
             types::Int64.encode(buf, &self.log_start_offset)?;
         }
-        if version >= 12 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.aborted_transactions)?;
-        } else {
-            types::Array(types::Struct { version }).encode(buf, &self.aborted_transactions)?;
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            if version >= 12 {
+                types::CompactArray(types::Struct { version })
+                    .encode(buf, &self.aborted_transactions)?;
+            } else {
+                types::Array(types::Struct { version }).encode(buf, &self.aborted_transactions)?;
+            }
         }
         if version >= 11 {
             types::Int32.encode(buf, &self.preferred_read_replica)?;
@@ -1452,16 +1467,20 @@ impl Encodable for PartitionData {
         total_size += types::Int32.compute_size(&self.partition_index)?;
         total_size += types::Int16.compute_size(&self.error_code)?;
         total_size += types::Int64.compute_size(&self.high_watermark)?;
-        total_size += types::Int64.compute_size(&self.last_stable_offset)?;
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int64.compute_size(&self.last_stable_offset)?;
+        }
         if version >= 5 {
             total_size += types::Int64.compute_size(&self.log_start_offset)?;
         }
-        if version >= 12 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.aborted_transactions)?;
-        } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.aborted_transactions)?;
+        if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            if version >= 12 {
+                total_size += types::CompactArray(types::Struct { version })
+                    .compute_size(&self.aborted_transactions)?;
+            } else {
+                total_size +=
+                    types::Array(types::Struct { version }).compute_size(&self.aborted_transactions)?;
+            }
         }
         if version >= 11 {
             total_size += types::Int32.compute_size(&self.preferred_read_replica)?;
@@ -1540,13 +1559,17 @@ impl Encodable for PartitionData {
 #[cfg(feature = "client")]
 impl Decodable for PartitionData {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
         let high_watermark = types::Int64.decode(buf)?;
-        let last_stable_offset = types::Int64.decode(buf)?;
+        let last_stable_offset = if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.decode(buf)?
+        } else {
+            -1
+        };
         let log_start_offset = if version >= 5 {
             types::Int64.decode(buf)?
         } else {
@@ -1555,10 +1578,14 @@ impl Decodable for PartitionData {
         let mut diverging_epoch = Default::default();
         let mut current_leader = Default::default();
         let mut snapshot_id = Default::default();
-        let aborted_transactions = if version >= 12 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
+        let aborted_transactions = if version >= 4 { // kdeck patch: Kafka 3.9 versions
+            if version >= 12 {
+                types::CompactArray(types::Struct { version }).decode(buf)?
+            } else {
+                types::Array(types::Struct { version }).decode(buf)?
+            }
         } else {
-            types::Array(types::Struct { version }).decode(buf)?
+            Some(Default::default())
         };
         let preferred_read_replica = if version >= 11 {
             types::Int32.decode(buf)?
@@ -1630,7 +1657,7 @@ impl Default for PartitionData {
 }
 
 impl Message for PartitionData {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -1686,7 +1713,7 @@ impl SnapshotId {
 #[cfg(feature = "broker")]
 impl Encodable for SnapshotId {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         types::Int64.encode(buf, &self.end_offset)?;
@@ -1728,7 +1755,7 @@ impl Encodable for SnapshotId {
 #[cfg(feature = "client")]
 impl Decodable for SnapshotId {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 4 || version > 18 {
+        if version < 0 || version > 18 {
             bail!("specified version not supported by this message type");
         }
         let end_offset = types::Int64.decode(buf)?;
@@ -1762,7 +1789,7 @@ impl Default for SnapshotId {
 }
 
 impl Message for SnapshotId {
-    const VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 18 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

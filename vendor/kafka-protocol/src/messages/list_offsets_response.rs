@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/ListOffsetsResponse.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 1, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -30,6 +33,11 @@ pub struct ListOffsetsPartitionResponse {
     ///
     /// Supported API versions: 1-10
     pub error_code: i16,
+
+    /// The result offsets.
+    ///
+    /// Supported API versions: 0 (kdeck patch: Kafka 3.9 versions)
+    pub old_style_offsets: Vec<i64>,
 
     /// The timestamp associated with the returned offset.
     ///
@@ -67,6 +75,11 @@ impl ListOffsetsPartitionResponse {
     /// Supported API versions: 1-10
     pub fn with_error_code(mut self, value: i16) -> Self {
         self.error_code = value;
+        self
+    }
+    /// Sets `old_style_offsets` to the passed value (kdeck patch: Kafka 3.9 versions).
+    pub fn with_old_style_offsets(mut self, value: Vec<i64>) -> Self {
+        self.old_style_offsets = value;
         self
     }
     /// Sets `timestamp` to the passed value.
@@ -111,13 +124,20 @@ impl ListOffsetsPartitionResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsPartitionResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
         types::Int16.encode(buf, &self.error_code)?;
-        types::Int64.encode(buf, &self.timestamp)?;
-        types::Int64.encode(buf, &self.offset)?;
+        if version == 0 { // kdeck patch: Kafka 3.9 versions
+            types::Array(types::Int64).encode(buf, &self.old_style_offsets)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.encode(buf, &self.timestamp)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.encode(buf, &self.offset)?;
+        }
         if version >= 4 {
             types::Int32.encode(buf, &self.leader_epoch)?;
         } else {
@@ -143,8 +163,15 @@ impl Encodable for ListOffsetsPartitionResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.partition_index)?;
         total_size += types::Int16.compute_size(&self.error_code)?;
-        total_size += types::Int64.compute_size(&self.timestamp)?;
-        total_size += types::Int64.compute_size(&self.offset)?;
+        if version == 0 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Array(types::Int64).compute_size(&self.old_style_offsets)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int64.compute_size(&self.timestamp)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int64.compute_size(&self.offset)?;
+        }
         if version >= 4 {
             total_size += types::Int32.compute_size(&self.leader_epoch)?;
         } else {
@@ -171,13 +198,26 @@ impl Encodable for ListOffsetsPartitionResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsPartitionResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        let timestamp = types::Int64.decode(buf)?;
-        let offset = types::Int64.decode(buf)?;
+        let old_style_offsets = if version == 0 { // kdeck patch: Kafka 3.9 versions
+            types::Array(types::Int64).decode(buf)?
+        } else {
+            Default::default()
+        };
+        let timestamp = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.decode(buf)?
+        } else {
+            -1
+        };
+        let offset = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.decode(buf)?
+        } else {
+            -1
+        };
         let leader_epoch = if version >= 4 {
             types::Int32.decode(buf)?
         } else {
@@ -196,6 +236,7 @@ impl Decodable for ListOffsetsPartitionResponse {
         Ok(Self {
             partition_index,
             error_code,
+            old_style_offsets,
             timestamp,
             offset,
             leader_epoch,
@@ -209,6 +250,7 @@ impl Default for ListOffsetsPartitionResponse {
         Self {
             partition_index: 0,
             error_code: 0,
+            old_style_offsets: Default::default(),
             timestamp: -1,
             offset: -1,
             leader_epoch: -1,
@@ -218,7 +260,7 @@ impl Default for ListOffsetsPartitionResponse {
 }
 
 impl Message for ListOffsetsPartitionResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -274,7 +316,7 @@ impl ListOffsetsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -329,7 +371,7 @@ impl Encodable for ListOffsetsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = if version >= 2 {
@@ -371,7 +413,7 @@ impl Default for ListOffsetsResponse {
 }
 
 impl Message for ListOffsetsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -427,7 +469,7 @@ impl ListOffsetsTopicResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsTopicResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -486,7 +528,7 @@ impl Encodable for ListOffsetsTopicResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsTopicResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 0 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 6 {
@@ -528,7 +570,7 @@ impl Default for ListOffsetsTopicResponse {
 }
 
 impl Message for ListOffsetsTopicResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

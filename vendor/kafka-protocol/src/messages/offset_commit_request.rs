@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/OffsetCommitRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 2, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -125,7 +128,7 @@ impl OffsetCommitRequest {
 #[cfg(feature = "client")]
 impl Encodable for OffsetCommitRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         if version >= 8 {
@@ -133,11 +136,15 @@ impl Encodable for OffsetCommitRequest {
         } else {
             types::String.encode(buf, &self.group_id)?;
         }
-        types::Int32.encode(buf, &self.generation_id_or_member_epoch)?;
-        if version >= 8 {
-            types::CompactString.encode(buf, &self.member_id)?;
-        } else {
-            types::String.encode(buf, &self.member_id)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.encode(buf, &self.generation_id_or_member_epoch)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 8 {
+                types::CompactString.encode(buf, &self.member_id)?;
+            } else {
+                types::String.encode(buf, &self.member_id)?;
+            }
         }
         if version >= 7 {
             if version >= 8 {
@@ -150,7 +157,7 @@ impl Encodable for OffsetCommitRequest {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
-        if version <= 4 {
+        if version >= 2 && version <= 4 { // kdeck patch: Kafka 3.9 versions
             types::Int64.encode(buf, &self.retention_time_ms)?;
         }
         if version >= 8 {
@@ -179,11 +186,15 @@ impl Encodable for OffsetCommitRequest {
         } else {
             total_size += types::String.compute_size(&self.group_id)?;
         }
-        total_size += types::Int32.compute_size(&self.generation_id_or_member_epoch)?;
-        if version >= 8 {
-            total_size += types::CompactString.compute_size(&self.member_id)?;
-        } else {
-            total_size += types::String.compute_size(&self.member_id)?;
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int32.compute_size(&self.generation_id_or_member_epoch)?;
+        }
+        if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 8 {
+                total_size += types::CompactString.compute_size(&self.member_id)?;
+            } else {
+                total_size += types::String.compute_size(&self.member_id)?;
+            }
         }
         if version >= 7 {
             if version >= 8 {
@@ -196,7 +207,7 @@ impl Encodable for OffsetCommitRequest {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
-        if version <= 4 {
+        if version >= 2 && version <= 4 { // kdeck patch: Kafka 3.9 versions
             total_size += types::Int64.compute_size(&self.retention_time_ms)?;
         }
         if version >= 8 {
@@ -224,7 +235,7 @@ impl Encodable for OffsetCommitRequest {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetCommitRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         let group_id = if version >= 8 {
@@ -232,11 +243,19 @@ impl Decodable for OffsetCommitRequest {
         } else {
             types::String.decode(buf)?
         };
-        let generation_id_or_member_epoch = types::Int32.decode(buf)?;
-        let member_id = if version >= 8 {
-            types::CompactString.decode(buf)?
+        let generation_id_or_member_epoch = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int32.decode(buf)?
         } else {
-            types::String.decode(buf)?
+            -1
+        };
+        let member_id = if version >= 1 { // kdeck patch: Kafka 3.9 versions
+            if version >= 8 {
+                types::CompactString.decode(buf)?
+            } else {
+                types::String.decode(buf)?
+            }
+        } else {
+            Default::default()
         };
         let group_instance_id = if version >= 7 {
             if version >= 8 {
@@ -247,7 +266,7 @@ impl Decodable for OffsetCommitRequest {
         } else {
             None
         };
-        let retention_time_ms = if version <= 4 {
+        let retention_time_ms = if version >= 2 && version <= 4 { // kdeck patch: Kafka 3.9 versions
             types::Int64.decode(buf)?
         } else {
             -1
@@ -294,7 +313,7 @@ impl Default for OffsetCommitRequest {
 }
 
 impl Message for OffsetCommitRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -311,6 +330,11 @@ pub struct OffsetCommitRequestPartition {
     ///
     /// Supported API versions: 2-9
     pub committed_offset: i64,
+
+    /// The timestamp of the commit.
+    ///
+    /// Supported API versions: 1 (kdeck patch: Kafka 3.9 versions)
+    pub commit_timestamp: i64,
 
     /// The leader epoch of this partition.
     ///
@@ -343,6 +367,11 @@ impl OffsetCommitRequestPartition {
     /// Supported API versions: 2-9
     pub fn with_committed_offset(mut self, value: i64) -> Self {
         self.committed_offset = value;
+        self
+    }
+    /// Sets `commit_timestamp` to the passed value (kdeck patch: Kafka 3.9 versions).
+    pub fn with_commit_timestamp(mut self, value: i64) -> Self {
+        self.commit_timestamp = value;
         self
     }
     /// Sets `committed_leader_epoch` to the passed value.
@@ -378,11 +407,14 @@ impl OffsetCommitRequestPartition {
 #[cfg(feature = "client")]
 impl Encodable for OffsetCommitRequestPartition {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
         types::Int64.encode(buf, &self.committed_offset)?;
+        if version == 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.encode(buf, &self.commit_timestamp)?;
+        }
         if version >= 6 {
             types::Int32.encode(buf, &self.committed_leader_epoch)?;
         }
@@ -409,6 +441,9 @@ impl Encodable for OffsetCommitRequestPartition {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.partition_index)?;
         total_size += types::Int64.compute_size(&self.committed_offset)?;
+        if version == 1 { // kdeck patch: Kafka 3.9 versions
+            total_size += types::Int64.compute_size(&self.commit_timestamp)?;
+        }
         if version >= 6 {
             total_size += types::Int32.compute_size(&self.committed_leader_epoch)?;
         }
@@ -436,11 +471,16 @@ impl Encodable for OffsetCommitRequestPartition {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetCommitRequestPartition {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
         let committed_offset = types::Int64.decode(buf)?;
+        let commit_timestamp = if version == 1 { // kdeck patch: Kafka 3.9 versions
+            types::Int64.decode(buf)?
+        } else {
+            -1
+        };
         let committed_leader_epoch = if version >= 6 {
             types::Int32.decode(buf)?
         } else {
@@ -464,6 +504,7 @@ impl Decodable for OffsetCommitRequestPartition {
         Ok(Self {
             partition_index,
             committed_offset,
+            commit_timestamp,
             committed_leader_epoch,
             committed_metadata,
             unknown_tagged_fields,
@@ -476,6 +517,7 @@ impl Default for OffsetCommitRequestPartition {
         Self {
             partition_index: 0,
             committed_offset: 0,
+            commit_timestamp: -1,
             committed_leader_epoch: -1,
             committed_metadata: Some(Default::default()),
             unknown_tagged_fields: BTreeMap::new(),
@@ -484,7 +526,7 @@ impl Default for OffsetCommitRequestPartition {
 }
 
 impl Message for OffsetCommitRequestPartition {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -554,7 +596,7 @@ impl OffsetCommitRequestTopic {
 #[cfg(feature = "client")]
 impl Encodable for OffsetCommitRequestTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         if version >= 8 {
@@ -613,7 +655,7 @@ impl Encodable for OffsetCommitRequestTopic {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetCommitRequestTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 2 || version > 9 {
+        if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
         let name = if version >= 8 {
@@ -658,7 +700,7 @@ impl Default for OffsetCommitRequestTopic {
 }
 
 impl Message for OffsetCommitRequestTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 2, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

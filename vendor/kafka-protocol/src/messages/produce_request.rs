@@ -2,6 +2,9 @@
 //!
 //! See the schema for this message [here](https://github.com/apache/kafka/blob/trunk/clients/src/main/resources/common/message/ProduceRequest.json).
 // WARNING: the items of this module are generated and should not be edited directly
+// kdeck patch: Kafka 3.9 versions: the minimum version is 0 as in Kafka 3.9's schema (0.18.0
+// had 3, from Kafka 4.0's); fields that the older versions lack or have differently are
+// gated as the 3.9 schema says, each marked below.
 #![allow(unused)]
 
 use std::borrow::Borrow;
@@ -69,7 +72,7 @@ impl PartitionProduceData {
 #[cfg(feature = "client")]
 impl Encodable for PartitionProduceData {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.index)?;
@@ -119,7 +122,7 @@ impl Encodable for PartitionProduceData {
 #[cfg(feature = "broker")]
 impl Decodable for PartitionProduceData {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
         let index = types::Int32.decode(buf)?;
@@ -157,7 +160,7 @@ impl Default for PartitionProduceData {
 }
 
 impl Message for PartitionProduceData {
-    const VERSIONS: VersionRange = VersionRange { min: 3, max: 13 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -241,13 +244,17 @@ impl ProduceRequest {
 #[cfg(feature = "client")]
 impl Encodable for ProduceRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        if version >= 9 {
-            types::CompactString.encode(buf, &self.transactional_id)?;
-        } else {
-            types::String.encode(buf, &self.transactional_id)?;
+        if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            if version >= 3 { // kdeck patch: Kafka 3.9 versions
+                if version >= 9 {
+                    types::CompactString.encode(buf, &self.transactional_id)?;
+                } else {
+                    types::String.encode(buf, &self.transactional_id)?;
+                }
+            }
         }
         types::Int16.encode(buf, &self.acks)?;
         types::Int32.encode(buf, &self.timeout_ms)?;
@@ -272,10 +279,14 @@ impl Encodable for ProduceRequest {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        if version >= 9 {
-            total_size += types::CompactString.compute_size(&self.transactional_id)?;
-        } else {
-            total_size += types::String.compute_size(&self.transactional_id)?;
+        if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            if version >= 3 { // kdeck patch: Kafka 3.9 versions
+                if version >= 9 {
+                    total_size += types::CompactString.compute_size(&self.transactional_id)?;
+                } else {
+                    total_size += types::String.compute_size(&self.transactional_id)?;
+                }
+            }
         }
         total_size += types::Int16.compute_size(&self.acks)?;
         total_size += types::Int32.compute_size(&self.timeout_ms)?;
@@ -304,13 +315,21 @@ impl Encodable for ProduceRequest {
 #[cfg(feature = "broker")]
 impl Decodable for ProduceRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let transactional_id = if version >= 9 {
-            types::CompactString.decode(buf)?
+        let transactional_id = if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            if version >= 3 { // kdeck patch: Kafka 3.9 versions
+            if version >= 9 {
+                    types::CompactString.decode(buf)?
+                } else {
+                    types::String.decode(buf)?
+                }
+            } else {
+                None
+            }
         } else {
-            types::String.decode(buf)?
+            None
         };
         let acks = types::Int16.decode(buf)?;
         let timeout_ms = types::Int32.decode(buf)?;
@@ -352,7 +371,7 @@ impl Default for ProduceRequest {
 }
 
 impl Message for ProduceRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 3, max: 13 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
@@ -422,7 +441,7 @@ impl TopicProduceData {
 #[cfg(feature = "client")]
 impl Encodable for TopicProduceData {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
         if version <= 12 {
@@ -492,7 +511,7 @@ impl Encodable for TopicProduceData {
 #[cfg(feature = "broker")]
 impl Decodable for TopicProduceData {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 3 || version > 13 {
+        if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
         let name = if version <= 12 {
@@ -545,7 +564,7 @@ impl Default for TopicProduceData {
 }
 
 impl Message for TopicProduceData {
-    const VERSIONS: VersionRange = VersionRange { min: 3, max: 13 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 13 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
