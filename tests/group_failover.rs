@@ -290,6 +290,7 @@ async fn commit(cluster: &Cluster, tp: &TopicPartition, offset: i64) -> ErrorCod
         group_id: "durable".into(),
         generation: -1,
         member_id: String::new(),
+        group_instance_id: None,
         offsets: vec![(tp.clone(), offset)],
     };
     match cluster.group_request("durable", request, Duration::from_secs(10)).await {

@@ -83,6 +83,7 @@ pub async fn commit_offsets(
         group_id: group.to_string(),
         generation: -1,
         member_id: String::new(),
+        group_instance_id: None,
         offsets: offsets.to_vec(),
     };
     match cluster.group_request(group, request, Duration::from_secs(10)).await? {

@@ -54,6 +54,10 @@ pub struct ConsumerConfig {
     pub assignors: Vec<String>,
     /// `client.id`: how the group's coordinator names this consumer (DescribeGroups).
     pub client_id: String,
+    /// `group.instance.id` (KIP-345): a static member. Restarted within its session timeout
+    /// it gets its partitions back without a rebalance; it does not leave the group on
+    /// close, so its partitions wait for it until the session times out.
+    pub group_instance_id: Option<String>,
 }
 
 impl Default for ConsumerConfig {
@@ -71,6 +75,7 @@ impl Default for ConsumerConfig {
             max_poll_records: 500,
             assignors: vec!["range".into(), "cooperative-sticky".into()],
             client_id: "kdeck".into(),
+            group_instance_id: None,
         }
     }
 }
@@ -100,6 +105,8 @@ pub enum ConsumeError {
     Group(ErrorCode),
     #[error("this consumer has no group.id")]
     NoGroup,
+    #[error("another consumer joined with this consumer's group.instance.id {0}: this one is fenced")]
+    Fenced(String),
 }
 
 /// Group membership: who we are in the current generation.
@@ -130,6 +137,9 @@ pub struct Consumer {
     /// left would otherwise send the member straight back, and the others after it.
     heartbeat_generation: Arc<AtomicI32>,
     heartbeat: Option<JoinHandle<()>>,
+    /// A newer member took over this static member's `group.instance.id`: fatal, as in
+    /// Kafka's consumer (FencedInstanceIdException).
+    fenced: Arc<AtomicBool>,
     last_commit: Instant,
     buffered: VecDeque<ConsumerRecord>,
     /// Long polls still out, kept across polls (as the Java consumer keeps its fetch sessions):
@@ -174,6 +184,7 @@ impl Consumer {
             rejoin: Arc::new(AtomicBool::new(false)),
             heartbeat_generation: Arc::new(AtomicI32::new(assignor::DEFAULT_GENERATION)),
             heartbeat: None,
+            fenced: Arc::new(AtomicBool::new(false)),
             buffered: VecDeque::new(),
             fetches: JoinSet::new(),
             in_flight: HashMap::new(),
@@ -277,6 +288,7 @@ impl Consumer {
     pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumeError> {
         let deadline = self.clock.now() + timeout;
         loop {
+            self.check_fenced()?;
             if self.subscription.is_some() && (self.membership.is_none() || self.rejoin.load(Ordering::SeqCst)) {
                 self.join_group(deadline).await?;
             }
@@ -307,6 +319,15 @@ impl Consumer {
                 self.clock.sleep(wait.min(RETRY_BACKOFF)).await;
             }
         }
+    }
+
+    fn check_fenced(&self) -> Result<(), ConsumeError> {
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(ConsumeError::Fenced(
+                self.config.group_instance_id.clone().unwrap_or_default(),
+            ));
+        }
+        Ok(())
     }
 
     /// Waits up to `wait` for records: every assigned partition with a position has one long
@@ -494,6 +515,7 @@ impl Consumer {
             group_id: group.clone(),
             generation,
             member_id,
+            group_instance_id: self.config.group_instance_id.clone(),
             offsets: offsets.clone(),
         };
         let answer = self
@@ -503,6 +525,9 @@ impl Consumer {
         let result = match answer {
             Ok(GroupResponse::OffsetCommit(ErrorCode::None)) => Ok(()),
             Ok(GroupResponse::OffsetCommit(e)) => {
+                if e == ErrorCode::FencedInstanceId {
+                    self.fenced.store(true, Ordering::SeqCst);
+                }
                 if matches!(
                     e,
                     ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId
@@ -589,6 +614,7 @@ impl Consumer {
                 protocols,
                 client_id: self.config.client_id.clone(),
                 client_host: IN_PROCESS_HOST.into(),
+                group_instance_id: self.config.group_instance_id.clone(),
             });
             let timeout = Duration::from_millis(self.config.rebalance_timeout_ms + 5_000);
             let joined = match self.cluster.group_request(&group, join, timeout).await {
@@ -611,6 +637,10 @@ impl Consumer {
                 Some(ErrorCode::InconsistentGroupProtocol) => {
                     return Err(ConsumeError::Group(ErrorCode::InconsistentGroupProtocol));
                 }
+                Some(ErrorCode::FencedInstanceId) => {
+                    self.fenced.store(true, Ordering::SeqCst);
+                    self.check_fenced()?;
+                }
                 Some(_) => {
                     self.clock.sleep(backoff).await;
                     continue;
@@ -626,6 +656,7 @@ impl Consumer {
                 group_id: group.clone(),
                 generation: joined.generation_id,
                 member_id: joined.member_id.clone(),
+                group_instance_id: self.config.group_instance_id.clone(),
                 assignments,
             };
             let synced = match self.cluster.group_request(&group, sync, timeout).await {
@@ -640,6 +671,10 @@ impl Consumer {
                 Some(ErrorCode::UnknownMemberId) => {
                     self.lose_membership();
                     continue;
+                }
+                Some(ErrorCode::FencedInstanceId) => {
+                    self.fenced.store(true, Ordering::SeqCst);
+                    self.check_fenced()?;
                 }
                 Some(_) => continue,
             }
@@ -699,6 +734,7 @@ impl Consumer {
         }
         let Some(m) = self.membership.clone() else { return };
         let (cluster, group, rejoin) = (self.cluster.clone(), group.to_string(), Arc::clone(&self.rejoin));
+        let (instance, fenced) = (self.config.group_instance_id.clone(), Arc::clone(&self.fenced));
         let current = Arc::clone(&self.heartbeat_generation);
         let interval = Duration::from_millis(self.config.heartbeat_interval_ms);
         self.heartbeat = Some(tokio::spawn(async move {
@@ -708,9 +744,14 @@ impl Consumer {
                     group_id: group.clone(),
                     generation: m.generation,
                     member_id: m.member_id.clone(),
+                    group_instance_id: instance.clone(),
                 };
                 match cluster.group_request(&group, request, interval * 3).await {
                     Ok(GroupResponse::Heartbeat(ErrorCode::None)) => {}
+                    Ok(GroupResponse::Heartbeat(ErrorCode::FencedInstanceId)) => {
+                        fenced.store(true, Ordering::SeqCst);
+                        return;
+                    }
                     Ok(GroupResponse::Heartbeat(
                         ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId,
                     )) => {
@@ -726,7 +767,9 @@ impl Consumer {
         }));
     }
 
-    /// Commits (with auto-commit on) and leaves the group, so its partitions move at once.
+    /// Commits (with auto-commit on) and leaves the group, so its partitions move at once; a
+    /// static member does not leave (Kafka's consumer), so its partitions wait for it to come
+    /// back within its session timeout.
     pub async fn close(mut self) {
         if let Some(h) = self.heartbeat.take() {
             h.abort();
@@ -734,10 +777,14 @@ impl Consumer {
         if self.config.enable_auto_commit && self.config.group_id.is_some() {
             let _ = self.commit().await;
         }
+        if self.config.group_instance_id.is_some() {
+            return;
+        }
         if let (Some(group), Some(m)) = (self.config.group_id.clone(), self.membership.take()) {
             let request = GroupRequest::Leave {
                 group_id: group.clone(),
                 member_id: m.member_id,
+                group_instance_id: None,
             };
             let _ = self
                 .cluster

@@ -148,6 +148,19 @@ pub(super) fn describe(kind: &EventKind) -> Line {
         EventKind::GroupMemberRemoved { group, member, reason } => {
             timeline::group_member_removed(group, member, reason)
         }
+        EventKind::StaticMemberReplaced {
+            group,
+            instance,
+            old_member,
+            new_member,
+            rebalance,
+        } => timeline::static_member_rejoined(group, new_member, instance, old_member, *rebalance),
+        EventKind::StaticMemberFenced {
+            group,
+            instance,
+            member,
+            by,
+        } => timeline::static_member_fenced(group, member, instance, by),
     }
 }
 

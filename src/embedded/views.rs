@@ -305,6 +305,7 @@ impl ViewBuilder {
                         .iter()
                         .map(|m| MemberRow {
                             member_id: m.member_id.clone(),
+                            instance_id: m.group_instance_id.clone(),
                             client_id: m.client_id.clone(),
                             host: m.client_host.clone(),
                             assignment: decode_assignment(&m.assignment)

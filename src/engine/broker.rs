@@ -316,7 +316,11 @@ impl Broker {
         let g = &self.groups;
         match req {
             GroupRequest::Join(join) => {
-                let rx = g.join(join);
+                let (rx, rejoin) = g.join(join);
+                if let Some(rejoin) = rejoin {
+                    let error = await_coordinator_write(&self.ctx.clock, &rejoin.write).await;
+                    g.static_member_stored(rejoin, error);
+                }
                 GroupResponse::Join(rx.await.unwrap_or_else(|_| group::JoinGroupResponse {
                     error: Some(ErrorCode::NotCoordinator),
                     ..Default::default()
@@ -326,9 +330,16 @@ impl Broker {
                 group_id,
                 generation,
                 member_id,
+                group_instance_id,
                 assignments,
             } => {
-                let (rx, stored) = g.sync(&group_id, generation, &member_id, assignments);
+                let (rx, stored) = g.sync(
+                    &group_id,
+                    generation,
+                    &member_id,
+                    group_instance_id.as_deref(),
+                    assignments,
+                );
                 if let Some(write) = stored {
                     g.group_stored(
                         &group_id,
@@ -345,14 +356,23 @@ impl Broker {
                 group_id,
                 generation,
                 member_id,
-            } => GroupResponse::Heartbeat(g.heartbeat(&group_id, generation, &member_id)),
-            GroupRequest::Leave { group_id, member_id } => GroupResponse::Leave(g.leave(&group_id, &member_id)),
+                group_instance_id,
+            } => GroupResponse::Heartbeat(g.heartbeat(&group_id, generation, &member_id, group_instance_id.as_deref())),
+            GroupRequest::Leave {
+                group_id,
+                member_id,
+                group_instance_id,
+            } => GroupResponse::Leave(g.leave(&group_id, &member_id, group_instance_id.as_deref())),
             GroupRequest::OffsetCommit {
                 group_id,
                 generation,
                 member_id,
+                group_instance_id,
                 offsets,
-            } => GroupResponse::OffsetCommit(self.commit_offsets(&group_id, generation, &member_id, offsets).await),
+            } => GroupResponse::OffsetCommit(
+                self.commit_offsets(&group_id, generation, &member_id, group_instance_id.as_deref(), offsets)
+                    .await,
+            ),
             GroupRequest::OffsetFetch { group_id, partitions } => {
                 GroupResponse::OffsetFetch(g.fetch_offsets(&group_id, partitions.as_deref()))
             }
@@ -384,6 +404,7 @@ impl Broker {
         group_id: &str,
         generation: i32,
         member_id: &str,
+        instance: Option<&str>,
         offsets: Vec<(TopicPartition, i64)>,
     ) -> ErrorCode {
         let now = self.now_ms();
@@ -399,7 +420,10 @@ impl Broker {
                 )
             })
             .collect();
-        let write = match self.groups.commit_offsets(group_id, generation, member_id, &committed) {
+        let write = match self
+            .groups
+            .commit_offsets(group_id, generation, member_id, instance, &committed)
+        {
             Ok(Some(write)) => write,
             Ok(None) => return ErrorCode::None,
             Err(error) => return group::commit_error(error),

@@ -140,6 +140,24 @@ pub enum EventKind {
         member: String,
         reason: String,
     },
+    /// KIP-345: a static member joined again under a new member id and took the place of its
+    /// old one (a restart, or a second consumer with the same `group.instance.id`). With
+    /// `rebalance` false it kept its assignment and the group stayed at its generation.
+    StaticMemberReplaced {
+        group: String,
+        instance: String,
+        old_member: String,
+        new_member: String,
+        rebalance: bool,
+    },
+    /// A request from a member whose `group.instance.id` another member took over was
+    /// refused with FENCED_INSTANCE_ID (said once per fenced member).
+    StaticMemberFenced {
+        group: String,
+        instance: String,
+        member: String,
+        by: String,
+    },
     /// KIP-455: a partition's replicas start moving from `from` to `to`; the adding ones
     /// join as followers.
     ReassignmentStarted {

@@ -51,6 +51,9 @@ pub fn partition_for_group(group: &str, partitions: i32) -> i32 {
     let abs = if h == i32::MIN { 0 } else { h.abs() };
     abs % partitions.max(1)
 }
+/// How many replaced static member ids a group remembers to report their fencing.
+const MAX_REPLACED_REMEMBERED: usize = 64;
+
 /// The host a group's coordinator shows for a member in kdeck's own process (a Kafka client
 /// over TCP shows as its address, `/127.0.0.1`).
 pub const IN_PROCESS_HOST: &str = "in-process";
@@ -69,6 +72,9 @@ pub struct JoinGroupRequest {
     pub client_id: String,
     /// Where the member connects from, as Kafka shows it (`/127.0.0.1`).
     pub client_host: String,
+    /// KIP-345 `group.instance.id`: a static member keeps its place in the group across
+    /// restarts, within its session timeout.
+    pub group_instance_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -80,6 +86,8 @@ pub struct JoinGroupResponse {
     pub member_id: String,
     /// Only the leader receives the members and their subscriptions.
     pub members: Vec<(String, Bytes)>,
+    /// The static members among `members`: `(member id, group.instance.id)`.
+    pub member_instances: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -91,6 +99,7 @@ pub struct SyncGroupResponse {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberDescription {
     pub member_id: String,
+    pub group_instance_id: Option<String>,
     pub client_id: String,
     pub client_host: String,
     pub assignment: Bytes,
@@ -137,8 +146,42 @@ pub(crate) struct PendingWrite {
     pub appended: Appended,
 }
 
+/// A static member's JoinGroup with an unknown member id, for an instance id the group knows.
+struct StaticJoin {
+    instance: String,
+    old_id: String,
+    new_id: String,
+    protocols: Vec<(String, Bytes)>,
+    session_timeout: Duration,
+    rebalance_timeout: Duration,
+}
+
+/// What a replaced static member had before its rejoin, to put back if the group record
+/// naming its new id cannot be written.
+struct StaticMemberBefore {
+    protocols: Vec<(String, Bytes)>,
+    session_timeout: Duration,
+    rebalance_timeout: Duration,
+}
+
+/// A static member took its place back in a Stable group: the group record with its new
+/// member id is in the log, and the member is answered once it is replicated
+/// ([`GroupCoordinator::static_member_stored`]).
+pub struct StaticRejoin {
+    group_id: String,
+    generation: i32,
+    instance: String,
+    old_id: String,
+    new_id: String,
+    /// The leader before the rejoin: the answer names it (Kafka's JoinGroup before v9).
+    leader_before: String,
+    before: StaticMemberBefore,
+    pub(crate) write: PendingWrite,
+}
+
 #[derive(Debug)]
 struct Member {
+    group_instance_id: Option<String>,
     client_id: String,
     client_host: String,
     session_timeout: Duration,
@@ -181,6 +224,9 @@ struct Group {
     /// would have expired (Kafka's `pendingMembers`): a join with any other id it does not
     /// know, such as that of a member removed meanwhile, gets UNKNOWN_MEMBER_ID.
     pending_members: BTreeMap<String, Instant>,
+    /// Member ids whose `group.instance.id` a newer member took over, with that instance id,
+    /// until the first request that finds them fenced (the timeline says it once).
+    replaced: BTreeMap<String, String>,
     /// When the group last became Empty, in ms (Kafka's `currentStateTimestamp` while
     /// empty): offsets retention counts from it.
     empty_since: Option<i64>,
@@ -212,6 +258,7 @@ impl Group {
             initial_delay_until: None,
             pending_assignment: None,
             pending_members: BTreeMap::new(),
+            replaced: BTreeMap::new(),
             empty_since: None,
             commit_pending_until: i64::MIN,
             born_at: i64::MIN,
@@ -225,6 +272,113 @@ impl Group {
             born_at: log_end,
             ..Group::new()
         }
+    }
+
+    /// The member that holds `group.instance.id` `instance` now.
+    fn static_member(&self, instance: &str) -> Option<&String> {
+        self.members
+            .iter()
+            .find(|(_, m)| m.group_instance_id.as_deref() == Some(instance))
+            .map(|(id, _)| id)
+    }
+
+    /// Kafka's `validateCurrentMember`: with an instance id, it must belong to `member_id`
+    /// (another member holds it: FENCED_INSTANCE_ID; nobody: UNKNOWN_MEMBER_ID); without,
+    /// the member must be known.
+    fn validate_member(&self, member_id: &str, instance: Option<&str>) -> Result<(), ErrorCode> {
+        if let Some(instance) = instance {
+            return match self.static_member(instance) {
+                Some(current) if current != member_id => Err(ErrorCode::FencedInstanceId),
+                Some(_) => Ok(()),
+                None => Err(ErrorCode::UnknownMemberId),
+            };
+        }
+        if self.members.contains_key(member_id) {
+            Ok(())
+        } else {
+            Err(ErrorCode::UnknownMemberId)
+        }
+    }
+
+    /// The protocol the members would choose now (Kafka's `selectProtocol`): among those
+    /// every member supports, the one most members list first of them, ties to the
+    /// earliest in the first member's order.
+    fn select_protocol(&self) -> Option<String> {
+        let first = self
+            .members
+            .values()
+            .next()
+            .map(|m| m.protocols.clone())
+            .unwrap_or_default();
+        let candidates: Vec<String> = first
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == n)))
+            .collect();
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some((name, _)) = m.protocols.iter().find(|(n, _)| candidates.contains(n)) {
+                *votes.entry(name.as_str()).or_default() += 1;
+            }
+        }
+        candidates
+            .iter()
+            .max_by_key(|c| {
+                (
+                    votes.get(c.as_str()).copied().unwrap_or(0),
+                    std::cmp::Reverse(candidates.iter().position(|x| x == *c)),
+                )
+            })
+            .cloned()
+    }
+
+    /// Kafka's `replaceStaticMember`: the member holding `instance` as `old_id` goes on as
+    /// `new_id`, with its assignment and leadership; a join or sync of the old id still
+    /// waiting is answered FENCED_INSTANCE_ID.
+    fn replace_static_member(&mut self, instance: &str, old_id: &str, new_id: &str) {
+        let Some(mut member) = self.members.remove(old_id) else {
+            return;
+        };
+        if let Some(w) = member.join_waiter.take() {
+            let _ = w.send(JoinGroupResponse {
+                error: Some(ErrorCode::FencedInstanceId),
+                member_id: old_id.to_string(),
+                ..JoinGroupResponse::default()
+            });
+        }
+        if let Some(w) = member.sync_waiter.take() {
+            let _ = w.send(SyncGroupResponse {
+                error: Some(ErrorCode::FencedInstanceId),
+                assignment: Bytes::new(),
+            });
+        }
+        member.group_instance_id = Some(instance.to_string());
+        self.members.insert(new_id.to_string(), member);
+        if self.leader.as_deref() == Some(old_id) {
+            self.leader = Some(new_id.to_string());
+        }
+        if let Some(pending) = self.pending_assignment.as_mut()
+            && let Some(a) = pending.remove(old_id)
+        {
+            pending.insert(new_id.to_string(), a);
+        }
+        self.replaced.remove(new_id);
+        self.replaced.insert(old_id.to_string(), instance.to_string());
+        // A member replaced over and over (a crash loop) must not grow this without bound.
+        while self.replaced.len() > MAX_REPLACED_REMEMBERED {
+            let Some(oldest) = self.replaced.keys().next().cloned() else {
+                break;
+            };
+            self.replaced.remove(&oldest);
+        }
+    }
+
+    /// The static members, `(member id, instance id)`, as a JoinGroup answer lists them.
+    fn member_instances(&self) -> Vec<(String, String)> {
+        self.members
+            .iter()
+            .filter_map(|(id, m)| m.group_instance_id.clone().map(|i| (id.clone(), i)))
+            .collect()
     }
 
     fn prepare_rebalance(&mut self, now: Instant) {
@@ -264,7 +418,7 @@ impl Group {
                 .iter()
                 .map(|(id, m)| MemberMetadata {
                     member_id: id.clone(),
-                    group_instance_id: None,
+                    group_instance_id: m.group_instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
                     rebalance_timeout_ms: millis_i32(m.rebalance_timeout),
@@ -299,6 +453,7 @@ impl Group {
             group.members.insert(
                 m.member_id,
                 Member {
+                    group_instance_id: m.group_instance_id,
                     client_id: m.client_id,
                     client_host: m.client_host,
                     session_timeout: millis(m.session_timeout_ms),
@@ -571,80 +726,119 @@ impl GroupCoordinator {
         }
     }
 
-    /// JoinGroup. The answer arrives when the join phase completes.
-    pub fn join(&self, req: JoinGroupRequest) -> oneshot::Receiver<JoinGroupResponse> {
+    /// JoinGroup. The answer arrives when the join phase completes, or, for a static member
+    /// taking its place back in a Stable group, once the group record naming its new member
+    /// id is replicated: the broker waits for the write it is given and then calls
+    /// [`GroupCoordinator::static_member_stored`].
+    pub fn join(&self, req: JoinGroupRequest) -> (oneshot::Receiver<JoinGroupResponse>, Option<StaticRejoin>) {
         let (tx, rx) = oneshot::channel();
-        let mut state = self.lock();
-        if let Some(error) = self.check(&state, &req.group_id) {
+        let fail = |tx: oneshot::Sender<JoinGroupResponse>, error, member_id: &str| {
             let _ = tx.send(JoinGroupResponse {
                 error: Some(error),
+                member_id: member_id.to_string(),
                 ..JoinGroupResponse::default()
             });
-            return rx;
+        };
+        let mut state = self.lock();
+        if let Some(error) = self.check(&state, &req.group_id) {
+            fail(tx, error, &req.member_id);
+            return (rx, None);
         }
         let now = self.clock.now();
         if req.protocols.is_empty() || req.protocol_type.is_empty() {
-            let _ = tx.send(JoinGroupResponse {
-                error: Some(ErrorCode::InconsistentGroupProtocol),
-                ..JoinGroupResponse::default()
-            });
-            return rx;
+            fail(tx, ErrorCode::InconsistentGroupProtocol, &req.member_id);
+            return (rx, None);
         }
-        if req.member_id.is_empty() {
-            // KIP-394: a new member first gets its id, then joins with it.
+        let instance = req.group_instance_id.clone();
+        let mut member_id = req.member_id.clone();
+        let mut rejoining_static = None;
+        if member_id.is_empty() {
             // Unique across coordinators, as Kafka's `clientId-UUID`: the offsets partition's
             // leader epoch tells this coordinator from earlier ones (a restarted broker counts
-            // from the start again) whose members a loaded group may still hold.
+            // from the start again) whose members a loaded group may still hold. A static
+            // member's id starts with its instance id, as in Kafka.
             state.next_member += 1;
             let epoch = state
                 .partitions
                 .get(&self.offsets_partition(&req.group_id))
                 .map_or(-1, |load| load.log().role().1);
-            let member_id = format!("{}-{epoch}-{:x}", req.group_id, state.next_member);
-            let session_timeout = Duration::from_millis(req.session_timeout_ms);
+            let prefix = instance.as_deref().unwrap_or(&req.group_id);
+            let new_id = format!("{prefix}-{epoch}-{:x}", state.next_member);
             let log_end = log_end(&state.partitions, self.offsets_partition(&req.group_id));
-            state
+            let group = state
                 .groups
                 .entry(req.group_id.clone())
-                .or_insert_with(|| Group::born(log_end))
-                .pending_members
-                .insert(member_id.clone(), now + session_timeout);
-            let _ = tx.send(JoinGroupResponse {
-                error: Some(ErrorCode::MemberIdRequired),
-                member_id,
-                ..JoinGroupResponse::default()
-            });
-            return rx;
-        }
-        let known = state.groups.get_mut(&req.group_id).is_some_and(|g| {
-            g.members.contains_key(&req.member_id) || g.pending_members.remove(&req.member_id).is_some()
-        });
-        if !known {
-            // Removed meanwhile (its session expired, it left) or given out by another
-            // coordinator: the member must learn it lost its partitions and start afresh.
-            let _ = tx.send(JoinGroupResponse {
-                error: Some(ErrorCode::UnknownMemberId),
-                ..JoinGroupResponse::default()
-            });
-            return rx;
+                .or_insert_with(|| Group::born(log_end));
+            let Some(instance) = instance.as_deref() else {
+                // KIP-394: a new dynamic member first gets its id, then joins with it.
+                let session_timeout = Duration::from_millis(req.session_timeout_ms);
+                group.pending_members.insert(new_id.clone(), now + session_timeout);
+                fail(tx, ErrorCode::MemberIdRequired, &new_id);
+                return (rx, None);
+            };
+            // A static member joins at once; if its instance id is known it takes the place
+            // of the member that held it.
+            rejoining_static = group.static_member(instance).cloned();
+            member_id = new_id;
+        } else {
+            let Some(group) = state.groups.get_mut(&req.group_id) else {
+                fail(tx, ErrorCode::UnknownMemberId, &member_id);
+                return (rx, None);
+            };
+            let pending = group.pending_members.remove(&member_id).is_some() && !group.members.contains_key(&member_id);
+            if !pending {
+                // Removed meanwhile (its session expired, it left), given out by another
+                // coordinator, or its instance id taken over by a newer member.
+                if let Err(error) = group.validate_member(&member_id, instance.as_deref()) {
+                    self.note_fenced(&req.group_id, group, &member_id, error);
+                    fail(tx, error, &member_id);
+                    return (rx, None);
+                }
+            } else if let Some(instance) = instance.as_deref()
+                && group.static_member(instance).is_some()
+            {
+                fail(tx, ErrorCode::FencedInstanceId, &member_id);
+                return (rx, None);
+            }
         }
         let seq = state.next_member;
         state.next_member += 1;
-        let group = state.groups.entry(req.group_id.clone()).or_insert_with(Group::new);
+        let CoordinatorState { partitions, groups, .. } = &mut *state;
+        let Some(group) = groups.get_mut(&req.group_id) else {
+            fail(tx, ErrorCode::UnknownMemberId, &member_id);
+            return (rx, None);
+        };
         if group.state != GroupState::Empty
             && !group.protocol_type.is_empty()
             && group.protocol_type != req.protocol_type
         {
-            let _ = tx.send(JoinGroupResponse {
-                error: Some(ErrorCode::InconsistentGroupProtocol),
-                ..JoinGroupResponse::default()
-            });
-            return rx;
+            fail(tx, ErrorCode::InconsistentGroupProtocol, &member_id);
+            return (rx, None);
         }
         group.protocol_type = req.protocol_type.clone();
         let session_timeout = Duration::from_millis(req.session_timeout_ms);
         let rebalance_timeout = Duration::from_millis(req.rebalance_timeout_ms.max(req.session_timeout_ms));
-        match group.members.get_mut(&req.member_id) {
+        if let (Some(old_id), Some(instance)) = (rejoining_static, instance.clone()) {
+            let outcome = self.rejoin_static(
+                partitions,
+                group,
+                &req.group_id,
+                StaticJoin {
+                    instance,
+                    old_id,
+                    new_id: member_id,
+                    protocols: req.protocols,
+                    session_timeout,
+                    rebalance_timeout,
+                },
+                tx,
+                now,
+            );
+            drop(state);
+            self.tick();
+            return (rx, outcome);
+        }
+        match group.members.get_mut(&member_id) {
             Some(m) => {
                 let changed = m.protocols != req.protocols;
                 m.protocols = req.protocols;
@@ -653,7 +847,7 @@ impl GroupCoordinator {
                 m.session_timeout = session_timeout;
                 m.rebalance_timeout = rebalance_timeout;
                 m.last_heartbeat = now;
-                let is_leader = group.leader.as_deref() == Some(req.member_id.as_str());
+                let is_leader = group.leader.as_deref() == Some(member_id.as_str());
                 // Kafka's CompletingRebalance case: the member probably missed its JoinGroup
                 // answer (a retry, a slow link); it gets the current generation again, the
                 // leader with the members to assign. Rebalancing here instead would fail every
@@ -662,20 +856,21 @@ impl GroupCoordinator {
                 // nothing to do either.
                 let completing = group.state == GroupState::CompletingRebalance;
                 if !changed && (completing || (group.state == GroupState::Stable && !is_leader)) {
-                    let members = if completing && is_leader {
-                        group_protocol_members(group)
-                    } else {
-                        Vec::new()
-                    };
+                    let lead = completing && is_leader;
                     let _ = tx.send(JoinGroupResponse {
                         error: None,
                         generation_id: group.generation,
                         protocol_name: group.protocol.clone(),
                         leader: group.leader.clone().unwrap_or_default(),
-                        member_id: req.member_id,
-                        members,
+                        member_id,
+                        members: if lead {
+                            group_protocol_members(group)
+                        } else {
+                            Vec::new()
+                        },
+                        member_instances: if lead { group.member_instances() } else { Vec::new() },
                     });
-                    return rx;
+                    return (rx, None);
                 }
                 m.join_waiter = Some(tx);
                 if group.state != GroupState::PreparingRebalance {
@@ -685,8 +880,9 @@ impl GroupCoordinator {
             None => {
                 let was_empty = group.state == GroupState::Empty;
                 group.members.insert(
-                    req.member_id.clone(),
+                    member_id.clone(),
                     Member {
+                        group_instance_id: instance,
                         client_id: req.client_id,
                         client_host: req.client_host,
                         session_timeout,
@@ -715,7 +911,91 @@ impl GroupCoordinator {
         }
         drop(state);
         self.tick();
-        rx
+        (rx, None)
+    }
+
+    /// Kafka's `updateStaticMemberAndRebalance`: a static member rejoining with an unknown
+    /// member id takes the place of the member that held its instance id. In a Stable group
+    /// whose protocol it does not change, it keeps that member's assignment without a
+    /// rebalance: the group record is stored with the new id and the member is answered once
+    /// it is replicated, with the group's generation and the leader as it was (a rejoining
+    /// leader is told the old leader id, so it does not assign again: the group stays
+    /// Stable). Otherwise the group rebalances, or goes on with the rebalance under way.
+    fn rejoin_static(
+        &self,
+        partitions: &HashMap<i32, Load>,
+        group: &mut Group,
+        group_id: &str,
+        join: StaticJoin,
+        tx: oneshot::Sender<JoinGroupResponse>,
+        now: Instant,
+    ) -> Option<StaticRejoin> {
+        let leader_before = group.leader.clone().unwrap_or_default();
+        group.replace_static_member(&join.instance, &join.old_id, &join.new_id);
+        let Some(member) = group.members.get_mut(&join.new_id) else {
+            let _ = tx.send(JoinGroupResponse {
+                error: Some(ErrorCode::UnknownMemberId),
+                ..JoinGroupResponse::default()
+            });
+            return None;
+        };
+        let before = StaticMemberBefore {
+            protocols: std::mem::replace(&mut member.protocols, join.protocols),
+            session_timeout: std::mem::replace(&mut member.session_timeout, join.session_timeout),
+            rebalance_timeout: std::mem::replace(&mut member.rebalance_timeout, join.rebalance_timeout),
+        };
+        member.last_heartbeat = now;
+        member.join_waiter = Some(tx);
+        let replaced = |rebalance| EventKind::StaticMemberReplaced {
+            group: group_id.to_string(),
+            instance: join.instance.clone(),
+            old_member: join.old_id.clone(),
+            new_member: join.new_id.clone(),
+            rebalance,
+        };
+        match group.state {
+            GroupState::Stable if group.select_protocol() == group.protocol => {
+                let assignment: BTreeMap<String, Bytes> = group
+                    .members
+                    .iter()
+                    .map(|(id, m)| (id.clone(), m.assignment.clone()))
+                    .collect();
+                let batch = group_metadata_batch(group_id, &group.metadata(&assignment, self.wall.now_ms()));
+                match self.append(partitions, group_id, batch) {
+                    Ok(write) => Some(StaticRejoin {
+                        group_id: group_id.to_string(),
+                        generation: group.generation,
+                        instance: join.instance,
+                        old_id: join.old_id,
+                        new_id: join.new_id,
+                        leader_before,
+                        before,
+                        write,
+                    }),
+                    Err(error) => {
+                        revert_static_member(
+                            group,
+                            &join.instance,
+                            &join.new_id,
+                            &join.old_id,
+                            before,
+                            error,
+                            &leader_before,
+                        );
+                        None
+                    }
+                }
+            }
+            GroupState::Stable | GroupState::CompletingRebalance => {
+                group.prepare_rebalance(now);
+                self.events.publish(replaced(true));
+                None
+            }
+            GroupState::PreparingRebalance | GroupState::Empty => {
+                self.events.publish(replaced(true));
+                None
+            }
+        }
     }
 
     /// SyncGroup. The leader's call carries every member's assignment; it is written to the
@@ -726,6 +1006,7 @@ impl GroupCoordinator {
         group_id: &str,
         generation: i32,
         member_id: &str,
+        instance: Option<&str>,
         assignments: Vec<(String, Bytes)>,
     ) -> (oneshot::Receiver<SyncGroupResponse>, Option<PendingWrite>) {
         let (tx, rx) = oneshot::channel();
@@ -745,8 +1026,9 @@ impl GroupCoordinator {
             fail(tx, ErrorCode::UnknownMemberId);
             return (rx, None);
         };
-        if !group.members.contains_key(member_id) {
-            fail(tx, ErrorCode::UnknownMemberId);
+        if let Err(error) = group.validate_member(member_id, instance) {
+            self.note_fenced(group_id, group, member_id, error);
+            fail(tx, error);
             return (rx, None);
         }
         if generation != group.generation {
@@ -822,7 +1104,78 @@ impl GroupCoordinator {
         group.state = GroupState::Stable;
     }
 
-    pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
+    /// The group record of a static member's rejoin is replicated (`error` None) or failed:
+    /// the member gets the group's current generation and keeps its assignment, or the old
+    /// member id is put back and the member gets the error. Nothing happens when the group
+    /// moved on meanwhile (a rebalance answers the member instead).
+    pub(crate) fn static_member_stored(&self, rejoin: StaticRejoin, error: ErrorCode) {
+        let mut state = self.lock();
+        let Some(group) = state.groups.get_mut(&rejoin.group_id) else {
+            return;
+        };
+        let waiting = group
+            .members
+            .get(&rejoin.new_id)
+            .is_some_and(|m| m.join_waiter.is_some());
+        if group.state != GroupState::Stable || group.generation != rejoin.generation || !waiting {
+            return;
+        }
+        if error != ErrorCode::None {
+            tracing::warn!(group = %rejoin.group_id, instance = %rejoin.instance, %error, "could not store the static member's new id; it keeps its old one");
+            revert_static_member(
+                group,
+                &rejoin.instance,
+                &rejoin.new_id,
+                &rejoin.old_id,
+                rejoin.before,
+                error,
+                &rejoin.leader_before,
+            );
+            return;
+        }
+        let protocol = group.protocol.clone();
+        let generation = group.generation;
+        if let Some(w) = group.members.get_mut(&rejoin.new_id).and_then(|m| m.join_waiter.take()) {
+            let _ = w.send(JoinGroupResponse {
+                error: None,
+                generation_id: generation,
+                protocol_name: protocol,
+                leader: rejoin.leader_before,
+                member_id: rejoin.new_id.clone(),
+                members: Vec::new(),
+                member_instances: Vec::new(),
+            });
+        }
+        drop(state);
+        self.events.publish(EventKind::StaticMemberReplaced {
+            group: rejoin.group_id,
+            instance: rejoin.instance,
+            old_member: rejoin.old_id,
+            new_member: rejoin.new_id,
+            rebalance: false,
+        });
+    }
+
+    /// A request of `member_id` was refused with `error`: when that is FENCED_INSTANCE_ID
+    /// for a member replaced by a newer one, the timeline says so, once.
+    fn note_fenced(&self, group_id: &str, group: &mut Group, member_id: &str, error: ErrorCode) {
+        if error != ErrorCode::FencedInstanceId {
+            return;
+        }
+        let Some(instance) = group.replaced.remove(member_id) else {
+            return;
+        };
+        let by = group.static_member(&instance).cloned().unwrap_or_default();
+        tracing::info!(group = group_id, member = member_id, %instance, %by, "member fenced: its group.instance.id was taken over");
+        self.events.publish(EventKind::StaticMemberFenced {
+            group: group_id.to_string(),
+            instance,
+            member: member_id.to_string(),
+            by,
+        });
+    }
+
+    pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str, instance: Option<&str>) -> ErrorCode {
         let mut state = self.lock();
         if let Some(error) = self.check(&state, group_id) {
             return error;
@@ -830,6 +1183,10 @@ impl GroupCoordinator {
         let Some(group) = state.groups.get_mut(group_id) else {
             return ErrorCode::UnknownMemberId;
         };
+        if let Err(error) = group.validate_member(member_id, instance) {
+            self.note_fenced(group_id, group, member_id, error);
+            return error;
+        }
         let group_generation = group.generation;
         let group_state = group.state;
         let Some(m) = group.members.get_mut(member_id) else {
@@ -845,7 +1202,11 @@ impl GroupCoordinator {
         ErrorCode::None
     }
 
-    pub fn leave(&self, group_id: &str, member_id: &str) -> ErrorCode {
+    /// LeaveGroup for one member (Kafka's `handleLeaveGroup`): by member id, checked against
+    /// the instance id when one is given; or, with an empty member id, the static member
+    /// holding `instance` (how an operator removes a static member at once). A pending
+    /// member that never joined just stops being pending.
+    pub fn leave(&self, group_id: &str, member_id: &str, instance: Option<&str>) -> ErrorCode {
         let mut state = self.lock();
         if let Some(error) = self.check(&state, group_id) {
             return error;
@@ -854,6 +1215,21 @@ impl GroupCoordinator {
         let Some(group) = groups.get_mut(group_id) else {
             return ErrorCode::UnknownMemberId;
         };
+        let member_id = if member_id.is_empty() {
+            match instance.and_then(|i| group.static_member(i)) {
+                Some(current) => current.clone(),
+                None => return ErrorCode::UnknownMemberId,
+            }
+        } else if group.pending_members.remove(member_id).is_some() && !group.members.contains_key(member_id) {
+            return ErrorCode::None;
+        } else {
+            if let Err(error) = group.validate_member(member_id, instance) {
+                self.note_fenced(group_id, group, member_id, error);
+                return error;
+            }
+            member_id.to_string()
+        };
+        let member_id = member_id.as_str();
         let before = group.state;
         if !remove_member(group, member_id, self.clock.now()) {
             return ErrorCode::UnknownMemberId;
@@ -873,11 +1249,18 @@ impl GroupCoordinator {
     /// from an admin client (an offset reset) or a consumer outside group management: it is
     /// taken only while the group is Empty (or does not exist yet: it is created), else it is
     /// UNKNOWN_MEMBER_ID, as for a member the group does not know.
-    fn validate_commit(&self, state: &CoordinatorState, group_id: &str, generation: i32, member_id: &str) -> ErrorCode {
+    fn validate_commit(
+        &self,
+        state: &mut CoordinatorState,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance: Option<&str>,
+    ) -> ErrorCode {
         if let Some(error) = self.check(state, group_id) {
             return error;
         }
-        let Some(group) = state.groups.get(group_id) else {
+        let Some(group) = state.groups.get_mut(group_id) else {
             // Kafka creates a "simple" group for a commit without a generation; with one,
             // OffsetCommit before v9 says ILLEGAL_GENERATION.
             return if generation < 0 {
@@ -889,9 +1272,10 @@ impl GroupCoordinator {
         if generation < 0 && group.state == GroupState::Empty {
             return ErrorCode::None;
         }
-        if generation >= 0 || !member_id.is_empty() {
-            if !group.members.contains_key(member_id) {
-                return ErrorCode::UnknownMemberId;
+        if generation >= 0 || !member_id.is_empty() || instance.is_some() {
+            if let Err(error) = group.validate_member(member_id, instance) {
+                self.note_fenced(group_id, group, member_id, error);
+                return error;
             }
             if generation != group.generation {
                 return ErrorCode::IllegalGeneration;
@@ -912,10 +1296,11 @@ impl GroupCoordinator {
         group_id: &str,
         generation: i32,
         member_id: &str,
+        instance: Option<&str>,
         offsets: &[(TopicPartition, CommittedOffset)],
     ) -> Result<Option<PendingWrite>, ErrorCode> {
         let mut state = self.lock();
-        let error = self.validate_commit(&state, group_id, generation, member_id);
+        let error = self.validate_commit(&mut state, group_id, generation, member_id, instance);
         if error != ErrorCode::None {
             return Err(error);
         }
@@ -1035,6 +1420,7 @@ impl GroupCoordinator {
                 .iter()
                 .map(|(id, m)| MemberDescription {
                     member_id: id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
                     assignment: m.assignment.clone(),
@@ -1072,6 +1458,7 @@ impl GroupCoordinator {
                         .iter()
                         .map(|(mid, m)| MemberDescription {
                             member_id: mid.clone(),
+                            group_instance_id: m.group_instance_id.clone(),
                             client_id: m.client_id.clone(),
                             client_host: m.client_host.clone(),
                             assignment: m.assignment.clone(),
@@ -1175,8 +1562,7 @@ impl GroupCoordinator {
                 let all_joined = group.members.values().all(|m| m.join_waiter.is_some());
                 let delay_over = group.initial_delay_until.is_none_or(|t| now >= t);
                 let timed_out = group.rebalance_deadline.is_some_and(|t| now >= t);
-                if (all_joined && delay_over) || timed_out {
-                    complete_join(group, now);
+                if ((all_joined && delay_over) || timed_out) && complete_join(group, now) {
                     events.push(EventKind::GroupRebalanced {
                         group: id.clone(),
                         generation: group.generation,
@@ -1251,6 +1637,37 @@ fn fail_assignment(group: &mut Group, error: ErrorCode, now: Instant) {
     group.prepare_rebalance(now);
 }
 
+/// The group record naming a rejoined static member's new id could not be written (Kafka's
+/// `updateStaticMemberAndRebalance` failure path): the old member comes back as it was, and
+/// the new one is told the error, with an unknown member id.
+fn revert_static_member(
+    group: &mut Group,
+    instance: &str,
+    new_id: &str,
+    old_id: &str,
+    before: StaticMemberBefore,
+    error: ErrorCode,
+    leader_before: &str,
+) {
+    let waiter = group.members.get_mut(new_id).and_then(|m| {
+        m.protocols = before.protocols;
+        m.session_timeout = before.session_timeout;
+        m.rebalance_timeout = before.rebalance_timeout;
+        m.join_waiter.take()
+    });
+    group.replace_static_member(instance, new_id, old_id);
+    group.replaced.remove(new_id);
+    if let Some(w) = waiter {
+        let _ = w.send(JoinGroupResponse {
+            error: Some(store_group_error(error)),
+            generation_id: group.generation,
+            protocol_name: group.protocol.clone(),
+            leader: leader_before.to_string(),
+            ..JoinGroupResponse::default()
+        });
+    }
+}
+
 /// Removes a member; the group rebalances (or empties).
 fn remove_member(group: &mut Group, member_id: &str, now: Instant) -> bool {
     let Some(m) = group.members.remove(member_id) else {
@@ -1288,18 +1705,42 @@ fn group_protocol_members(group: &Group) -> Vec<(String, Bytes)> {
         .collect()
 }
 
-/// The join phase is over: members that did not rejoin are dropped, the generation moves
-/// on, a protocol is chosen by vote, and every joined member gets its answer.
-fn complete_join(group: &mut Group, now: Instant) {
+/// The join phase is over (Kafka's `onCompleteJoin`): dynamic members that did not rejoin
+/// are dropped, static ones stay (until their session expires); the generation moves on, a
+/// protocol is chosen by vote, and every joined member gets its answer, the leader with
+/// every member to assign. With only static members that did not rejoin, the phase waits
+/// another rebalance timeout. Returns whether a new generation began.
+fn complete_join(group: &mut Group, now: Instant) -> bool {
     let missing: Vec<String> = group
         .members
         .iter()
-        .filter(|(_, m)| m.join_waiter.is_none())
+        .filter(|(_, m)| m.join_waiter.is_none() && m.group_instance_id.is_none())
         .map(|(id, _)| id.clone())
         .collect();
     for id in missing {
         group.members.remove(&id);
     }
+    let joined = |group: &Group, id: &str| group.members.get(id).is_some_and(|m| m.join_waiter.is_some());
+    let leader = group.leader.clone().filter(|l| joined(group, l)).or_else(|| {
+        group
+            .members
+            .iter()
+            .filter(|(_, m)| m.join_waiter.is_some())
+            .min_by_key(|(_, m)| m.joined_seq)
+            .map(|(id, _)| id.clone())
+    });
+    let Some(leader) = leader.or_else(|| group.members.is_empty().then(String::new)) else {
+        // Only static members that have not rejoined: wait for them (or for their sessions
+        // to expire) one more rebalance timeout.
+        let timeout = group
+            .members
+            .values()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or(Duration::from_secs(60));
+        group.rebalance_deadline = Some(now + timeout);
+        return false;
+    };
     group.rebalance_deadline = None;
     group.initial_delay_until = None;
     group.generation += 1;
@@ -1307,36 +1748,9 @@ fn complete_join(group: &mut Group, now: Instant) {
         group.state = GroupState::Empty;
         group.protocol = None;
         group.leader = None;
-        return;
+        return true;
     }
-    // Candidates every member supports; each member votes for its first candidate.
-    let first = group
-        .members
-        .values()
-        .next()
-        .map(|m| m.protocols.clone())
-        .unwrap_or_default();
-    let candidates: Vec<String> = first
-        .iter()
-        .map(|(n, _)| n.clone())
-        .filter(|n| group.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == n)))
-        .collect();
-    let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
-    for m in group.members.values() {
-        if let Some((name, _)) = m.protocols.iter().find(|(n, _)| candidates.contains(n)) {
-            *votes.entry(name.as_str()).or_default() += 1;
-        }
-    }
-    let protocol = candidates
-        .iter()
-        .max_by_key(|c| {
-            (
-                votes.get(c.as_str()).copied().unwrap_or(0),
-                std::cmp::Reverse(candidates.iter().position(|x| x == *c)),
-            )
-        })
-        .cloned();
-    let Some(protocol) = protocol else {
+    let Some(protocol) = group.select_protocol() else {
         for (_, m) in group.members.iter_mut() {
             if let Some(w) = m.join_waiter.take() {
                 let _ = w.send(JoinGroupResponse {
@@ -1347,38 +1761,34 @@ fn complete_join(group: &mut Group, now: Instant) {
         }
         group.members.clear();
         group.state = GroupState::Empty;
-        return;
+        return true;
     };
-    let leader = group
-        .leader
-        .clone()
-        .filter(|l| group.members.contains_key(l))
-        .or_else(|| {
-            group
-                .members
-                .iter()
-                .min_by_key(|(_, m)| m.joined_seq)
-                .map(|(id, _)| id.clone())
-        })
-        .unwrap_or_default();
     group.protocol = Some(protocol.clone());
     group.leader = Some(leader.clone());
     let members = group_protocol_members(group);
+    let member_instances = group.member_instances();
     group.state = GroupState::CompletingRebalance;
     let generation = group.generation;
     for (id, m) in group.members.iter_mut() {
         m.last_heartbeat = now;
         if let Some(w) = m.join_waiter.take() {
+            let is_leader = *id == leader;
             let _ = w.send(JoinGroupResponse {
                 error: None,
                 generation_id: generation,
                 protocol_name: Some(protocol.clone()),
                 leader: leader.clone(),
                 member_id: id.clone(),
-                members: if *id == leader { members.clone() } else { Vec::new() },
+                members: if is_leader { members.clone() } else { Vec::new() },
+                member_instances: if is_leader {
+                    member_instances.clone()
+                } else {
+                    Vec::new()
+                },
             });
         }
     }
+    true
 }
 
 /// A batch of OffsetCommit records, one per partition in the order given.

@@ -55,6 +55,8 @@ pub enum ErrorCode {
     PreferredLeaderNotAvailable = 80,
     EligibleLeadersNotAvailable = 83,
     MemberIdRequired = 79,
+    /// KIP-345: the member's `group.instance.id` belongs to a newer member now.
+    FencedInstanceId = 82,
     ElectionNotNeeded = 84,
     NoReassignmentInProgress = 85,
     GroupSubscribedToTopic = 86,
@@ -245,21 +247,27 @@ pub enum GroupRequest {
         group_id: String,
         generation: i32,
         member_id: String,
+        /// KIP-345: a static member's `group.instance.id`, checked against the member id.
+        group_instance_id: Option<String>,
         assignments: Vec<(String, Bytes)>,
     },
     Heartbeat {
         group_id: String,
         generation: i32,
         member_id: String,
+        group_instance_id: Option<String>,
     },
+    /// One member leaves: by member id, or by instance id alone (an empty member id).
     Leave {
         group_id: String,
         member_id: String,
+        group_instance_id: Option<String>,
     },
     OffsetCommit {
         group_id: String,
         generation: i32,
         member_id: String,
+        group_instance_id: Option<String>,
         offsets: Vec<(TopicPartition, i64)>,
     },
     OffsetFetch {

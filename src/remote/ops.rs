@@ -83,6 +83,8 @@ pub struct GroupListing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMember {
     pub member_id: String,
+    /// A static member's `group.instance.id` (DescribeGroups v4+).
+    pub group_instance_id: Option<String>,
     pub client_id: String,
     pub host: String,
     /// (topic, partition) from the member's consumer-protocol assignment.
@@ -793,6 +795,7 @@ async fn describe_groups_at(
                 .into_iter()
                 .map(|m| GroupMember {
                     member_id: m.member_id.as_str().to_string(),
+                    group_instance_id: m.group_instance_id.as_ref().map(|i| i.to_string()),
                     client_id: m.client_id.as_str().to_string(),
                     host: m.client_host.as_str().to_string(),
                     assignment: if consumer {

@@ -920,6 +920,7 @@ impl ViewBuilder {
                         .iter()
                         .map(|m| MemberRow {
                             member_id: m.member_id.clone(),
+                            instance_id: m.group_instance_id.clone(),
                             client_id: m.client_id.clone(),
                             host: m.host.clone(),
                             assignment: m.assignment.clone(),
@@ -1346,6 +1347,7 @@ mod tests {
                 coordinator: 2,
                 members: vec![ops::GroupMember {
                     member_id: "m-1".into(),
+                    group_instance_id: None,
                     client_id: "c".into(),
                     host: "/10.0.0.9".into(),
                     assignment: vec![("orders".into(), 0)],

@@ -1138,6 +1138,7 @@ mod tests {
             coordinator: 1,
             members: vec![MemberRow {
                 member_id: "risk-1".into(),
+                instance_id: None,
                 client_id: String::new(),
                 host: String::new(),
                 assignment: vec![("trades".into(), 0)],

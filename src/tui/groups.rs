@@ -129,12 +129,14 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         let prefix = format!("{}-", group.group_id);
         let owner = group.owner(&o.topic, o.partition);
         let member = owner.map_or("-".to_string(), |m| {
-            let id = if m.member_id.width() <= member_width {
-                &m.member_id
+            let whole = member_label(app, &m.member_id, m.instance_id.as_deref());
+            let id = if whole.width() <= member_width {
+                whole
             } else {
-                m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id)
+                let short = m.member_id.strip_prefix(&prefix).unwrap_or(&m.member_id);
+                member_label(app, short, m.instance_id.as_deref())
             };
-            fit_end(id, member_width)
+            fit_end(&id, member_width)
         });
         let mut who_cells = Vec::new();
         if who {
@@ -177,6 +179,18 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(Table::new(rows, columns.widths).header(header), parts[1]);
     layout
+}
+
+/// A member as the offsets table names it: a static member (KIP-345) with its
+/// `group.instance.id`, which stays the same across its restarts while its member id changes.
+fn member_label(app: &App, member_id: &str, instance: Option<&str>) -> String {
+    match instance {
+        Some(instance) => app.lang.fmt(
+            "{member} (static: {instance})",
+            &[("member", &member_id), ("instance", &instance)],
+        ),
+        None => member_id.to_string(),
+    }
 }
 
 /// For a room: group, state and total lag, spaced.

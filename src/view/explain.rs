@@ -924,6 +924,7 @@ mod tests {
             coordinator: 1,
             members: vec![MemberRow {
                 member_id: "billing-1".into(),
+                instance_id: None,
                 client_id: "billing-app".into(),
                 host: "/10.0.0.7".into(),
                 assignment: vec![("orders".into(), 0)],

@@ -288,6 +288,8 @@ pub struct Retention {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberRow {
     pub member_id: String,
+    /// KIP-345 `group.instance.id` of a static member (DescribeGroups v4+).
+    pub instance_id: Option<String>,
     /// The consumer's `client.id`; empty where the source does not tell.
     pub client_id: String,
     /// Where it connects from (`/127.0.0.1`, `in-process`); empty where not told.

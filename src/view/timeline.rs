@@ -508,6 +508,35 @@ pub fn group_member_removed(group: &str, member: &str, reason: &str) -> Line {
     )
 }
 
+/// KIP-345: a static member came back under a new member id in place of its old one; either
+/// it kept its assignment with no rebalance, or the group rebalances.
+pub fn static_member_rejoined(group: &str, member: &str, instance: &str, old_member: &str, rebalance: bool) -> Line {
+    let id = if rebalance {
+        "group {group}: static member {member} rejoined (instance {instance}) in place of {old}; the group rebalances"
+    } else {
+        "group {group}: static member {member} rejoined (instance {instance}), kept its assignment, no rebalance"
+    };
+    let msg = of_group(id, group).with("member", member).with("instance", instance);
+    Line::new(
+        Severity::Info,
+        if rebalance { msg.with("old", old_member) } else { msg },
+    )
+}
+
+/// A member's `group.instance.id` belongs to a newer member: its requests are refused.
+pub fn static_member_fenced(group: &str, member: &str, instance: &str, by: &str) -> Line {
+    Line::new(
+        Severity::Warn,
+        of_group(
+            "group {group}: member {member} fenced: instance {instance} taken over by {by}",
+            group,
+        )
+        .with("member", member)
+        .with("instance", instance)
+        .with("by", by),
+    )
+}
+
 pub fn group_state_changed(group: &str, from: &str, to: &str) -> Line {
     let severity = if to == "Dead" { Severity::Warn } else { Severity::Info };
     Line::new(

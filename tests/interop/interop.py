@@ -537,6 +537,72 @@ def scenario_group_failover(server):
     producer.flush(30)
 
 
+def scenario_static_member(server):
+    """KIP-345 with librdkafka: two consumers with group.instance.id; one closes (a static
+    member sends no LeaveGroup) and a new one with the same instance id starts within
+    session.timeout.ms. No rebalance: the other member gets no revoke or assign, the group
+    keeps its generation's members, and the restarted one owns its partitions again."""
+    topic, group = "static", "static-members"
+    create_topic(server, topic, 4, 3)
+
+    def member(instance, events):
+        consumer = Consumer({
+            "bootstrap.servers": server.bootstrap,
+            "group.id": group,
+            "group.instance.id": instance,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 30_000,
+            "heartbeat.interval.ms": 500,
+        })
+        consumer.subscribe(
+            [topic],
+            on_assign=lambda c, ps: events.append(("assign", sorted(p.partition for p in ps))),
+            on_revoke=lambda c, ps: events.append(("revoke", sorted(p.partition for p in ps))),
+        )
+        return consumer
+
+    def pump(consumers, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            for c in consumers:
+                c.consume(10, timeout=0.05)
+
+    def owned(consumer):
+        return sorted(p.partition for p in consumer.assignment())
+
+    a_events, b_events = [], []
+    a, b = member("static-a", a_events), member("static-b", b_events)
+    deadline = time.time() + 60
+    while not (len(owned(a)) == 2 and len(owned(b)) == 2):
+        assert time.time() < deadline, f"never shared: {owned(a)} {owned(b)}"
+        pump([a, b], 0.5)
+    a_partitions = owned(a)
+    described = admin(server).describe_consumer_groups([group])[group].result(timeout=30)
+    instances = {m.group_instance_id: m.member_id for m in described.members}
+    assert set(instances) == {"static-a", "static-b"}, described.members
+    b_events.clear()
+
+    a.close()
+    pump([b], 2)
+    a2_events = []
+    a2 = member("static-a", a2_events)
+    deadline = time.time() + 30
+    while owned(a2) != a_partitions:
+        assert time.time() < deadline, f"the restarted member never got {a_partitions}: {owned(a2)}"
+        pump([a2, b], 0.5)
+    pump([a2, b], 3)
+    assert b_events == [], f"the other member saw a rebalance: {b_events}"
+    assert owned(b) == sorted(set(range(4)) - set(a_partitions)), owned(b)
+    after = admin(server).describe_consumer_groups([group])[group].result(timeout=30)
+    now = {m.group_instance_id: m.member_id for m in after.members}
+    assert set(now) == {"static-a", "static-b"}, after.members
+    assert now["static-b"] == instances["static-b"], "b kept its member id"
+    assert now["static-a"] != instances["static-a"], "the restarted a has a new member id"
+    assert after.state.name == "STABLE", after.state
+    a2.close()
+    b.close()
+
+
 def scenario_failover(server):
     topic, partitions = "payments", 3
     create_topic(server, topic, partitions, 3, {"min.insync.replicas": "2"})
@@ -1122,6 +1188,7 @@ SCENARIOS = {
     "idempotent-steady": scenario_idempotent_steady,
     "idempotent-chaos": scenario_idempotent_chaos,
     "group-failover": scenario_group_failover,
+    "static-member": scenario_static_member,
     "reassign": scenario_reassign,
     "group-offsets": scenario_group_offsets,
     "configs": scenario_configs,

@@ -200,12 +200,14 @@ pub fn view() -> ClusterView {
             members: vec![
                 MemberRow {
                     member_id: "analytics-0-5f1c".into(),
+                    instance_id: None,
                     client_id: "analytics-app".into(),
                     host: "/10.0.0.5".into(),
                     assignment: vec![("page-views".into(), 0), ("page-views".into(), 1)],
                 },
                 MemberRow {
                     member_id: "analytics-1-9a2b".into(),
+                    instance_id: None,
                     client_id: "analytics-app".into(),
                     host: "/10.0.0.6".into(),
                     assignment: vec![("page-views".into(), 2)],

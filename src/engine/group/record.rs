@@ -395,6 +395,27 @@ mod tests {
         );
     }
 
+    /// KIP-345: each member's `group.instance.id` is kept, so a new coordinator knows the
+    /// static members.
+    #[test]
+    fn a_static_members_instance_id_round_trips() {
+        let mut static_member = member("payments-a-0-7");
+        static_member.group_instance_id = Some("payments-a".into());
+        let value = GroupMetadataValue {
+            protocol_type: "consumer".into(),
+            generation: 2,
+            protocol: Some("range".into()),
+            leader: Some("payments-a-0-7".into()),
+            current_state_timestamp: 5,
+            members: vec![static_member, member("m-2")],
+        };
+        let bytes = group_metadata_value(&value);
+        let parsed = parse_group_metadata_value(&bytes).expect("parses");
+        assert_eq!(parsed.members[0].group_instance_id.as_deref(), Some("payments-a"));
+        assert_eq!(parsed.members[1].group_instance_id, None);
+        assert_eq!(parsed, value);
+    }
+
     #[test]
     fn an_empty_group_has_null_protocol_and_leader() {
         let value = GroupMetadataValue {

@@ -51,6 +51,7 @@ fn join_request(group: &str, member_id: &str) -> JoinGroupRequest {
         protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
         client_id: "app".into(),
         client_host: "/10.0.0.1".into(),
+        group_instance_id: None,
     }
 }
 
@@ -164,7 +165,7 @@ async fn a_load_brings_the_group_back_stable_and_skips_what_does_not_decode() {
         .map(|m| (m.member_id.as_str(), &m.assignment[..]))
         .collect();
     assert_eq!(members, vec![("m-1", &b"views"[..]), ("m-2", &b"clicks"[..])]);
-    assert_eq!(coordinator.heartbeat("analytics", 4, "m-2"), ErrorCode::None);
+    assert_eq!(coordinator.heartbeat("analytics", 4, "m-2", None), ErrorCode::None);
     assert_eq!(
         coordinator.fetch_offsets("analytics", None),
         Ok(vec![(clicks, 9), (views, 5)]),
@@ -212,7 +213,7 @@ async fn a_sync_whose_group_record_cannot_be_written_answers_not_coordinator_and
     let coordinator = coordinator();
     // The replica is not its partition's leader, so no append succeeds.
     let _partition = load(&coordinator, offsets_log(dir.path())).await;
-    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id));
+    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id)).0;
     let member_id = join("").await.expect("answered").member_id;
     let joined = join(&member_id).await.expect("answered");
     assert_eq!((joined.error, joined.leader.as_str()), (None, member_id.as_str()));
@@ -220,6 +221,7 @@ async fn a_sync_whose_group_record_cannot_be_written_answers_not_coordinator_and
         "analytics",
         joined.generation_id,
         &member_id,
+        None,
         vec![(member_id.clone(), Bytes::from_static(b"views"))],
     );
     assert!(write.is_none());
@@ -233,7 +235,7 @@ async fn a_join_with_an_id_the_coordinator_does_not_know_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let coordinator = coordinator();
     let _partition = load(&coordinator, offsets_log(dir.path())).await;
-    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id));
+    let join = |member_id: &str| coordinator.join(join_request("analytics", member_id)).0;
     // Never given out (or given out by an earlier coordinator, or its member was removed):
     // the member must start afresh, giving up what it owned, as Kafka answers.
     let stale = join("analytics-0-1").await.expect("answered");
@@ -299,7 +301,7 @@ fn commit_now(
         },
     )];
     let write = coordinator
-        .commit_offsets(group, generation, member, &offsets)
+        .commit_offsets(group, generation, member, None, &offsets)
         .expect("commit accepted")
         .expect("written");
     coordinator.committed(group, &offsets, write.appended.first_offset);
@@ -319,17 +321,20 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     // protocol, generation -1) commits too.
     let member_id = coordinator
         .join(join_request("analytics", ""))
+        .0
         .await
         .expect("answered")
         .member_id;
     let joined = coordinator
         .join(join_request("analytics", &member_id))
+        .0
         .await
         .expect("answered");
     let (_synced, _write) = coordinator.sync(
         "analytics",
         joined.generation_id,
         &member_id,
+        None,
         vec![(member_id.clone(), Bytes::from_static(b"views"))],
     );
     coordinator.group_stored("analytics", joined.generation_id, ErrorCode::None);
@@ -349,7 +354,7 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     for _ in 0..8 {
         tokio::time::advance(DAY).await;
         assert_eq!(
-            coordinator.heartbeat("analytics", joined.generation_id, &member_id),
+            coordinator.heartbeat("analytics", joined.generation_id, &member_id, None),
             ErrorCode::None
         );
     }
@@ -362,7 +367,7 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
 
     // The member leaves: the group's offsets now count from when it emptied, not from the
     // (eight-day-old) commit.
-    assert_eq!(coordinator.leave("analytics", &member_id), ErrorCode::None);
+    assert_eq!(coordinator.leave("analytics", &member_id, None), ErrorCode::None);
     tokio::time::advance(6 * DAY).await;
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (0, 0));
     assert_eq!(
@@ -441,7 +446,7 @@ async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps
 /// A standalone commit of `offset` for `tp`, appended but not yet replicated.
 fn commit_appended(coordinator: &GroupCoordinator, group: &str, tp: &TopicPartition, offset: i64) -> i64 {
     coordinator
-        .commit_offsets(group, -1, "", &[(tp.clone(), commit(offset))])
+        .commit_offsets(group, -1, "", None, &[(tp.clone(), commit(offset))])
         .expect("commit accepted")
         .expect("written")
         .appended

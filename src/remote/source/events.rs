@@ -257,6 +257,7 @@ mod tests {
                 .iter()
                 .map(|m| MemberRow {
                     member_id: (*m).into(),
+                    instance_id: None,
                     client_id: String::new(),
                     host: String::new(),
                     assignment: Vec::new(),

@@ -240,6 +240,7 @@ impl World {
             coordinator: 0,
             members: vec![crate::engine::group::MemberDescription {
                 member_id: "m".into(),
+                group_instance_id: None,
                 client_id: String::new(),
                 client_host: String::new(),
                 assignment: Bytes::new(),

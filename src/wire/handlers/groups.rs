@@ -51,6 +51,12 @@ fn state_name(state: GroupState) -> &'static str {
     }
 }
 
+/// A request's `group.instance.id` (JoinGroup v5+, SyncGroup v3+, Heartbeat v3+, LeaveGroup
+/// v3+, OffsetCommit v7+): null or absent for a dynamic member.
+fn instance_id(id: Option<&kafka_protocol::protocol::StrBytes>) -> Option<String> {
+    id.map(|i| i.to_string())
+}
+
 fn join_error(code: i16) -> JoinGroupResponse {
     JoinGroupResponse::default()
         .with_error_code(code)
@@ -90,6 +96,7 @@ pub async fn join(
             .collect(),
         client_id: client.id,
         client_host: client.host,
+        group_instance_id: instance_id(request.group_instance_id.as_ref()),
     };
     let timeout = Duration::from_millis(engine_request.rebalance_timeout_ms) + GROUP_CALL;
     let mut answer = match call(ctx, GroupRequest::Join(engine_request.clone()), timeout).await? {
@@ -106,6 +113,7 @@ pub async fn join(
             Err(e) => return Ok(join_error(e.code())),
         };
     }
+    let instances = answer.member_instances;
     Ok(JoinGroupResponse::default()
         .with_error_code(answer.error.map_or(0, |e| e.code()))
         .with_generation_id(answer.generation_id)
@@ -118,8 +126,13 @@ pub async fn join(
                 .members
                 .into_iter()
                 .map(|(id, metadata)| {
+                    let instance = instances
+                        .iter()
+                        .find(|(m, _)| *m == id)
+                        .map(|(_, i)| str_bytes(i.clone()));
                     JoinGroupResponseMember::default()
                         .with_member_id(str_bytes(id))
+                        .with_group_instance_id(instance)
                         .with_metadata(metadata)
                 })
                 .collect(),
@@ -131,6 +144,7 @@ pub async fn sync(ctx: &Context, request: &SyncGroupRequest) -> Result<SyncGroup
         group_id: request.group_id.0.to_string(),
         generation: request.generation_id,
         member_id: request.member_id.to_string(),
+        group_instance_id: instance_id(request.group_instance_id.as_ref()),
         assignments: request
             .assignments
             .iter()
@@ -154,6 +168,7 @@ pub async fn heartbeat(ctx: &Context, request: &HeartbeatRequest) -> Result<Hear
         group_id: request.group_id.0.to_string(),
         generation: request.generation_id,
         member_id: request.member_id.to_string(),
+        group_instance_id: instance_id(request.group_instance_id.as_ref()),
     };
     let code = match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::Heartbeat(e)) => e.code(),
@@ -163,10 +178,16 @@ pub async fn heartbeat(ctx: &Context, request: &HeartbeatRequest) -> Result<Hear
     Ok(HeartbeatResponse::default().with_error_code(code))
 }
 
-async fn leave_one(ctx: &Context, group_id: &str, member_id: &str) -> Result<i16, BrokerDown> {
+async fn leave_one(
+    ctx: &Context,
+    group_id: &str,
+    member_id: &str,
+    group_instance_id: Option<String>,
+) -> Result<i16, BrokerDown> {
     let engine_request = GroupRequest::Leave {
         group_id: group_id.to_string(),
         member_id: member_id.to_string(),
+        group_instance_id,
     };
     Ok(match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::Leave(e)) => e.code(),
@@ -178,13 +199,13 @@ async fn leave_one(ctx: &Context, group_id: &str, member_id: &str) -> Result<i16
 pub async fn leave(ctx: &Context, request: &LeaveGroupRequest, version: i16) -> Result<LeaveGroupResponse, BrokerDown> {
     let group_id = request.group_id.0.as_str();
     if version < 3 {
-        let code = leave_one(ctx, group_id, &request.member_id).await?;
+        let code = leave_one(ctx, group_id, &request.member_id, None).await?;
         return Ok(LeaveGroupResponse::default().with_error_code(code));
     }
     let mut members = Vec::with_capacity(request.members.len());
     let mut group_error = 0;
     for m in &request.members {
-        let code = leave_one(ctx, group_id, &m.member_id).await?;
+        let code = leave_one(ctx, group_id, &m.member_id, instance_id(m.group_instance_id.as_ref())).await?;
         // Errors about the group itself are the response's, as in Kafka.
         if code == ErrorCode::NotCoordinator.code() || code == ErrorCode::CoordinatorLoadInProgress.code() {
             group_error = code;
@@ -222,6 +243,7 @@ pub async fn offset_commit(ctx: &Context, request: &OffsetCommitRequest) -> Resu
             group_id: request.group_id.0.to_string(),
             generation: request.generation_id_or_member_epoch,
             member_id: request.member_id.to_string(),
+            group_instance_id: instance_id(request.group_instance_id.as_ref()),
             offsets,
         };
         match call(ctx, engine_request, GROUP_CALL).await? {
@@ -422,6 +444,7 @@ pub async fn describe_groups(
                         .map(|m| {
                             DescribedGroupMember::default()
                                 .with_member_id(str_bytes(m.member_id))
+                                .with_group_instance_id(m.group_instance_id.map(str_bytes))
                                 .with_client_id(str_bytes(m.client_id))
                                 .with_client_host(str_bytes(m.client_host))
                                 .with_member_metadata(m.metadata)
