@@ -139,11 +139,9 @@ pub async fn read_in_time_order<R: PartitionReader>(readers: Vec<R>, spec: &Tail
             feed.wait_for_room().await;
             continue;
         }
-        let room = buffer.room();
-        if room == 0 {
-            buffer.room_or_closed().await;
-            continue;
-        }
+        // A full window still takes one at a time: records the filter drops are counted as
+        // scanned, and a match that does not fit waits in the feed (counted as matched).
+        let room = buffer.room().max(1);
         let ready: Vec<TailRecord> = std::iter::from_fn(|| order.pop()).take(room).collect();
         if !ready.is_empty() {
             feed.offer(ready);
