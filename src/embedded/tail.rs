@@ -1,5 +1,8 @@
-//! Message tails of the embedded cluster: an in-process consumer per tail fills the bounded
-//! ring the console reads, from where the tail's seek says, up to where a search ends.
+//! Message tails of the embedded cluster: an in-process consumer fills the bounded buffer
+//! the console reads, from where the tail's seek says, up to where a search ends. A ring
+//! (following the end) has one consumer for its partitions and keeps their records as they
+//! come; a window (the browser, a search) has one per partition and hands records on in the
+//! time order both sources share (`view::merge`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,6 +10,7 @@ use std::time::Duration;
 
 use crate::client::consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset};
 use crate::engine::{Cluster, ErrorCode, OffsetSpec, TopicPartition};
+use crate::view::merge::{PartitionRead, PartitionReader, read_in_time_order};
 use crate::view::outcome;
 use crate::view::{SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec};
 
@@ -30,6 +34,8 @@ pub(super) fn tail_on(
 
 /// How long the tail waits before asking again for a partition's bounds.
 const TAIL_RETRY: Duration = Duration::from_millis(500);
+/// How long one read waits for records at the end of the log.
+const READ_WAIT: Duration = Duration::from_millis(500);
 
 /// The log start and the end (HW) of a partition, as a consumer sees them.
 async fn log_bounds(cluster: &Cluster, tp: &TopicPartition) -> Result<(i64, i64), ErrorCode> {
@@ -57,26 +63,10 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
         .iter()
         .map(|p| TopicPartition::new(&spec.topic, *p))
         .collect();
-    let mut consumer = Consumer::new(
-        cluster.clone(),
-        ConsumerConfig {
-            group_id: None,
-            // A ring follows the end; a window that retention overtakes goes on from what is
-            // left rather than skip everything.
-            auto_offset_reset: match spec.mode {
-                TailMode::Ring => OffsetReset::Latest,
-                TailMode::Window => OffsetReset::Earliest,
-            },
-            enable_auto_commit: false,
-            fetch_max_wait_ms: 250,
-            max_poll_records: 500,
-            ..ConsumerConfig::default()
-        },
-    );
-    consumer.assign(tps.clone());
     let mut log_starts = Vec::new();
     // A search's end offsets: where each partition's reading stops.
     let mut ends: HashMap<i32, i64> = HashMap::new();
+    let mut bounds_of = HashMap::new();
     for tp in &tps {
         let bounds = loop {
             match log_bounds(&cluster, tp).await {
@@ -98,21 +88,34 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
                 ends.insert(tp.partition, end);
             }
         }
-        let positioned = match (spec.start, bounds) {
-            (SeekPosition::Beginning, _) => consumer.seek_to_beginning(tp),
-            (SeekPosition::End, _) => consumer.seek_to_end(tp),
-            (SeekPosition::Timestamp(t), _) => consumer.seek_to_timestamp(tp, t.timestamp_millis()).await,
-            (SeekPosition::Offset(_) | SeekPosition::Last(_), Some((start, end))) => {
-                consumer.seek(tp, spec.start.within(start, end).unwrap_or(end))
-            }
-            (SeekPosition::Offset(o), None) => consumer.seek(tp, o.max(0)),
-            (SeekPosition::Last(_), None) => consumer.seek_to_end(tp),
-        };
-        if let Err(e) = positioned {
-            buffer.set_error(Some(format!("seeking {tp}: {e}")));
-        }
+        bounds_of.insert(tp.partition, bounds);
     }
+    buffer.set_error(None);
     buffer.set_log_starts(log_starts);
+    if spec.mode == TailMode::Window {
+        // A window reads each partition on its own and hands on in the shared time order.
+        let mut readers = Vec::with_capacity(tps.len());
+        for tp in tps {
+            let mut consumer = tail_consumer(&cluster, spec.mode);
+            consumer.assign(vec![tp.clone()]);
+            let bounds = bounds_of.get(&tp.partition).copied().flatten();
+            position(&mut consumer, &tp, spec.start, bounds, &buffer).await;
+            readers.push(PartitionConsumer {
+                cluster: cluster.clone(),
+                end: ends.get(&tp.partition).copied(),
+                tp,
+                consumer,
+            });
+        }
+        read_in_time_order(readers, &spec, buffer).await;
+        return;
+    }
+    let mut consumer = tail_consumer(&cluster, spec.mode);
+    consumer.assign(tps.clone());
+    for tp in &tps {
+        let bounds = bounds_of.get(&tp.partition).copied().flatten();
+        position(&mut consumer, tp, spec.start, bounds, &buffer).await;
+    }
     let mut feed = TailFeed::new(Arc::clone(&buffer), &spec);
     // The partitions a search has not read to their end yet.
     let mut reading = tps;
@@ -135,25 +138,118 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
                 consumer.assign(reading.clone());
             }
         }
-        match consumer.poll(Duration::from_millis(500)).await {
+        match consumer.poll(READ_WAIT).await {
             Ok(records) => {
                 buffer.set_error(None);
                 // A search reads up to its end offsets, even when more has arrived since.
                 let before_end =
                     |r: &ConsumerRecord| !spec.until_end || ends.get(&r.partition).is_some_and(|end| r.offset < *end);
-                feed.offer(records.into_iter().filter(before_end).map(|r| TailRecord {
-                    partition: r.partition,
-                    offset: r.offset,
-                    timestamp: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                    headers: r.headers,
-                }));
+                feed.offer(records.into_iter().filter(before_end).map(tail_record));
             }
             Err(e) => {
                 buffer.set_error(Some(e.to_string()));
                 tokio::time::sleep(TAIL_RETRY).await;
             }
         }
+    }
+}
+
+/// The consumer a tail reads with: a ring follows the end; a window that retention
+/// overtakes goes on from what is left rather than skip everything.
+fn tail_consumer(cluster: &Cluster, mode: TailMode) -> Consumer {
+    Consumer::new(
+        cluster.clone(),
+        ConsumerConfig {
+            group_id: None,
+            auto_offset_reset: match mode {
+                TailMode::Ring => OffsetReset::Latest,
+                TailMode::Window => OffsetReset::Earliest,
+            },
+            enable_auto_commit: false,
+            fetch_max_wait_ms: 250,
+            max_poll_records: 500,
+            ..ConsumerConfig::default()
+        },
+    )
+}
+
+/// Puts `consumer` (assigned `tp`) where the tail starts in `tp`, within the log's
+/// `bounds` (start, end) when known.
+async fn position(
+    consumer: &mut Consumer,
+    tp: &TopicPartition,
+    start: SeekPosition,
+    bounds: Option<(i64, i64)>,
+    buffer: &TailBuffer,
+) {
+    let positioned = match (start, bounds) {
+        (SeekPosition::Beginning, _) => consumer.seek_to_beginning(tp),
+        (SeekPosition::End, _) => consumer.seek_to_end(tp),
+        (SeekPosition::Timestamp(t), _) => consumer.seek_to_timestamp(tp, t.timestamp_millis()).await,
+        (SeekPosition::Offset(_) | SeekPosition::Last(_), Some((first, end))) => {
+            consumer.seek(tp, start.within(first, end).unwrap_or(end))
+        }
+        (SeekPosition::Offset(o), None) => consumer.seek(tp, o.max(0)),
+        (SeekPosition::Last(_), None) => consumer.seek_to_end(tp),
+    };
+    if let Err(e) = positioned {
+        buffer.set_error(Some(format!("seeking {tp}: {e}")));
+    }
+}
+
+fn tail_record(r: ConsumerRecord) -> TailRecord {
+    TailRecord {
+        partition: r.partition,
+        offset: r.offset,
+        timestamp: r.timestamp,
+        key: r.key,
+        value: r.value,
+        headers: r.headers,
+    }
+}
+
+/// One partition of a window, read by a consumer of its own.
+struct PartitionConsumer {
+    cluster: Cluster,
+    tp: TopicPartition,
+    consumer: Consumer,
+    /// A search's end offset in this partition.
+    end: Option<i64>,
+}
+
+impl PartitionReader for PartitionConsumer {
+    fn partition(&self) -> i32 {
+        self.tp.partition
+    }
+
+    async fn read(&mut self) -> Result<PartitionRead, String> {
+        let reached =
+            |position: Option<i64>, end: Option<i64>| matches!((position, end), (Some(at), Some(end)) if at >= end);
+        if reached(self.consumer.position(&self.tp), self.end) {
+            return Ok(PartitionRead {
+                records: Vec::new(),
+                at_end: true,
+                done: true,
+            });
+        }
+        let records = self.consumer.poll(READ_WAIT).await.map_err(|e| e.to_string())?;
+        // A search reads up to its end offset, even when more has arrived since.
+        let stop = self.end.unwrap_or(i64::MAX);
+        let records: Vec<TailRecord> = records
+            .into_iter()
+            .filter(|r| r.offset < stop)
+            .map(tail_record)
+            .collect();
+        let position = self.consumer.position(&self.tp);
+        // Records already read are handed on even when the end cannot be learned now.
+        let at_end = match self.cluster.list_offset(&self.tp, OffsetSpec::Latest).await {
+            Ok(high_watermark) => position.is_some_and(|at| at >= high_watermark),
+            Err(_) => false,
+        };
+        Ok(PartitionRead {
+            records,
+            at_end,
+            done: reached(position, self.end),
+        })
     }
 }

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, MetadataRequest, 
 use kafka_protocol::protocol::{Request, StrBytes};
 use tokio::time::Instant;
 
-use super::connection::Connection;
+use super::connection::{Connection, negotiate};
 use super::{BrokerAddress, ClientSettings, RemoteError};
 use crate::kafka::BrokerId;
 
@@ -201,6 +201,13 @@ impl KafkaClient {
     pub async fn version_for(&self, target: Target, api: ApiKey) -> Result<Option<i16>, RemoteError> {
         let (_, connection) = self.pick(target).await?;
         Ok(connection.version(api))
+    }
+
+    /// Like [`KafkaClient::version_for`], with a clear error naming the API and both
+    /// version ranges when the broker and kdeck share no version of it.
+    pub async fn negotiated_version(&self, target: Target, api: ApiKey) -> Result<i16, RemoteError> {
+        let (slot, connection) = self.pick(target).await?;
+        negotiated(&slot.label, &connection, api)
     }
 
     /// Reads every topic's metadata now and caches it.
@@ -473,14 +480,18 @@ impl KafkaClient {
 }
 
 fn version_of<R: Request>(slot: &BrokerSlot, connection: &Connection) -> Result<i16, RemoteError> {
-    let unsupported = || RemoteError::Unsupported {
+    let api = ApiKey::try_from(R::KEY).map_err(|_| RemoteError::Unsupported {
         api: format!("API key {}", R::KEY),
         broker: slot.label.clone(),
-    };
-    let api = ApiKey::try_from(R::KEY).map_err(|_| unsupported())?;
-    connection.version(api).ok_or_else(|| RemoteError::Unsupported {
-        api: format!("{api:?}"),
-        broker: slot.label.clone(),
+    })?;
+    negotiated(&slot.label, connection, api)
+}
+
+/// The version of `api` to use on `connection`, or why there is none.
+fn negotiated(label: &str, connection: &Connection, api: ApiKey) -> Result<i16, RemoteError> {
+    negotiate(api, connection.supported(api)).map_err(|why| RemoteError::Unsupported {
+        api: why,
+        broker: label.to_string(),
     })
 }
 

@@ -64,6 +64,31 @@ pub fn kdeck_max_version(api: ApiKey) -> Option<i16> {
     KDECK_MAX_VERSIONS.iter().find(|(key, _)| *key == api).map(|(_, v)| *v)
 }
 
+/// The version of `api` to use with a broker that advertised `broker` for it: the highest
+/// both speak (a broker newer than kdeck is used at kdeck's highest). `Err` says why there is
+/// none, naming the API and both ranges: "Fetch (the broker serves v13 to v17; kdeck speaks
+/// v0 to v12)". Asked when the API is used, never at connect: a broker that lacks an API
+/// kdeck does not need now is fine.
+pub fn negotiate(api: ApiKey, broker: Option<VersionRange>) -> Result<i16, String> {
+    let Some(ours) = kdeck_max_version(api) else {
+        return Err(format!("{api:?} (kdeck does not speak it)"));
+    };
+    let Some(broker) = broker else {
+        return Err(format!(
+            "{api:?} (the broker does not list it in ApiVersions; kdeck speaks v0 to v{ours})"
+        ));
+    };
+    let version = ours.min(broker.max);
+    if version >= broker.min && version >= 0 {
+        Ok(version)
+    } else {
+        Err(format!(
+            "{api:?} (the broker serves v{} to v{}; kdeck speaks v0 to v{ours})",
+            broker.min, broker.max
+        ))
+    }
+}
+
 /// Answers larger than this close the connection before anything is allocated for them (a
 /// broker's fetch answers stay far below: fetch.max.bytes is 50 MiB by default).
 pub const MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
@@ -181,10 +206,7 @@ impl Connection {
 
     /// The version to use for `api`: the highest both kdeck and the broker support.
     pub fn version(&self, api: ApiKey) -> Option<i16> {
-        let broker = self.supported(api)?;
-        let ours = kdeck_max_version(api)?;
-        let version = ours.min(broker.max);
-        (version >= broker.min).then_some(version)
+        negotiate(api, self.supported(api)).ok()
     }
 
     /// The broker's advertised range for `api`.
@@ -304,6 +326,15 @@ fn decode_api_versions(link: &Link, version: i16, mut payload: Bytes) -> Result<
         version
     };
     ApiVersionsResponse::decode(&mut payload, body_version).map_err(|e| link.protocol_failure(api, version, &e))
+}
+
+/// Reads one answer's bytes (response header, then body) as `api` answers at `version`: what
+/// every call's answer goes through. Tagged fields the version does not define are skipped,
+/// as Kafka's generated readers do. Returns the answer and how many bytes were left unread.
+pub fn decode_answer<T: Decodable>(api: ApiKey, version: i16, mut payload: Bytes) -> anyhow::Result<(T, usize)> {
+    ResponseHeader::decode(&mut payload, api.response_header_version(version))?;
+    let response = T::decode(&mut payload, version)?;
+    Ok((response, payload.remaining()))
 }
 
 /// The socket behind a connection: a writer task fed through a queue, a reader task routing
@@ -514,15 +545,13 @@ impl Link {
         self.enqueue(frame).await
     }
 
-    fn decode_response<T: Decodable>(&self, api: ApiKey, version: i16, mut payload: Bytes) -> Result<T, RemoteError> {
-        ResponseHeader::decode(&mut payload, api.response_header_version(version))
-            .map_err(|e| self.protocol_failure(api, version, &e))?;
-        let response = T::decode(&mut payload, version).map_err(|e| self.protocol_failure(api, version, &e))?;
-        if payload.has_remaining() {
+    fn decode_response<T: Decodable>(&self, api: ApiKey, version: i16, payload: Bytes) -> Result<T, RemoteError> {
+        let (response, unread) =
+            decode_answer(api, version, payload).map_err(|e| self.protocol_failure(api, version, &e))?;
+        if unread > 0 {
             tracing::debug!(
                 broker = %self.shared.label,
-                "{api:?} v{version} answer has {} bytes kdeck did not read",
-                payload.remaining()
+                "{api:?} v{version} answer has {unread} bytes kdeck did not read"
             );
         }
         Ok(response)

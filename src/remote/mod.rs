@@ -379,8 +379,8 @@ pub enum RemoteError {
     #[error("broker {0} is not in the cluster's metadata")]
     UnknownBroker(i32),
     /// A Kafka error code in an answer, with its name (`NOT_LEADER_OR_FOLLOWER`) and what it
-    /// was about.
-    #[error("{context}: {name} ({code}){}", message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    /// was about; a code kdeck does not know reads "error code 200 (unknown to kdeck)".
+    #[error("{context}: {}{}", code_words(*code, name), message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
     Kafka {
         context: String,
         code: i16,
@@ -427,6 +427,22 @@ pub fn error_name(code: i16) -> String {
         None => "NONE".into(),
         Some(ResponseError::Unknown(code)) => format!("UNKNOWN_ERROR_CODE_{code}"),
         Some(error) => screaming_snake(&format!("{error:?}")),
+    }
+}
+
+/// Whether this build knows Kafka's name for `code` (0 is `NONE`).
+pub fn is_known_error(code: i16) -> bool {
+    use kafka_protocol::error::ResponseError;
+    !matches!(ResponseError::try_from_code(code), Some(ResponseError::Unknown(_)))
+}
+
+/// An error code in words: `NOT_LEADER_OR_FOLLOWER (6)`, or for a code newer than kdeck
+/// `error code 200 (unknown to kdeck)`.
+fn code_words(code: i16, name: &str) -> String {
+    if is_known_error(code) {
+        format!("{name} ({code})")
+    } else {
+        format!("error code {code} (unknown to kdeck)")
     }
 }
 
@@ -519,5 +535,17 @@ mod tests {
             RemoteError::kafka("x", 15, Some("")).to_string(),
             "x: COORDINATOR_NOT_AVAILABLE (15)"
         );
+    }
+
+    #[test]
+    fn an_error_code_newer_than_kdeck_reads_as_unknown_and_is_not_a_connection_failure() {
+        assert!(!is_known_error(200));
+        assert!(is_known_error(0) && is_known_error(-1) && is_known_error(6));
+        let error = RemoteError::kafka("ListOffsets for t-0", 200, Some("new in Kafka 9"));
+        assert_eq!(
+            error.to_string(),
+            "ListOffsets for t-0: error code 200 (unknown to kdeck): new in Kafka 9"
+        );
+        assert!(!error.is_connection_error());
     }
 }

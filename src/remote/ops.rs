@@ -197,19 +197,10 @@ pub(crate) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().flatten().collect()
 }
 
-/// The version `send` will use for `api` at `target`, or the error saying the broker lacks it.
+/// The version `send` will use for `api` at `target`, or the error saying the broker lacks
+/// it (naming the API and both version ranges).
 async fn version(client: &KafkaClient, target: Target, api: ApiKey) -> Result<i16, RemoteError> {
-    client
-        .version_for(target, api)
-        .await?
-        .ok_or_else(|| RemoteError::Unsupported {
-            api: format!("{api:?}"),
-            broker: match target {
-                Target::Broker(id) => id.to_string(),
-                Target::Controller => "controller".to_string(),
-                Target::Any => "any".to_string(),
-            },
-        })
+    client.negotiated_version(target, api).await
 }
 
 fn topic_name(name: &str) -> TopicName {

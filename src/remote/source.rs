@@ -32,6 +32,7 @@ use crate::kafka::partitioner::partition_for_key;
 use crate::kafka::reassign::{Assignment, Ongoing, Plan, Throttle, ThrottleTarget};
 use crate::view::configs::ConfigsAnswer;
 use crate::view::history::{CounterRates, PartitionKey, Trends, topic_lag};
+use crate::view::merge::{PartitionRead, PartitionReader, read_in_time_order};
 use crate::view::outcome::{self, Elected};
 use crate::view::timeline::{self, Timeline};
 use crate::view::{
@@ -976,9 +977,11 @@ fn problems(observation: &Observation, brokers: &[BrokerRow]) -> Vec<String> {
     out
 }
 
-/// Fills `buffer` with `spec`'s records: one task per partition, each resolving its start
-/// then fetching until the handle is dropped (a search: until every partition reached the
-/// end it had when the tail started).
+/// Fills `buffer` with `spec`'s records. A window (the browser, a search) reads its
+/// partitions through the time order both sources share (`view::merge`), until the handle
+/// is dropped or a search reached the end every partition had when it started; a ring has
+/// one task per partition, each resolving its start then fetching until the handle is
+/// dropped, its records kept as they come.
 async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>) {
     let errors = Arc::new(TailErrors::default());
     let mut backoff = TAIL_BACKOFF;
@@ -1007,6 +1010,22 @@ async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>)
     let Some(ends) = capture_bounds(&client, &spec, &partitions, &buffer).await else {
         return;
     };
+    if spec.mode == TailMode::Window {
+        // A window hands records on in the time order both sources share.
+        let readers = partitions
+            .into_iter()
+            .map(|partition| PartitionFetcher {
+                client: client.clone(),
+                topic: spec.topic.clone(),
+                partition,
+                start: spec.start,
+                end: ends.get(&partition).copied(),
+                position: None,
+            })
+            .collect();
+        read_in_time_order(readers, &spec, buffer).await;
+        return;
+    }
     let mut tasks = JoinSet::new();
     for partition in partitions {
         tasks.spawn(tail_partition(
@@ -1124,7 +1143,66 @@ async fn offset_of(client: &KafkaClient, topic: &str, partition: i32, spec: Offs
         .unwrap_or_else(|| Err(RemoteError::Other(format!("no offset for {topic}-{partition}"))))
 }
 
-/// One partition of a tail: the tail's spec and, for a search, where this partition stops.
+/// One partition of a window: where it starts, where a search stops, where it is.
+struct PartitionFetcher {
+    client: KafkaClient,
+    topic: String,
+    partition: i32,
+    start: SeekPosition,
+    end: Option<i64>,
+    position: Option<i64>,
+}
+
+impl PartitionReader for PartitionFetcher {
+    fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    async fn read(&mut self) -> Result<PartitionRead, String> {
+        let (topic, partition) = (self.topic.as_str(), self.partition);
+        let offset = match self.position {
+            Some(offset) => offset,
+            None => {
+                let offset = resolve_start(&self.client, topic, partition, self.start)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.position = Some(offset);
+                offset
+            }
+        };
+        let reached = |at: i64| self.end.is_some_and(|end| at >= end);
+        if reached(offset) {
+            return Ok(PartitionRead {
+                records: Vec::new(),
+                at_end: true,
+                done: true,
+            });
+        }
+        match ops::fetch(&self.client, topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
+            Ok(fetched) => {
+                // A search reads up to its end offset, even when more has arrived since.
+                let stop = self.end.unwrap_or(i64::MAX);
+                let next = fetched.next_offset.max(offset);
+                self.position = Some(next);
+                Ok(PartitionRead {
+                    records: fetched.records.into_iter().filter(|r| r.offset < stop).collect(),
+                    at_end: next >= fetched.high_watermark,
+                    done: reached(next),
+                })
+            }
+            // Retention removed what the window was about to read: it goes on from where it
+            // was, kept within the log.
+            Err(RemoteError::Kafka { ref name, .. }) if name == "OFFSET_OUT_OF_RANGE" => {
+                self.position = None;
+                self.start = SeekPosition::Offset(offset);
+                Err(format!("offset {offset} is out of range; reading from the start"))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// One partition of a ring tail: the tail's spec and, for a search, where this partition stops.
 struct PartitionTail {
     spec: TailSpec,
     partition: i32,

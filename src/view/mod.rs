@@ -11,7 +11,8 @@
 //! - [`explain`]: why the cluster is as it is (a partition's HW and leader, a broker's
 //!   fencing, a group's rebalance, a rejected produce), in Kafka's own terms;
 //! - [`outcome`]: the sentence of every command outcome;
-//! - [`reassignments`]: partition moves followed across views: lag, pace, ETA, how they ended.
+//! - [`reassignments`]: partition moves followed across views: lag, pace, ETA, how they ended;
+//! - [`merge`]: a window over several partitions in one order (by timestamp), for both sources.
 //!
 //! Nothing here imports the engine: a source for an external cluster needs none. What both
 //! sides share is Kafka's vocabulary in [`crate::kafka`], two items of which the console
@@ -24,6 +25,7 @@ pub mod epochs;
 pub mod explain;
 pub mod history;
 pub mod lang;
+pub mod merge;
 pub mod outcome;
 pub mod reassignments;
 pub mod source;
