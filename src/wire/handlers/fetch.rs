@@ -3,19 +3,21 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
-use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest};
+use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, ProducerId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{BrokerDown, Context, codes, reached, topic_name};
-use crate::engine::{ErrorCode, FetchedRecords, OffsetSpec, TopicPartition};
+use crate::engine::{ConsumerRead, ErrorCode, FetchedRecords, IsolationLevel, OffsetSpec, TopicPartition};
 
 /// One partition of a fetch request.
 #[derive(Clone)]
@@ -24,6 +26,19 @@ struct Wanted {
     offset: i64,
     leader_epoch: i32,
     max_bytes: usize,
+    isolation: IsolationLevel,
+}
+
+impl Wanted {
+    fn read(&self, max_wait: Duration) -> ConsumerRead {
+        ConsumerRead {
+            offset: self.offset,
+            current_leader_epoch: self.leader_epoch,
+            max_bytes: self.max_bytes,
+            max_wait,
+            isolation: self.isolation,
+        }
+    }
 }
 
 type Outcome = Result<FetchedRecords, ErrorCode>;
@@ -40,9 +55,7 @@ async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Result<Vec<Outcome>, Brok
         let broker = ctx.broker;
         let w = w.clone();
         tasks.push(tokio::spawn(async move {
-            cluster
-                .fetch_on(broker, &w.tp, w.offset, w.leader_epoch, w.max_bytes, Duration::ZERO)
-                .await
+            cluster.fetch_isolated_on(broker, &w.tp, w.read(Duration::ZERO)).await
         }));
     }
     let mut out = Vec::with_capacity(tasks.len());
@@ -61,9 +74,7 @@ async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
         let Some(w) = wanted.get(index).cloned() else { return };
         let wait = deadline.saturating_duration_since(Instant::now());
         waiting.spawn(async move {
-            let outcome = cluster
-                .fetch_on(broker, &w.tp, w.offset, w.leader_epoch, w.max_bytes, wait)
-                .await;
+            let outcome = cluster.fetch_isolated_on(broker, &w.tp, w.read(wait)).await;
             (index, outcome)
         });
     };
@@ -93,6 +104,7 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
         // Fetch sessions are not kept: a client that believes in one starts over.
         return Ok(FetchResponse::default().with_error_code(codes::FETCH_SESSION_ID_NOT_FOUND));
     }
+    let isolation = IsolationLevel::from_wire(request.isolation_level);
     let wanted: Vec<Wanted> = request
         .topics
         .iter()
@@ -103,6 +115,7 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 offset: p.fetch_offset,
                 leader_epoch: p.current_leader_epoch,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
+                isolation,
             })
         })
         .collect();
@@ -139,13 +152,24 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 } else {
                     data.records.clone()
                 };
+                // The aborted transactions go with the records they cover.
+                let aborted = data.aborted_transactions.as_ref().map(|list| {
+                    list.iter()
+                        .filter(|_| !records.is_empty())
+                        .map(|t| {
+                            AbortedTransaction::default()
+                                .with_producer_id(ProducerId(t.producer_id))
+                                .with_first_offset(t.first_offset)
+                        })
+                        .collect()
+                });
                 total += records.len();
                 PartitionData::default()
                     .with_partition_index(w.tp.partition)
                     .with_high_watermark(data.high_watermark)
-                    .with_last_stable_offset(data.high_watermark)
+                    .with_last_stable_offset(data.last_stable_offset)
                     .with_log_start_offset(data.log_start_offset)
-                    .with_aborted_transactions(None)
+                    .with_aborted_transactions(aborted)
                     .with_records(Some(records))
             }
             Err(error) => PartitionData::default()
@@ -191,7 +215,12 @@ pub async fn list_offsets(
                 Some(e) => Err(e),
                 None => reached(
                     ctx.cluster
-                        .list_offset_on(ctx.broker, &tp, OffsetSpec::from_timestamp(p.timestamp))
+                        .list_offset_isolated_on(
+                            ctx.broker,
+                            &tp,
+                            OffsetSpec::from_timestamp(p.timestamp),
+                            IsolationLevel::from_wire(request.isolation_level),
+                        )
                         .await,
                 )?,
             };
