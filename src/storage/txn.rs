@@ -65,7 +65,7 @@ impl AbortedTxn {
 /// Decodes a whole `.txnindex` file: `None` when its size or any entry is wrong (the caller
 /// rebuilds it from the log).
 pub fn decode_index(bytes: &[u8]) -> Option<Vec<AbortedTxn>> {
-    if bytes.len() % ABORTED_TXN_SIZE != 0 {
+    if !bytes.len().is_multiple_of(ABORTED_TXN_SIZE) {
         return None;
     }
     let entries: Option<Vec<AbortedTxn>> = bytes.chunks_exact(ABORTED_TXN_SIZE).map(AbortedTxn::decode).collect();
