@@ -177,6 +177,104 @@ fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> 
         ])
 }
 
+/// A transactional batch of one record from producer `pid` (sequence `seq`), stamped now (an
+/// old timestamp would roll a segment for every batch).
+fn txn_batch(pid: i64, seq: i32, value: &'static str) -> Vec<u8> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut r = records::record(0, now, None, Some(Bytes::from_static(value.as_bytes())));
+    r.transactional = true;
+    r.producer_id = pid;
+    r.producer_epoch = 0;
+    r.sequence = seq;
+    records::encode_batch(&[r], Compression::None)
+        .expect("encodable")
+        .to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_committed_fetch_stops_at_the_last_stable_offset_and_lists_aborted_transactions() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("txns", 1).await;
+    let tp = TopicPartition::new("txns", 0);
+    let (aborting, _) = s.cluster.init_producer_id().await.expect("pid");
+    let (open, _) = s.cluster.init_producer_id().await.expect("pid");
+    let produce = |bytes: Vec<u8>| {
+        s.cluster
+            .produce(&tp, bytes, kdeck::engine::Acks::All, Duration::from_secs(10))
+    };
+    // Written through the engine: the wire cannot start transactions yet.
+    assert_eq!(produce(txn_batch(aborting, 0, "x")).await, Ok(0));
+    assert_eq!(produce(txn_batch(aborting, 1, "y")).await, Ok(1));
+    assert_eq!(s.cluster.write_txn_marker(&tp, aborting, 0, 0, false).await, Ok(2));
+    assert_eq!(produce(txn_batch(open, 0, "z")).await, Ok(3));
+    assert_eq!(produce(txn_batch(open, 1, "w")).await, Ok(4));
+
+    let mut stream = connect(s.addr(leader)).await;
+    let committed: FetchResponse = call(
+        &mut stream,
+        ApiKey::Fetch,
+        12,
+        &fetch_request("txns", 0, 0, 0).with_isolation_level(1),
+    )
+    .await;
+    let p = &committed.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    assert_eq!((p.high_watermark, p.last_stable_offset), (5, 3));
+    let aborted: Vec<(i64, i64)> = p
+        .aborted_transactions
+        .iter()
+        .flatten()
+        .map(|t| (t.producer_id.0, t.first_offset))
+        .collect();
+    assert_eq!(aborted, [(aborting, 0)]);
+    let offsets: Vec<i64> = records::decode(p.records.as_ref().expect("records"))
+        .expect("decodes")
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(
+        offsets,
+        [0, 1, 2],
+        "the aborted transaction and its marker, nothing of the open one"
+    );
+
+    let uncommitted: FetchResponse = call(&mut stream, ApiKey::Fetch, 12, &fetch_request("txns", 0, 0, 0)).await;
+    let p = &uncommitted.responses[0].partitions[0];
+    assert_eq!((p.high_watermark, p.last_stable_offset), (5, 3));
+    assert_eq!(p.aborted_transactions, None);
+    assert_eq!(
+        records::decode(p.records.as_ref().expect("records"))
+            .expect("decodes")
+            .len(),
+        5
+    );
+
+    let latest = |isolation_level: i8| {
+        ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_isolation_level(isolation_level)
+            .with_topics(vec![
+                kafka_protocol::messages::list_offsets_request::ListOffsetsTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("txns")))
+                    .with_partitions(vec![
+                        kafka_protocol::messages::list_offsets_request::ListOffsetsPartition::default()
+                            .with_partition_index(0)
+                            .with_timestamp(-1),
+                    ]),
+            ])
+    };
+    for (level, expected) in [(1, 3), (0, 5)] {
+        let answer: ListOffsetsResponse = call(&mut stream, ApiKey::ListOffsets, 6, &latest(level)).await;
+        assert_eq!(
+            answer.topics[0].partitions[0].offset, expected,
+            "isolation level {level}"
+        );
+    }
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_versions_advertises_our_table_and_answers_unknown_versions_in_v0() {
     let s = setup(free_ports()).await;

@@ -1,14 +1,15 @@
 //! Kafka's consumer, in process: manual assignment or group subscription (classic protocol:
 //! JoinGroup, SyncGroup with the leader running the assignor, heartbeats in the background),
 //! long-poll fetches from partition leaders, positions, seeks, auto and explicit commits,
-//! `auto.offset.reset`.
+//! `auto.offset.reset`, `isolation.level` (read_committed drops the records of aborted
+//! transactions with the fetch answer's aborted list, as Kafka's Java consumer does).
 //!
 //! Rebalances are eager for `range` and `roundrobin` (everything is revoked, committed if
 //! auto-commit is on, and reassigned). With `cooperative-sticky` a member keeps what it still
 //! owns and rejoins at once when the assignment took partitions from it, so the partitions in
 //! transit are handed over in the follow-up rebalance, as Kafka's cooperative protocol does.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
@@ -20,13 +21,56 @@ use tokio::time::Instant;
 use super::assignor::{self, Subscription};
 use crate::engine::group::{IN_PROCESS_HOST, JoinGroupRequest};
 use crate::engine::{
-    Clock, Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, OffsetSpec, TopicPartition,
+    AbortedTxn, Clock, Cluster, ErrorCode, FetchedRecords, GroupRequest, GroupResponse, IsolationLevel, OffsetSpec,
+    TopicPartition,
 };
 
 /// How long a poll that could not fetch anything waits before trying again (Kafka's
 /// `retry.backoff.ms` default).
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 use crate::storage::records;
+
+/// Kafka's consumer-side filter of aborted transactions (read_committed): a producer's
+/// transactional records are dropped from the first offset of one of its aborted transactions
+/// in the fetch answer's list until its ABORT marker.
+struct AbortedFilter {
+    /// Ordered by first offset; `None` for read_uncommitted (nothing is dropped).
+    pending: Option<VecDeque<AbortedTxn>>,
+    aborting: HashSet<i64>,
+}
+
+impl AbortedFilter {
+    fn new(list: Option<Vec<AbortedTxn>>) -> Self {
+        let pending = list.map(|mut l| {
+            l.sort_by_key(|t| t.first_offset);
+            VecDeque::from(l)
+        });
+        AbortedFilter {
+            pending,
+            aborting: HashSet::new(),
+        }
+    }
+
+    /// Whether `record` belongs to an aborted transaction (markers pass: the caller skips them).
+    fn drops(&mut self, record: &records::Record) -> bool {
+        let Some(pending) = &mut self.pending else {
+            return false;
+        };
+        while pending.front().is_some_and(|t| t.first_offset <= record.offset) {
+            if let Some(t) = pending.pop_front() {
+                self.aborting.insert(t.producer_id);
+            }
+        }
+        if record.control {
+            // An ABORT marker's key: version 0, type 0.
+            if record.key.as_deref().is_some_and(|k| k.len() >= 4 && k[2..4] == [0, 0]) {
+                self.aborting.remove(&record.producer_id);
+            }
+            return false;
+        }
+        record.transactional && self.aborting.contains(&record.producer_id)
+    }
+}
 
 /// What to do when a partition has no committed offset or its position fell out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +102,8 @@ pub struct ConsumerConfig {
     /// it gets its partitions back without a rebalance; it does not leave the group on
     /// close, so its partitions wait for it until the session times out.
     pub group_instance_id: Option<String>,
+    /// `isolation.level`: read_uncommitted (Kafka's default) or read_committed.
+    pub isolation_level: IsolationLevel,
 }
 
 impl Default for ConsumerConfig {
@@ -76,6 +122,7 @@ impl Default for ConsumerConfig {
             assignors: vec!["range".into(), "cooperative-sticky".into()],
             client_id: "kdeck".into(),
             group_instance_id: None,
+            isolation_level: IsolationLevel::ReadUncommitted,
         }
     }
 }
@@ -342,10 +389,11 @@ impl Consumer {
                 continue;
             }
             let (cluster, tp, max) = (self.cluster.clone(), tp.clone(), self.config.max_partition_fetch_bytes);
+            let isolation = self.config.isolation_level;
             let task = self.fetches.spawn({
                 let tp = tp.clone();
                 async move {
-                    let result = cluster.fetch_wait(&tp, offset, max, wait).await;
+                    let result = cluster.fetch_isolated(&tp, offset, max, wait, isolation).await;
                     (tp, offset, result)
                 }
             });
@@ -377,8 +425,9 @@ impl Consumer {
                     // The records before a batch that does not decode are handed out and the
                     // position stops at that batch, as in Kafka's consumer.
                     let batch_end = records::next_offset_after(&data.records);
+                    let mut aborted = AbortedFilter::new(data.aborted_transactions);
                     let decoded = records::for_each_shared(data.records, |r| {
-                        if r.offset < offset || r.control {
+                        if aborted.drops(&r) || r.offset < offset || r.control {
                             return;
                         }
                         next = r.offset + 1;
@@ -471,7 +520,11 @@ impl Consumer {
                     OffsetReset::None => return Err(ConsumeError::NoOffset(tp)),
                 },
             };
-            if let Ok(offset) = self.cluster.list_offset(&tp, which).await {
+            if let Ok(offset) = self
+                .cluster
+                .list_offset_isolated(&tp, which, self.config.isolation_level)
+                .await
+            {
                 self.pending_resets.remove(&tp);
                 self.positions.insert(tp, offset);
             }

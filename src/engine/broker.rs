@@ -26,7 +26,7 @@ use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::quota::{ReplicationQuota, ThrottledReplicas};
 use super::signal::{Signal, Watcher};
-use super::{BrokerId, Clock, OffsetSpec, TopicPartition, WallClock};
+use super::{BrokerId, Clock, IsolationLevel, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
 
@@ -244,7 +244,18 @@ impl Broker {
                 timeout_ms,
             } => self.handle_produce(tp, ticket, &mut records, acks, timeout_ms).await,
             Request::Fetch(req) => self.handle_fetch(req).await,
-            Request::ListOffsets { tp, spec } => self.handle_list_offsets(&tp, spec),
+            Request::ListOffsets { tp, spec, isolation } => self.handle_list_offsets(&tp, spec, isolation),
+            Request::WriteTxnMarker {
+                tp,
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                commit,
+                timeout_ms,
+            } => {
+                self.handle_write_txn_marker(&tp, producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms)
+                    .await
+            }
             Request::DeleteRecords { tp, offset } => self.handle_delete_records(&tp, offset),
             Request::UpdateMetadata(image) => {
                 self.apply_image(&image);
@@ -310,6 +321,39 @@ impl Broker {
             });
         }
         reply(error, info.first_offset)
+    }
+
+    /// WriteTxnMarkers for one partition: the marker is appended by the leader and answered
+    /// once the ISR has it (acks=all), as Kafka's coordinator asks.
+    async fn handle_write_txn_marker(
+        &self,
+        tp: &TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        timeout_ms: u64,
+    ) -> Response {
+        let reply = |error, offset| Response::WriteTxnMarker { error, offset };
+        let Some(partition) = self.partition(tp) else {
+            return reply(self.unknown_or_not_leader(tp), -1);
+        };
+        let mut progress = partition.subscribe();
+        let appended =
+            match partition.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, self.now_ms()) {
+                Ok(appended) => appended,
+                Err(error) => return reply(error, -1),
+            };
+        self.bytes_in.fetch_add(appended.bytes as u64, Ordering::Relaxed);
+        let error = await_replication(
+            &self.ctx.clock,
+            &partition,
+            &appended,
+            &mut progress,
+            Duration::from_millis(timeout_ms),
+        )
+        .await;
+        reply(error, appended.first_offset)
     }
 
     async fn handle_group(&self, req: GroupRequest) -> GroupResponse {
@@ -508,9 +552,11 @@ impl Broker {
                         diverging_epoch: None,
                         data: FetchedRecords {
                             high_watermark: partition.high_watermark(),
+                            last_stable_offset: partition.last_stable_offset(),
                             log_start_offset: log.log_start_offset(),
                             log_end_offset: log.log_end_offset(),
                             records: Default::default(),
+                            aborted_transactions: None,
                         },
                     };
                 }
@@ -546,7 +592,7 @@ impl Broker {
         }
     }
 
-    fn handle_list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec) -> Response {
+    fn handle_list_offsets(&self, tp: &TopicPartition, spec: OffsetSpec, isolation: IsolationLevel) -> Response {
         let reply = |error, offset, timestamp| Response::ListOffsets {
             error,
             offset,
@@ -558,7 +604,11 @@ impl Broker {
         if partition.role().0 != Role::Leader {
             return reply(ErrorCode::NotLeaderOrFollower, -1, -1);
         }
-        let hw = partition.high_watermark();
+        // Kafka's `lastFetchableOffset`: what a consumer of this isolation level may read.
+        let hw = match isolation {
+            IsolationLevel::ReadUncommitted => partition.high_watermark(),
+            IsolationLevel::ReadCommitted => partition.last_stable_offset(),
+        };
         if !partition.high_watermark_known() {
             return reply(ErrorCode::OffsetNotAvailable, -1, -1);
         }
@@ -868,7 +918,8 @@ impl Broker {
     /// One pass of Kafka's log cleaner over a compacted log, below the replica's HW; whether
     /// it cleaned anything.
     fn clean(&self, p: &Partition, now: i64) -> bool {
-        match p.log.clean_below(now, p.high_watermark()) {
+        // Kafka's cleaner stops at the last stable offset: an open transaction may still abort.
+        match p.log.clean_below(now, p.last_stable_offset()) {
             Ok(Some(stats)) => {
                 tracing::info!(
                     broker = self.id,
@@ -1091,6 +1142,7 @@ impl Broker {
                 last_fetched_epoch,
                 max_bytes: REPLICA_FETCH_MAX_BYTES,
                 max_wait_ms: max_wait,
+                isolation: IsolationLevel::ReadUncommitted,
             });
             let sent = self.ctx.clock.now();
             let response = self
@@ -1265,6 +1317,7 @@ mod tests {
             let request = Request::ListOffsets {
                 tp: TopicPartition::new("absent", 0),
                 spec: OffsetSpec::Latest,
+                isolation: IsolationLevel::ReadUncommitted,
             };
             network
                 .call(NodeId::Client(0), NodeId::Broker(0), request, Duration::from_secs(1))

@@ -30,7 +30,7 @@ mod membership;
 mod requests;
 
 pub use log_dirs::{LogDirDescription, LogDirReplica};
-pub use requests::ProduceOutcome;
+pub use requests::{ConsumerRead, ProduceOutcome};
 
 /// Where a broker stands in the cluster's membership, beside its running state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +125,8 @@ pub struct ReplicaView {
     /// leader's), when its broker is up.
     pub log_start_offset: Option<i64>,
     pub high_watermark: Option<i64>,
+    /// Its last stable offset (below the HW while a transaction is open), when its broker is up.
+    pub last_stable_offset: Option<i64>,
     /// Bytes of its segment files, when its broker is up.
     pub size_bytes: Option<u64>,
     /// Its leader-epoch cache, when its broker is up: a handful of entries.
@@ -146,6 +148,8 @@ pub struct PartitionView {
     pub offline_replicas: Vec<BrokerId>,
     pub preferred_leader: BrokerId,
     pub high_watermark: Option<i64>,
+    /// The leader's last stable offset: what read_committed consumers may read up to.
+    pub last_stable_offset: Option<i64>,
     pub log_start_offset: Option<i64>,
     pub under_replicated: bool,
     pub min_insync_replicas: i32,
@@ -851,6 +855,7 @@ impl Cluster {
                             log_end_offset: own.map(|s| s.log_end_offset),
                             log_start_offset: own.map(|s| s.log_start_offset),
                             high_watermark: own.map(|s| s.high_watermark),
+                            last_stable_offset: own.map(|s| s.last_stable_offset),
                             size_bytes: own.map(|s| s.size_bytes),
                             epochs: own.map_or_else(Vec::new, |s| s.epochs.clone()),
                             caught_up_ms_ago: caught_up,
@@ -872,6 +877,7 @@ impl Cluster {
                     offline_replicas,
                     preferred_leader: p.preferred(),
                     high_watermark: leader_status.map(|s| s.high_watermark),
+                    last_stable_offset: leader_status.map(|s| s.last_stable_offset),
                     log_start_offset: leader_status.map(|s| s.log_start_offset),
                     // As Kafka's: while replicas move, the replication factor is the
                     // original assignment's (adding replicas not yet counted).

@@ -35,8 +35,8 @@ use serde::{Deserialize, Serialize};
 
 pub use clock::{Clock, ClockChange, ClockError, Elapsed};
 pub use cluster::{
-    BrokerState, BrokerView, Cluster, ClusterSnapshot, GroupOffsetView, GroupView, LogDirDescription, LogDirReplica,
-    Membership, PartitionView, ProduceOutcome, ReplicaView, TopicView,
+    BrokerState, BrokerView, Cluster, ClusterSnapshot, ConsumerRead, GroupOffsetView, GroupView, LogDirDescription,
+    LogDirReplica, Membership, PartitionView, ProduceOutcome, ReplicaView, TopicView,
 };
 pub use config::{ClusterConfig, LeaderElection, TopicConfig};
 pub use configs::{AlterOp, ConfigAlteration, ConfigEntry, ConfigResource, ConfigSource, ConfigType};
@@ -51,7 +51,8 @@ pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse}
 
 /// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and
 /// broker ids; its controller applies the topic-name rule).
-pub use crate::kafka::{BrokerId, OffsetSpec, is_internal_topic, topic_name_error};
+pub use crate::kafka::{BrokerId, IsolationLevel, OffsetSpec, is_internal_topic, topic_name_error};
+pub use crate::storage::AbortedTxn;
 
 /// One partition of one topic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -18,8 +18,9 @@ use super::planted::{self, Bug};
 use super::producer_state::{ProducerState, SequenceCheck};
 use super::protocol::{ErrorCode, FetchRequest, FetchedRecords};
 use super::signal::{Signal, Watcher};
-use super::{BrokerId, Clock, TopicPartition};
+use super::{BrokerId, Clock, IsolationLevel, TopicPartition};
 use crate::storage::batch::Batches;
+use crate::storage::txn;
 use crate::storage::{EpochEndOffset, EpochEntry, Log, LogError};
 
 /// DeleteRecords' offset for "up to the high watermark" (Kafka's
@@ -113,6 +114,9 @@ pub struct ReplicaStatus {
     pub log_end_offset: i64,
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// The last stable offset: the HW, or the first offset of the earliest transaction still
+    /// open (or completed with its marker not yet below the HW) when that is lower.
+    pub last_stable_offset: i64,
     pub size_bytes: u64,
     /// The log's leader-epoch cache: which offsets each leader epoch wrote.
     pub epochs: Vec<EpochEntry>,
@@ -269,6 +273,19 @@ impl Partition {
         self.lock().high_watermark
     }
 
+    /// Kafka's `lastStableOffset`: min(HW, first unstable offset).
+    fn last_stable_offset_at(&self, high_watermark: i64) -> i64 {
+        self.log
+            .first_unstable_offset(high_watermark)
+            .map_or(high_watermark, |first| first.min(high_watermark))
+    }
+
+    /// The last stable offset (see [`ReplicaStatus::last_stable_offset`]).
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark();
+        self.last_stable_offset_at(hw)
+    }
+
     /// A new leader whose HW has not yet reached the start of its epoch does not know the
     /// committed end yet (Kafka answers ListOffsets with OFFSET_NOT_AVAILABLE then).
     pub fn high_watermark_known(&self) -> bool {
@@ -283,6 +300,7 @@ impl Partition {
             log_end_offset: self.log.log_end_offset(),
             log_start_offset: self.log.log_start_offset(),
             high_watermark: s.high_watermark,
+            last_stable_offset: self.last_stable_offset_at(s.high_watermark),
             size_bytes: self.log.size_bytes(),
             epochs: self.log.epoch_entries(),
             last_caught_up_ms: s
@@ -418,6 +436,18 @@ impl Partition {
         // the full check, as Kafka validates a batch before it looks at its sequence.
         for item in Batches::checked_before(records) {
             let (_, header, _) = item.map_err(|_| ErrorCode::CorruptMessage)?;
+            // Kafka's LogValidator: only a transaction coordinator writes control batches.
+            if header.is_control() {
+                return Err(ErrorCode::InvalidRecord);
+            }
+            // Kafka's ProducerAppendInfo: a producer with an open transaction sends only
+            // transactional batches until it ends.
+            if header.attributes & 0x10 == 0
+                && header.producer_id >= 0
+                && self.log.ongoing_transaction_of(header.producer_id).is_some()
+            {
+                return Err(ErrorCode::InvalidTxnState);
+            }
             let check = producers.check(&header);
             if !matches!(check, Ok(SequenceCheck::Append)) && Batches::new(records).any(|b| b.is_err()) {
                 return Err(ErrorCode::CorruptMessage);
@@ -439,9 +469,54 @@ impl Partition {
             .log
             .append_as_leader(records, leader_epoch, now_ms)
             .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
-        for (_, header, _) in Batches::checked_before(records).flatten() {
-            producers.record(&header);
+        record_batches(&mut producers, records);
+        drop(producers);
+        let mut s = self.lock();
+        self.maybe_increment_hw(&mut s, self.clock.now_ms());
+        drop(s);
+        self.notify();
+        Ok(Appended {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            bytes: info.bytes,
+            leader_epoch,
+        })
+    }
+
+    /// Leader append of an end-transaction marker for `producer_id` (Kafka's WriteTxnMarkers
+    /// for one partition, appended with acks=all: the caller waits for the HW to pass it).
+    /// A marker of an older producer epoch is INVALID_PRODUCER_EPOCH; one for a producer
+    /// without an open transaction is written all the same, as Kafka does.
+    pub fn append_txn_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<Appended, ErrorCode> {
+        let _stable = self.stable_leadership();
+        let leader_epoch = {
+            let s = self.lock();
+            if s.role != Role::Leader {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            if s.isr.len() < s.effective_min_isr() {
+                return Err(ErrorCode::NotEnoughReplicas);
+            }
+            s.leader_epoch
+        };
+        if producer_id < 0 {
+            return Err(ErrorCode::InvalidRequest);
         }
+        let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+        producers.check_marker(producer_id, producer_epoch, coordinator_epoch)?;
+        let mut marker = txn::end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now_ms);
+        let info = self
+            .log
+            .append_as_leader(&mut marker, leader_epoch, now_ms)
+            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
+        record_batches(&mut producers, &marker);
         drop(producers);
         let mut s = self.lock();
         self.maybe_increment_hw(&mut s, self.clock.now_ms());
@@ -551,13 +626,17 @@ impl Partition {
             if req.fetch_offset >= log_start && (end.epoch < last_epoch || end.end_offset < req.fetch_offset) {
                 let data = FetchedRecords {
                     high_watermark: s.high_watermark,
+                    last_stable_offset: self.last_stable_offset_at(s.high_watermark),
                     log_start_offset: log_start,
                     log_end_offset: leo,
                     records: Default::default(),
+                    aborted_transactions: None,
                 };
                 return (Ok((data, Some(end))), None);
             }
         }
+        let last_stable_offset = self.last_stable_offset_at(s.high_watermark);
+        let read_committed = req.replica.is_none() && req.isolation == IsolationLevel::ReadCommitted;
         let upper = if throttled {
             Some(req.fetch_offset)
         } else if req.replica.is_some() {
@@ -565,6 +644,9 @@ impl Partition {
         } else if leo > s.high_watermark && planted::active(Bug::ConsumerReadsAboveHw) {
             // Planted (issue 24): a consumer is served records not yet committed.
             None
+        } else if read_committed {
+            // Kafka's FetchIsolation.TXN_COMMITTED: up to the last stable offset.
+            Some(last_stable_offset)
         } else {
             Some(s.high_watermark)
         };
@@ -576,11 +658,19 @@ impl Partition {
         if let Some((follower, broker_epoch)) = req.replica.filter(|_| arrival) {
             proposal = self.update_follower(&mut s, follower, broker_epoch, req.fetch_offset, leo, now_ms);
         }
+        // Kafka's `addAbortedTransactions`: those overlapping the fetch offset up to the end
+        // of the last batch returned.
+        let aborted_transactions = read_committed.then(|| {
+            crate::storage::records::next_offset_after(&data.records)
+                .map_or_else(Vec::new, |upper| self.log.collect_aborted_txns(req.fetch_offset, upper))
+        });
         let out = FetchedRecords {
             high_watermark: s.high_watermark,
+            last_stable_offset,
             log_start_offset: data.log_start_offset,
             log_end_offset: data.log_end_offset,
             records: data.records,
+            aborted_transactions,
         };
         (Ok((out, None)), proposal)
     }
@@ -738,9 +828,7 @@ impl Partition {
             if !data.records.is_empty() {
                 let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
                 self.log.append_as_follower(&data.records, now_ms)?;
-                for (_, header, _) in Batches::checked_before(&data.records).flatten() {
-                    producers.record(&header);
-                }
+                record_batches(&mut producers, &data.records);
             }
             let mut s = self.lock();
             let leo = self.log.log_end_offset();
@@ -863,6 +951,18 @@ impl Partition {
             self.notify();
             Ok(())
         })
+    }
+}
+
+/// Records each batch now in the log in the producer state, with the coordinator epoch of
+/// the end-transaction markers among them.
+fn record_batches(producers: &mut ProducerState, records: &[u8]) {
+    for (_, header, bytes) in Batches::checked_before(records).flatten() {
+        let marker = header
+            .is_control()
+            .then(|| txn::read_end_txn_marker(bytes, &header))
+            .flatten();
+        producers.record_with(&header, marker.map(|m| m.coordinator_epoch));
     }
 }
 

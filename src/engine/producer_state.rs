@@ -3,6 +3,10 @@
 //! leader uses it to answer a retried batch with its original offsets instead of writing it
 //! twice, and to refuse batches out of order or from a fenced epoch. Followers and recovery
 //! rebuild it from the batches in the log.
+//!
+//! Transaction markers (control batches) move a producer's epoch and coordinator epoch as in
+//! Kafka's `ProducerAppendInfo.appendEndTxnMarker`; which transactions are open is the log's
+//! own bookkeeping (`storage::txn`), since its aborted-transaction index is rebuilt from it.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -21,13 +25,26 @@ struct BatchMetadata {
     last_offset: i64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
     /// The newest max timestamp of its batches (Kafka's `lastTimestamp`): the state expires
     /// `producer.id.expiration.ms` after it.
     last_timestamp: i64,
+    /// The epoch of the transaction coordinator whose marker came last (-1 before any).
+    coordinator_epoch: i32,
+}
+
+impl Default for ProducerEntry {
+    fn default() -> Self {
+        ProducerEntry {
+            epoch: 0,
+            batches: VecDeque::new(),
+            last_timestamp: 0,
+            coordinator_epoch: -1,
+        }
+    }
 }
 
 /// What the leader should do with an incoming batch.
@@ -100,8 +117,31 @@ impl ProducerState {
         }
     }
 
-    /// Records a batch that is now in the log (offsets assigned).
+    /// Checks an end-transaction marker before it is appended: a marker of an older producer
+    /// epoch is INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
+    /// TRANSACTION_COORDINATOR_FENCED. A producer unknown here passes (Kafka writes it).
+    pub fn check_marker(&self, producer_id: i64, producer_epoch: i16, coordinator_epoch: i32) -> Result<(), ErrorCode> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if producer_epoch < entry.epoch {
+            return Err(ErrorCode::InvalidProducerEpoch);
+        }
+        if coordinator_epoch < entry.coordinator_epoch {
+            return Err(ErrorCode::TransactionCoordinatorFenced);
+        }
+        Ok(())
+    }
+
+    /// Records a batch that is now in the log (offsets assigned). A control batch moves the
+    /// producer's epoch and holds no sequence.
     pub fn record(&mut self, header: &BatchHeader) {
+        self.record_with(header, None);
+    }
+
+    /// [`ProducerState::record`], with the coordinator epoch of the batch when it is an
+    /// end-transaction marker.
+    pub fn record_with(&mut self, header: &BatchHeader, marker_coordinator_epoch: Option<i32>) {
         if header.producer_id < 0 {
             return;
         }
@@ -111,6 +151,12 @@ impl ProducerState {
         }
         entry.epoch = entry.epoch.max(header.producer_epoch);
         entry.last_timestamp = entry.last_timestamp.max(header.max_timestamp);
+        if header.is_control() {
+            if let Some(epoch) = marker_coordinator_epoch {
+                entry.coordinator_epoch = entry.coordinator_epoch.max(epoch);
+            }
+            return;
+        }
         entry.batches.push_back(BatchMetadata {
             first_seq: header.base_sequence,
             last_seq: last_seq(header),

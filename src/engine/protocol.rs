@@ -9,7 +9,8 @@ use bytes::Bytes;
 use super::controller::{MetadataImage, PartitionRegistration};
 use super::group::{GroupDescription, GroupState, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse};
 use super::{BrokerId, OffsetSpec, TopicPartition};
-use crate::storage::EpochEndOffset;
+use crate::kafka::IsolationLevel;
+use crate::storage::{AbortedTxn, EpochEndOffset};
 
 /// Kafka protocol error codes the engine returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +38,10 @@ pub enum ErrorCode {
     TopicAlreadyExists = 36,
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,
+    /// A plain batch from a producer whose transaction is open.
+    InvalidTxnState = 48,
+    /// A marker from a transaction coordinator older than one already seen.
+    TransactionCoordinatorFenced = 52,
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     InvalidReplicaAssignment = 39,
@@ -144,15 +149,22 @@ pub struct FetchRequest {
     pub last_fetched_epoch: Option<i32>,
     pub max_bytes: usize,
     pub max_wait_ms: u64,
+    /// A consumer's isolation level (followers read everything).
+    pub isolation: IsolationLevel,
 }
 
 /// Batches a fetch returned, with the partition's state at that time.
 #[derive(Debug, Clone, Default)]
 pub struct FetchedRecords {
     pub high_watermark: i64,
+    /// The last stable offset: below it no transaction is open.
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub records: Bytes,
+    /// For read_committed, the aborted transactions overlapping the records returned (the
+    /// consumer drops their records); `None` for read_uncommitted.
+    pub aborted_transactions: Option<Vec<AbortedTxn>>,
 }
 
 #[derive(Debug)]
@@ -167,6 +179,17 @@ pub enum Request {
     ListOffsets {
         tp: TopicPartition,
         spec: OffsetSpec,
+        isolation: IsolationLevel,
+    },
+    /// Transaction coordinator -> partition leader (WriteTxnMarkers, one partition): append
+    /// the end-transaction marker of `producer_id`'s transaction with acks=all.
+    WriteTxnMarker {
+        tp: TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+        timeout_ms: u64,
     },
     /// Client -> leader: move the log start up to `offset` (-1: the high watermark).
     DeleteRecords {
@@ -215,6 +238,11 @@ pub enum Response {
         error: ErrorCode,
         offset: i64,
         timestamp: i64,
+    },
+    WriteTxnMarker {
+        error: ErrorCode,
+        /// The marker's offset (-1 when it was not written).
+        offset: i64,
     },
     DeleteRecords {
         error: ErrorCode,

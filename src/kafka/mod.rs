@@ -14,6 +14,26 @@ pub mod topic;
 pub use offsets::OffsetSpec;
 pub use topic::{is_internal_topic, topic_name_error};
 
+/// Which records a consumer reads (Kafka's `isolation.level`): everything up to the high
+/// watermark, or only up to the last stable offset, without aborted transactions' records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IsolationLevel {
+    #[default]
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    /// The wire's `isolation_level` byte: 1 is read_committed, anything else read_uncommitted.
+    pub fn from_wire(level: i8) -> IsolationLevel {
+        if level == 1 {
+            IsolationLevel::ReadCommitted
+        } else {
+            IsolationLevel::ReadUncommitted
+        }
+    }
+}
+
 /// A broker's node id, as Kafka numbers brokers.
 pub type BrokerId = i32;
 

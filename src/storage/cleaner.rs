@@ -3,6 +3,11 @@
 //! fields and leader epochs kept, and swapped in with Kafka's crash-safe file protocol
 //! (`.cleaned`, then `.swap`, then the old segments go).
 //!
+//! Transactions (Kafka's `CleanedTransactionMetadata`, in part): the records of aborted
+//! transactions (known from the segments' aborted-transaction indexes) never supersede a key
+//! and are removed; end-transaction markers are kept as they are, so a read_committed
+//! consumer always finds the marker that ends an aborted transaction it was told about.
+//!
 //! Tombstones follow Kafka's two-pass rule: the clean that first covers a tombstone keeps it;
 //! a later clean drops it once `delete.retention.ms` passed since that first clean. When each
 //! range of offsets was first cleaned is the cleaner checkpoint, `cleaner-offset-checkpoint`
@@ -21,6 +26,7 @@ use super::LogError;
 use super::batch::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::checkpoint;
 use super::segment::{self, Scanner};
+use super::txn::AbortedTxn;
 
 pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 pub const CLEANED_SUFFIX: &str = "cleaned";
@@ -352,6 +358,8 @@ const MAP_ENTRY_OVERHEAD: usize = 64;
 pub(crate) struct CleanPlan {
     pub latest: HashMap<Bytes, i64>,
     pub producer_last: HashMap<i64, i64>,
+    /// Per producer, the `(first offset, marker offset)` of its aborted transactions.
+    pub aborted: HashMap<i64, Vec<(i64, i64)>>,
     /// Where the dirty section was cut because the map was full (the base offset of the
     /// first segment left out); `None` when every dirty segment fit.
     pub end: Option<i64>,
@@ -363,12 +371,20 @@ pub(crate) fn build_plan(
     segments: &[SegmentSnapshot],
     first_dirty: i64,
     max_map_bytes: usize,
+    aborted: &[AbortedTxn],
 ) -> Result<CleanPlan, LogError> {
     let mut plan = CleanPlan {
         latest: HashMap::new(),
         producer_last: HashMap::new(),
+        aborted: HashMap::new(),
         end: None,
     };
+    for t in aborted {
+        plan.aborted
+            .entry(t.producer_id)
+            .or_default()
+            .push((t.first_offset, t.last_offset));
+    }
     let mut map_bytes = 0usize;
     let mut mapped_any = false;
     for seg in segments {
@@ -379,7 +395,7 @@ pub(crate) fn build_plan(
             if header.producer_id >= 0 {
                 producers.push((header.producer_id, header.last_offset()));
             }
-            if !dirty || header.last_offset() < first_dirty || header.is_control() {
+            if !dirty || header.last_offset() < first_dirty || header.is_control() || plan.is_aborted(header) {
                 return Ok(());
             }
             let blob = records_blob(bytes, header, &seg.path, position)?;
@@ -409,6 +425,19 @@ pub(crate) fn build_plan(
         plan.producer_last.extend(producers);
     }
     Ok(plan)
+}
+
+impl CleanPlan {
+    /// Whether `header` is a data batch of an aborted transaction.
+    pub fn is_aborted(&self, header: &BatchHeader) -> bool {
+        header.attributes & 0x10 != 0
+            && !header.is_control()
+            && self.aborted.get(&header.producer_id).is_some_and(|ranges| {
+                ranges
+                    .iter()
+                    .any(|(first, last)| *first <= header.base_offset && header.base_offset <= *last)
+            })
+    }
 }
 
 /// Decides, record by record, what survives.
@@ -460,10 +489,11 @@ impl Retention<'_> {
                 && self.plan.producer_last.get(&header.producer_id) == Some(&header.last_offset()));
         let blob = records_blob(bytes, header, path, position)?;
         let records = raw_records(&blob, header.records_count, path, position)?;
+        let aborted = self.plan.is_aborted(header);
         let mut kept = Vec::new();
         let mut max_timestamp = -1i64;
         for r in &records {
-            if self.keep(header.base_offset + r.offset_delta, r.key, r.has_value) {
+            if !aborted && self.keep(header.base_offset + r.offset_delta, r.key, r.has_value) {
                 kept.push(r.bytes);
                 max_timestamp = max_timestamp.max(header.base_timestamp.saturating_add(r.timestamp_delta));
             } else {

@@ -1,5 +1,6 @@
 //! The log of one partition replica: a sequence of segments with append, read, truncation,
-//! rolling, retention, the leader-epoch cache, the durability policy and crash recovery.
+//! rolling, retention, the leader-epoch cache, the durability policy and crash recovery, and
+//! the transactions its batches open and close (the open ones, the aborted-transaction index).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,6 +16,7 @@ use super::checkpoint::{self, CheckpointFiles, EpochEndOffset, EpochEntry, Leade
 use super::cleaner::{self, CleanStats, CleanedBatch, CleanerCheckpoint, CrashPoint, SegmentSnapshot};
 use super::records;
 use super::segment::{self, Gaps, Segment};
+use super::txn::{self, AbortedTxn, Transactions};
 use super::{FlushPolicy, LogConfig, LogError};
 
 /// What an append wrote.
@@ -69,6 +71,9 @@ pub struct Log {
     /// Whether this log may hold offset gaps (see [`Gaps`]); once it may, the cleaner
     /// checkpoint file exists, which says so to the next open.
     gaps_allowed: AtomicBool,
+    /// The transactions the log's batches opened and closed. Changed only under `state`'s
+    /// write lock (taken after it), read alone.
+    txns: Mutex<Transactions>,
 }
 
 struct LogState {
@@ -297,7 +302,24 @@ impl Log {
             cleaning: Mutex::new(()),
             cleaner_checkpoint: Mutex::new(CleanerCheckpoint::default()),
             gaps_allowed: AtomicBool::new(gaps == Gaps::Allowed),
+            txns: Mutex::new(Transactions::default()),
         };
+        {
+            let mut state = log.write_state();
+            let (txns, aborted) = replay_transactions(&state)?;
+            for (seg, entries) in state.segments.values_mut().zip(aborted) {
+                match seg.read_txn_index_file()? {
+                    Some(on_disk) if on_disk == entries => seg.adopt_aborted(on_disk),
+                    on_disk => {
+                        if on_disk.is_none() {
+                            tracing::warn!(log = %log.dir.display(), segment = seg.base_offset, "damaged transaction index; rebuilding it from the log");
+                        }
+                        seg.set_aborted(entries)?;
+                    }
+                }
+            }
+            *log.lock_txns() = txns;
+        }
         {
             let state = log.read_state();
             let mut ckpt = CleanerCheckpoint::read(&log.dir);
@@ -335,6 +357,55 @@ impl Log {
 
     fn write_state(&self) -> RwLockWriteGuard<'_, LogState> {
         self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_txns(&self) -> MutexGuard<'_, Transactions> {
+        self.txns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first offset a read_committed consumer may not read yet, given the high
+    /// watermark: where the earliest open transaction starts, or a completed one whose marker
+    /// the HW has not passed. `None` when no transaction holds readers back.
+    pub fn first_unstable_offset(&self, high_watermark: i64) -> Option<i64> {
+        self.lock_txns().first_unstable_offset(high_watermark)
+    }
+
+    /// Open transactions as `(producer id, first offset)`, oldest first.
+    pub fn ongoing_transactions(&self) -> Vec<(i64, i64)> {
+        self.lock_txns().ongoing()
+    }
+
+    /// The first offset of `producer_id`'s open transaction, if it has one.
+    pub fn ongoing_transaction_of(&self, producer_id: i64) -> Option<i64> {
+        self.lock_txns().ongoing_first_offset(producer_id)
+    }
+
+    /// Kafka's `collectAbortedTransactions`: the aborted transactions that overlap
+    /// `[fetch_offset, upper_bound)`, from the segment holding `fetch_offset` on.
+    pub fn collect_aborted_txns(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let state = self.read_state();
+        let from = state
+            .segments
+            .range(..=fetch_offset)
+            .next_back()
+            .map_or(i64::MIN, |(b, _)| *b);
+        let mut out = Vec::new();
+        for seg in state.segments.range(from..).map(|(_, s)| s) {
+            if txn::collect_aborted(seg.aborted_txns(), fetch_offset, upper_bound, &mut out) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Every segment's aborted-transaction index, as `(segment base offset, entries)`.
+    pub fn aborted_txn_index(&self) -> Vec<(i64, Vec<AbortedTxn>)> {
+        self.read_state()
+            .segments
+            .values()
+            .filter(|s| !s.aborted_txns().is_empty())
+            .map(|s| (s.base_offset, s.aborted_txns().to_vec()))
+            .collect()
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -521,6 +592,7 @@ impl Log {
         if epochs_changed {
             self.write_epochs(state)?;
         }
+        self.track_transactions(state, records, headers)?;
         let (max_timestamp, offset_of_max_timestamp) = headers
             .iter()
             .map(|h| (h.max_timestamp, h.last_offset()))
@@ -534,6 +606,29 @@ impl Log {
             records: headers.iter().map(|h| i64::from(h.records_count)).sum(),
             bytes: records.len(),
         })
+    }
+
+    /// Opens and closes the transactions of batches just appended; an ABORT marker's entry
+    /// goes to the active segment's transaction index.
+    fn track_transactions(
+        &self,
+        state: &mut LogState,
+        records: &[u8],
+        headers: &[BatchHeader],
+    ) -> Result<(), LogError> {
+        if headers.iter().all(|h| h.attributes & 0x10 == 0) {
+            return Ok(());
+        }
+        let mut txns = self.lock_txns();
+        let mut position = 0usize;
+        for h in headers {
+            let bytes = &records[position..position + h.size()];
+            position += h.size();
+            if let Some(entry) = txns.apply(h, bytes) {
+                state.active_mut().append_aborted(entry)?;
+            }
+        }
+        Ok(())
     }
 
     /// Applies the flush policy once the log lock is released, so appends can share fsyncs.
@@ -780,6 +875,11 @@ impl Log {
         if state.epochs.truncate_from_end(leo) {
             self.write_epochs(&state)?;
         }
+        if self.lock_txns().seen() {
+            // Markers may have gone with the cut: what is open now comes from the log again.
+            let (txns, _) = replay_transactions(&state)?;
+            *self.lock_txns() = txns;
+        }
         Ok(true)
     }
 
@@ -794,6 +894,7 @@ impl Log {
         state.segments.insert(offset, Segment::create(&self.dir, offset, 0)?);
         state.log_start_offset = offset;
         state.epochs = LeaderEpochCache::default();
+        self.lock_txns().clear();
         self.truncate_cleaner_checkpoint(offset)?;
         self.durability.truncated(offset);
         self.write_epochs(&state)?;
@@ -975,9 +1076,14 @@ impl Log {
             self.allow_gaps()?;
             self.write_state().segments.values_mut().for_each(Segment::allow_gaps);
         }
-        let (sealed, log_start) = {
+        let (sealed, log_start, aborted) = {
             let state = self.read_state();
             self.check_online(&state)?;
+            let aborted: Vec<AbortedTxn> = state
+                .segments
+                .values()
+                .flat_map(|s| s.aborted_txns().iter().copied())
+                .collect();
             let bases: Vec<i64> = state.segments.keys().copied().collect();
             let sealed: Vec<SegmentSnapshot> = state
                 .segments
@@ -994,7 +1100,7 @@ impl Log {
                     index_entries: seg.index_entries(),
                 })
                 .collect();
-            (sealed, state.log_start_offset)
+            (sealed, state.log_start_offset, aborted)
         };
         // Kafka's first uncleanable offset: the active segment, any segment holding a record
         // younger than min.compaction.lag.ms, and any reaching `upper` (the HW).
@@ -1034,7 +1140,7 @@ impl Log {
             return Ok(None);
         }
 
-        let plan = cleaner::build_plan(cleanable, first_dirty, max_map_bytes)?;
+        let plan = cleaner::build_plan(cleanable, first_dirty, max_map_bytes, &aborted)?;
         // A full key map cuts this pass short; the next one goes on from there.
         let (cleanable, first_uncleanable) = match plan.end {
             Some(end) => (
@@ -1153,8 +1259,10 @@ impl Log {
         if crash == Some(CrashPoint::AfterSwap) {
             return Ok(Some(0));
         }
+        let mut aborted = Vec::new();
         for g in group {
             if let Some(old) = state.segments.remove(&g.base_offset) {
+                aborted.extend_from_slice(old.aborted_txns());
                 old.delete_files()?;
             }
         }
@@ -1166,7 +1274,9 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         // The epochs of a cleaned segment are all in the cache already; cleaning moves none.
         let mut scratch = LeaderEpochCache::default();
-        let (seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config(), &mut scratch, Gaps::Allowed)?;
+        let (mut seg, report) = Segment::recover(&self.dir, base, now_ms, &self.config(), &mut scratch, Gaps::Allowed)?;
+        // Markers stay in the cleaned segment, and so do the aborted transactions they close.
+        seg.set_aborted(aborted)?;
         if let Some((bytes, reason)) = report.truncated {
             let reason = format!("the cleaned segment {base} is invalid ({reason}, {bytes} bytes cut)");
             state.offline = Some(reason.clone());
@@ -1337,7 +1447,7 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
     for (base, ext, path) in segment_files(dir)? {
         match (base, ext.as_str()) {
             (Some(b), "log") => logs.push(b),
-            (Some(b), "index" | "timeindex") => indexes.push((b, path)),
+            (Some(b), "index" | "timeindex" | "txnindex") => indexes.push((b, path)),
             (_, "tmp") => {
                 let _ = fs::remove_file(path);
             }
@@ -1406,7 +1516,7 @@ fn complete_interrupted_cleans(dir: &Path) -> Result<(), LogError> {
 
 fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
     for base in bases {
-        for ext in ["log", "index", "timeindex"] {
+        for ext in ["log", "index", "timeindex", "txnindex"] {
             let path = dir.join(segment::file_name(*base, ext));
             match fs::remove_file(&path) {
                 Ok(()) => {}
@@ -1422,6 +1532,39 @@ fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
         }
     }
     Ok(())
+}
+
+/// Replays the transactional batches of every segment, oldest first (Kafka rebuilds its
+/// producer state from the log the same way when it has no snapshot): the transactions open
+/// at the log end, and each segment's aborted-transaction entries, in segment order. Only
+/// headers are read, and the bodies of control batches.
+fn replay_transactions(state: &LogState) -> Result<(Transactions, Vec<Vec<AbortedTxn>>), LogError> {
+    let mut txns = Transactions::default();
+    let mut per_segment = Vec::with_capacity(state.segments.len());
+    for seg in state.segments.values() {
+        let mut entries = Vec::new();
+        for (position, header) in seg.headers_from(0)? {
+            if header.attributes & 0x10 == 0 || header.producer_id < 0 {
+                continue;
+            }
+            let bytes = if header.is_control() {
+                match seg.read_at(position, header.size()) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read a transaction marker; the transactions are replayed up to it");
+                        break;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            if let Some(entry) = txns.apply(&header, &bytes) {
+                entries.push(entry);
+            }
+        }
+        per_segment.push(entries);
+    }
+    Ok((txns, per_segment))
 }
 
 /// Segment base offsets in words for a log line: `0, 4096, 8192`.

@@ -11,6 +11,7 @@ pub mod legacy;
 mod log;
 pub mod records;
 mod segment;
+pub mod txn;
 
 use std::path::PathBuf;
 
@@ -20,6 +21,7 @@ use thiserror::Error;
 pub use checkpoint::{EpochEndOffset, EpochEntry};
 pub use cleaner::CleanStats;
 pub use log::{FetchData, Log, LogAppendInfo, RetentionOutcome, TimestampOffset};
+pub use txn::AbortedTxn;
 
 /// When appended data is fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

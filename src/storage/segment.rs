@@ -4,6 +4,10 @@
 //!
 //! The indexes are kept in memory and written out when the segment is sealed, flushed or
 //! closed; after a crash they are rebuilt from the `.log`, which is the only source of truth.
+//!
+//! `<base>.txnindex` holds the aborted transactions whose ABORT marker is in this segment
+//! (34-byte entries, Kafka's `TransactionIndex`); it exists only once there is one, is written
+//! as each marker is appended, and the log rebuilds it when it recovers the segment.
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
@@ -13,6 +17,7 @@ use std::sync::Arc;
 
 use super::batch::{self, BatchError, BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::checkpoint::LeaderEpochCache;
+use super::txn::{self, AbortedTxn};
 use super::{LogConfig, LogError};
 
 const INDEX_ENTRY: usize = 8;
@@ -54,6 +59,9 @@ pub struct Segment {
     log_path: PathBuf,
     index_path: PathBuf,
     time_index_path: PathBuf,
+    txn_index_path: PathBuf,
+    /// The aborted transactions whose marker is in this segment, in marker order.
+    aborted: Vec<AbortedTxn>,
     file: Arc<File>,
     size: u64,
     index: Vec<IndexEntry>,
@@ -109,6 +117,7 @@ impl Segment {
     pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
         let mut segment = Segment::handles(dir, base_offset, now_ms, true)?;
         segment.write_index_files_from_scratch()?;
+        segment.set_aborted(Vec::new())?;
         Ok(segment)
     }
 
@@ -126,6 +135,8 @@ impl Segment {
             base_offset,
             index_path: dir.join(file_name(base_offset, "index")),
             time_index_path: dir.join(file_name(base_offset, "timeindex")),
+            txn_index_path: dir.join(file_name(base_offset, "txnindex")),
+            aborted: Vec::new(),
             log_path,
             file: Arc::new(file),
             size,
@@ -680,6 +691,10 @@ impl Segment {
         self.index_persisted = self.index_persisted.min(self.index.len());
         self.time_index_persisted = self.time_index_persisted.min(self.time_index.len());
         self.truncate_index_files()?;
+        if self.aborted.iter().any(|t| t.last_offset >= next) {
+            let kept = self.aborted.iter().copied().filter(|t| t.last_offset < next).collect();
+            self.set_aborted(kept)?;
+        }
         Ok(removed)
     }
 
@@ -759,12 +774,76 @@ impl Segment {
                 .and_then(|f| f.sync_data())
                 .map_err(io("fsync", path))?;
         }
+        self.sync_txn_index()
+    }
+
+    /// The aborted transactions whose marker is in this segment.
+    pub fn aborted_txns(&self) -> &[AbortedTxn] {
+        &self.aborted
+    }
+
+    /// Records an aborted transaction whose marker was just appended here.
+    pub fn append_aborted(&mut self, entry: AbortedTxn) -> Result<(), LogError> {
+        let at = (self.aborted.len() * txn::ABORTED_TXN_SIZE) as u64;
+        append_at(&self.txn_index_path, at, &entry.encode())?;
+        self.aborted.push(entry);
         Ok(())
+    }
+
+    /// Replaces the aborted-transaction index (rebuilt from the log); an empty one has no file.
+    pub fn set_aborted(&mut self, entries: Vec<AbortedTxn>) -> Result<(), LogError> {
+        if entries.is_empty() {
+            match fs::remove_file(&self.txn_index_path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(LogError::Io {
+                        op: "delete",
+                        path: self.txn_index_path.clone(),
+                        source,
+                    });
+                }
+            }
+        } else {
+            let bytes: Vec<u8> = entries.iter().flat_map(|e| e.encode()).collect();
+            append_at(&self.txn_index_path, 0, &bytes)?;
+        }
+        self.aborted = entries;
+        Ok(())
+    }
+
+    /// The `.txnindex` as the file holds it: `Ok(None)` when it is damaged (a torn or
+    /// unknown entry), an empty list when there is no file.
+    pub fn read_txn_index_file(&self) -> Result<Option<Vec<AbortedTxn>>, LogError> {
+        Ok(match read_optional(&self.txn_index_path)? {
+            None => Some(Vec::new()),
+            Some(bytes) => txn::decode_index(&bytes),
+        })
+    }
+
+    /// Adopts entries read back from a sound `.txnindex` file.
+    pub fn adopt_aborted(&mut self, entries: Vec<AbortedTxn>) {
+        self.aborted = entries;
+    }
+
+    /// fsyncs the aborted-transaction index, when there is one.
+    fn sync_txn_index(&self) -> Result<(), LogError> {
+        if self.aborted.is_empty() {
+            return Ok(());
+        }
+        File::open(&self.txn_index_path)
+            .and_then(|f| f.sync_data())
+            .map_err(io("fsync", &self.txn_index_path))
     }
 
     /// Removes the segment's files.
     pub fn delete_files(&self) -> Result<(), LogError> {
-        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+        for path in [
+            &self.log_path,
+            &self.index_path,
+            &self.time_index_path,
+            &self.txn_index_path,
+        ] {
             match fs::remove_file(path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

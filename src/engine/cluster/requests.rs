@@ -18,10 +18,21 @@ use crate::engine::partition::Role;
 use crate::engine::protocol::{
     Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
 };
-use crate::engine::{BrokerId, OffsetSpec, TopicConfig, TopicPartition};
+use crate::engine::{BrokerId, IsolationLevel, OffsetSpec, TopicConfig, TopicPartition};
 
 /// The outcome of a produce: the base offset assigned, or the Kafka error.
 pub type ProduceOutcome = Result<i64, ErrorCode>;
+
+/// What a consumer asks of one partition in a fetch.
+#[derive(Debug, Clone, Copy)]
+pub struct ConsumerRead {
+    pub offset: i64,
+    /// -1 when the consumer does not know it.
+    pub current_leader_epoch: i32,
+    pub max_bytes: usize,
+    pub max_wait: Duration,
+    pub isolation: IsolationLevel,
+}
 
 impl Cluster {
     /// Produces one batch (as a producer built it: base offset 0) to a partition's leader.
@@ -69,6 +80,38 @@ impl Cluster {
         Ok(self.inner.ctx.controller.init_producer_id()?)
     }
 
+    /// WriteTxnMarkers for one partition, as the transaction coordinator sends it: the
+    /// partition's leader appends the end-transaction marker of `producer_id`'s transaction
+    /// (commit or abort) and answers once the ISR has it. Returns the marker's offset.
+    /// INVALID_PRODUCER_EPOCH for a marker older than the producer's epoch.
+    pub async fn write_txn_marker(
+        &self,
+        tp: &TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> Result<i64, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        let timeout = Duration::from_secs(30);
+        let request = Request::WriteTxnMarker {
+            tp: tp.clone(),
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.call(leader, request, timeout + Duration::from_secs(1)).await? {
+            Response::WriteTxnMarker {
+                error: ErrorCode::None,
+                offset,
+            } => Ok(offset),
+            Response::WriteTxnMarker { error, .. } => Err(error),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
     /// A consumer fetch from the leader: committed records only (up to the HW).
     pub async fn fetch(&self, tp: &TopicPartition, offset: i64, max_bytes: usize) -> Result<FetchedRecords, ErrorCode> {
         let leader = self.leader_of(tp)?;
@@ -98,14 +141,54 @@ impl Cluster {
         max_bytes: usize,
         max_wait: Duration,
     ) -> Result<FetchedRecords, ErrorCode> {
+        let read = ConsumerRead {
+            offset,
+            current_leader_epoch,
+            max_bytes,
+            max_wait,
+            isolation: IsolationLevel::ReadUncommitted,
+        };
+        self.fetch_isolated_on(broker, tp, read).await
+    }
+
+    /// A consumer fetch from the leader at an isolation level: read_committed reads up to
+    /// the last stable offset and answers the aborted transactions among the records.
+    pub async fn fetch_isolated(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        max_wait: Duration,
+        isolation: IsolationLevel,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        let read = ConsumerRead {
+            offset,
+            current_leader_epoch: -1,
+            max_bytes,
+            max_wait,
+            isolation,
+        };
+        self.fetch_isolated_on(leader, tp, read).await
+    }
+
+    /// [`Cluster::fetch_on`] at an isolation level.
+    pub async fn fetch_isolated_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        read: ConsumerRead,
+    ) -> Result<FetchedRecords, ErrorCode> {
+        let max_wait = read.max_wait;
         let request = Request::Fetch(FetchRequest {
             replica: None,
             tp: tp.clone(),
-            fetch_offset: offset,
-            current_leader_epoch,
+            fetch_offset: read.offset,
+            current_leader_epoch: read.current_leader_epoch,
             last_fetched_epoch: None,
-            max_bytes,
+            max_bytes: read.max_bytes,
             max_wait_ms: max_wait.as_millis() as u64,
+            isolation: read.isolation,
         });
         match self.call(broker, request, max_wait + Duration::from_secs(5)).await? {
             Response::Fetch {
@@ -135,6 +218,20 @@ impl Cluster {
         self.list_offset_on(leader, tp, spec.into()).await
     }
 
+    /// ListOffsets from the leader at an isolation level (see
+    /// [`Cluster::list_offset_isolated_on`]); the offset alone.
+    pub async fn list_offset_isolated(
+        &self,
+        tp: &TopicPartition,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Result<i64, ErrorCode> {
+        let leader = self.leader_of(tp)?;
+        self.list_offset_isolated_on(leader, tp, spec, isolation)
+            .await
+            .map(|(offset, _)| offset)
+    }
+
     /// ListOffsets served by one broker (see [`Cluster::list_offset_with_time`]).
     pub async fn list_offset_on(
         &self,
@@ -142,7 +239,24 @@ impl Cluster {
         tp: &TopicPartition,
         spec: OffsetSpec,
     ) -> Result<(i64, i64), ErrorCode> {
-        let request = Request::ListOffsets { tp: tp.clone(), spec };
+        self.list_offset_isolated_on(broker, tp, spec, IsolationLevel::ReadUncommitted)
+            .await
+    }
+
+    /// ListOffsets at an isolation level: for read_committed, the latest offset is the last
+    /// stable offset, and a timestamp lookup finds nothing at or past it.
+    pub async fn list_offset_isolated_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Result<(i64, i64), ErrorCode> {
+        let request = Request::ListOffsets {
+            tp: tp.clone(),
+            spec,
+            isolation,
+        };
         match self.call(broker, request, Duration::from_secs(5)).await? {
             Response::ListOffsets {
                 error: ErrorCode::None,

@@ -4,21 +4,35 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchResponse, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
-use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest};
+use kafka_protocol::messages::{FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, ProducerId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{BrokerDown, Context, reached, topic_name};
-use crate::engine::{ErrorCode, FetchedRecords, OffsetSpec, TopicPartition};
+use crate::engine::{ConsumerRead, ErrorCode, FetchedRecords, IsolationLevel, OffsetSpec, TopicPartition};
 use crate::storage::legacy;
 use crate::wire::fetch_session::{Answered, FetchContext, Wanted};
+
+/// How the engine reads one partition of a fetch: the isolation level is the request's, so
+/// each fetch of a session may read at its own.
+fn consumer_read(w: &Wanted, isolation: IsolationLevel, max_wait: Duration) -> ConsumerRead {
+    ConsumerRead {
+        offset: w.offset,
+        current_leader_epoch: w.leader_epoch,
+        max_bytes: w.max_bytes,
+        max_wait,
+        isolation,
+    }
+}
 
 type Outcome = Result<FetchedRecords, ErrorCode>;
 
@@ -27,7 +41,7 @@ fn has_records(outcome: &Outcome) -> bool {
 }
 
 /// Reads every partition once, without waiting.
-async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Result<Vec<Outcome>, BrokerDown> {
+async fn read_all(ctx: &Context, wanted: &[Wanted], isolation: IsolationLevel) -> Result<Vec<Outcome>, BrokerDown> {
     let mut tasks = Vec::with_capacity(wanted.len());
     for w in wanted {
         let cluster = ctx.cluster.clone();
@@ -35,7 +49,7 @@ async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Result<Vec<Outcome>, Brok
         let w = w.clone();
         tasks.push(tokio::spawn(async move {
             cluster
-                .fetch_on(broker, &w.tp, w.offset, w.leader_epoch, w.max_bytes, Duration::ZERO)
+                .fetch_isolated_on(broker, &w.tp, consumer_read(&w, isolation, Duration::ZERO))
                 .await
         }));
     }
@@ -47,7 +61,7 @@ async fn read_all(ctx: &Context, wanted: &[Wanted]) -> Result<Vec<Outcome>, Brok
 }
 
 /// Waits until one partition has records (or an error) or the deadline passes.
-async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
+async fn wait_for_data(ctx: &Context, wanted: &[Wanted], isolation: IsolationLevel, deadline: Instant) {
     let mut waiting: JoinSet<(usize, Outcome)> = JoinSet::new();
     let spawn = |waiting: &mut JoinSet<(usize, Outcome)>, index: usize| {
         let cluster = ctx.cluster.clone();
@@ -56,7 +70,7 @@ async fn wait_for_data(ctx: &Context, wanted: &[Wanted], deadline: Instant) {
         let wait = deadline.saturating_duration_since(Instant::now());
         waiting.spawn(async move {
             let outcome = cluster
-                .fetch_on(broker, &w.tp, w.offset, w.leader_epoch, w.max_bytes, wait)
+                .fetch_isolated_on(broker, &w.tp, consumer_read(&w, isolation, wait))
                 .await;
             (index, outcome)
         });
@@ -129,9 +143,10 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
             .with_session_id(session_id));
     }
     let wanted = context.wanted();
+    let isolation = IsolationLevel::from_wire(request.isolation_level);
     let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let mut outcomes = read_all(ctx, wanted).await?;
+    let mut outcomes = read_all(ctx, wanted, isolation).await?;
     let enough = |outcomes: &[Outcome]| {
         outcomes.iter().any(|o| o.is_err())
             || outcomes
@@ -142,8 +157,8 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 >= min_bytes.max(1)
     };
     if !enough(&outcomes) && Instant::now() < deadline && !wanted.is_empty() {
-        wait_for_data(ctx, wanted, deadline).await;
-        outcomes = read_all(ctx, wanted).await?;
+        wait_for_data(ctx, wanted, isolation, deadline).await;
+        outcomes = read_all(ctx, wanted, isolation).await?;
     }
     // The response-wide limit: whole partitions past it come back empty (the first
     // non-empty one is always kept, so a large batch cannot block a consumer).
@@ -168,13 +183,24 @@ pub async fn fetch(ctx: &Context, request: &FetchRequest, version: i16) -> Resul
                 } else {
                     data.records.clone()
                 };
+                // The aborted transactions go with the records they cover.
+                let aborted = data.aborted_transactions.as_ref().map(|list| {
+                    list.iter()
+                        .filter(|_| !records.is_empty())
+                        .map(|t| {
+                            AbortedTransaction::default()
+                                .with_producer_id(ProducerId(t.producer_id))
+                                .with_first_offset(t.first_offset)
+                        })
+                        .collect()
+                });
                 total += records.len();
                 PartitionData::default()
                     .with_partition_index(w.tp.partition)
                     .with_high_watermark(data.high_watermark)
-                    .with_last_stable_offset(data.high_watermark)
+                    .with_last_stable_offset(data.last_stable_offset)
                     .with_log_start_offset(data.log_start_offset)
-                    .with_aborted_transactions(None)
+                    .with_aborted_transactions(aborted)
                     .with_records(Some(records))
             }
             Err(error) => PartitionData::default()
@@ -255,7 +281,12 @@ pub async fn list_offsets(
                 Some(e) => Err(e),
                 None => reached(
                     ctx.cluster
-                        .list_offset_on(ctx.broker, &tp, OffsetSpec::from_timestamp(p.timestamp))
+                        .list_offset_isolated_on(
+                            ctx.broker,
+                            &tp,
+                            OffsetSpec::from_timestamp(p.timestamp),
+                            IsolationLevel::from_wire(request.isolation_level),
+                        )
                         .await,
                 )?,
             };
