@@ -430,7 +430,7 @@ impl Partition {
         if self.log.config().cleanup_policy.compacts() && has_keyless_record(records) {
             return Err(ErrorCode::InvalidRecord);
         }
-        let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+        let producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
         // The log checks every CRC as it appends; here the framing is enough to read the
         // producers' sequences. An answer other than "append" is only given for bytes that pass
         // the full check, as Kafka validates a batch before it looks at its sequence.
@@ -465,22 +465,7 @@ impl Partition {
                 });
             }
         }
-        let info = self
-            .log
-            .append_as_leader(records, leader_epoch, now_ms)
-            .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
-        record_batches(&mut producers, records);
-        drop(producers);
-        let mut s = self.lock();
-        self.maybe_increment_hw(&mut s, self.clock.now_ms());
-        drop(s);
-        self.notify();
-        Ok(Appended {
-            first_offset: info.first_offset,
-            last_offset: info.last_offset,
-            bytes: info.bytes,
-            leader_epoch,
-        })
+        self.append_checked(producers, records, leader_epoch, now_ms)
     }
 
     /// Leader append of an end-transaction marker for `producer_id` (Kafka's WriteTxnMarkers
@@ -509,14 +494,26 @@ impl Partition {
         if producer_id < 0 {
             return Err(ErrorCode::InvalidRequest);
         }
-        let mut producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+        let producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
         producers.check_marker(producer_id, producer_epoch, coordinator_epoch)?;
         let mut marker = txn::end_txn_marker_batch(producer_id, producer_epoch, coordinator_epoch, commit, now_ms);
+        self.append_checked(producers, &mut marker, leader_epoch, now_ms)
+    }
+
+    /// The leader's append once its checks passed: into the log, into the producers' state
+    /// (still locked, so a retry cannot slip between), then the high watermark.
+    fn append_checked(
+        &self,
+        mut producers: MutexGuard<'_, ProducerState>,
+        batches: &mut [u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<Appended, ErrorCode> {
         let info = self
             .log
-            .append_as_leader(&mut marker, leader_epoch, now_ms)
+            .append_as_leader(batches, leader_epoch, now_ms)
             .map_err(|e| ErrorCode::from_storage(e.kafka_error_code()))?;
-        record_batches(&mut producers, &marker);
+        record_batches(&mut producers, batches);
         drop(producers);
         let mut s = self.lock();
         self.maybe_increment_hw(&mut s, self.clock.now_ms());
