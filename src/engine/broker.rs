@@ -26,6 +26,7 @@ use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::quota::{ReplicationQuota, ThrottledReplicas};
 use super::signal::{Signal, Watcher};
+use super::txn::{TxnRequest, TxnResponse};
 use super::{BrokerId, Clock, IsolationLevel, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
@@ -262,6 +263,7 @@ impl Broker {
                 Response::UpdateMetadata
             }
             Request::Group(req) => Response::Group(self.handle_group(req).await),
+            Request::Txn(req) => Response::Txn(self.handle_txn(req).await),
             request @ (Request::RegisterBroker { .. }
             | Request::BrokerHeartbeat { .. }
             | Request::AlterPartition { .. }) => self.handle_controller_request(request),
@@ -438,6 +440,21 @@ impl Broker {
                     Err(error) => Err(group::tombstone_error(error)),
                 })
             }
+            GroupRequest::TxnOffsetCommit { .. } => GroupResponse::TxnOffsetCommit(ErrorCode::CoordinatorNotAvailable),
+        }
+    }
+
+    /// The transaction coordinator's requests. Not yet served: the coordinator is being
+    /// built (issue 28); every request is answered COORDINATOR_NOT_AVAILABLE.
+    async fn handle_txn(&self, req: TxnRequest) -> TxnResponse {
+        let error = ErrorCode::CoordinatorNotAvailable;
+        match req {
+            TxnRequest::InitProducerId { .. } => TxnResponse::InitProducerId(Err(error)),
+            TxnRequest::AddPartitions { .. } => TxnResponse::AddPartitions(Err(error)),
+            TxnRequest::AddOffsets { .. } => TxnResponse::AddOffsets(error),
+            TxnRequest::EndTxn { .. } => TxnResponse::EndTxn(error),
+            TxnRequest::Describe { .. } => TxnResponse::Describe(Err(error)),
+            TxnRequest::List { .. } => TxnResponse::List(Vec::new()),
         }
     }
 

@@ -414,6 +414,12 @@ impl Cluster {
         &self.inner.config
     }
 
+    /// The cluster's wall clock in milliseconds since the epoch (record timestamps,
+    /// transaction start times).
+    pub fn wall_now_ms(&self) -> i64 {
+        self.inner.ctx.wall.now_ms()
+    }
+
     /// The cluster's clock: every engine timer runs on it, and so do the in-process clients
     /// built on this cluster.
     pub fn clock(&self) -> &Clock {

@@ -64,6 +64,19 @@ pub struct ClusterConfig {
     /// `producer.id.expiration.ms` (Kafka 86400000, 1 day): a partition forgets an
     /// idempotent producer that wrote nothing to it for this long.
     pub producer_id_expiration_ms: u64,
+    /// `transaction.state.log.num.partitions` (Kafka 50; fewer suits one machine).
+    pub transaction_state_partitions: i32,
+    /// `transaction.state.log.replication.factor` (Kafka 3), capped at the number of brokers.
+    pub transaction_state_replication_factor: i32,
+    /// `transaction.max.timeout.ms` (Kafka 900000): the longest `transaction.timeout.ms` a
+    /// producer may ask for (INVALID_TRANSACTION_TIMEOUT above it).
+    pub transaction_max_timeout_ms: u64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms` (Kafka 10000): how often
+    /// a coordinator looks for transactions open longer than their timeout, and aborts them.
+    pub transaction_abort_timed_out_interval_ms: u64,
+    /// `transactional.id.expiration.ms` (Kafka 604800000, 7 days): a transactional id with no
+    /// transaction for this long is forgotten.
+    pub transactional_id_expiration_ms: u64,
     /// Default log settings for every replica.
     pub log: LogConfig,
 }
@@ -90,6 +103,11 @@ impl Default for ClusterConfig {
             group_initial_rebalance_delay_ms: 1_000,
             offsets_retention_minutes: 10_080,
             producer_id_expiration_ms: 86_400_000,
+            transaction_state_partitions: 10,
+            transaction_state_replication_factor: 3,
+            transaction_max_timeout_ms: 900_000,
+            transaction_abort_timed_out_interval_ms: 10_000,
+            transactional_id_expiration_ms: 604_800_000,
             log: LogConfig::default(),
         }
     }

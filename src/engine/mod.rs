@@ -30,6 +30,7 @@ mod producer_state;
 mod protocol;
 pub mod quota;
 mod signal;
+pub mod txn;
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +49,7 @@ pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
 pub use partition::{DELETE_TO_HIGH_WATERMARK, has_keyless_record};
 pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
+pub use txn::{TXN_STATE_TOPIC, TransactionDescription, TransactionListing, TxnRequest, TxnResponse, TxnState};
 
 /// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and
 /// broker ids; its controller applies the topic-name rule).

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::controller::{MetadataImage, PartitionRegistration};
 use super::group::{GroupDescription, GroupState, JoinGroupRequest, JoinGroupResponse, SyncGroupResponse};
+use super::txn::{TxnRequest, TxnResponse};
 use super::{BrokerId, OffsetSpec, TopicPartition};
 use crate::kafka::IsolationLevel;
 use crate::storage::{AbortedTxn, EpochEndOffset};
@@ -40,8 +41,18 @@ pub enum ErrorCode {
     InvalidProducerEpoch = 47,
     /// A plain batch from a producer whose transaction is open.
     InvalidTxnState = 48,
+    /// The producer id is not the one the transactional id holds.
+    InvalidProducerIdMapping = 49,
+    /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
+    InvalidTransactionTimeout = 50,
+    /// The transactional id is completing a transaction; retry.
+    ConcurrentTransactions = 51,
     /// A marker from a transaction coordinator older than one already seen.
     TransactionCoordinatorFenced = 52,
+    UnknownProducerId = 59,
+    /// A newer instance with the same transactional id has a newer epoch (KIP-588).
+    ProducerFenced = 90,
+    TransactionalIdNotFound = 105,
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     InvalidReplicaAssignment = 39,
@@ -221,6 +232,8 @@ pub enum Request {
     UpdateMetadata(Arc<MetadataImage>),
     /// Client -> group coordinator.
     Group(GroupRequest),
+    /// Producer or operator -> transaction coordinator.
+    Txn(TxnRequest),
 }
 
 #[derive(Debug)]
@@ -265,6 +278,7 @@ pub enum Response {
     },
     UpdateMetadata,
     Group(GroupResponse),
+    Txn(TxnResponse),
 }
 
 /// Consumer-group APIs, answered by the group's coordinator.
@@ -315,6 +329,20 @@ pub enum GroupRequest {
         group_id: String,
         partitions: Vec<TopicPartition>,
     },
+    /// TxnOffsetCommit: offsets written to `__consumer_offsets` inside the producer's
+    /// transaction, visible to OffsetFetch only once its COMMIT marker is written there.
+    /// `generation` -1 and an empty `member_id` skip the member checks (a producer that does
+    /// not know the group's metadata, before KIP-447).
+    TxnOffsetCommit {
+        group_id: String,
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        generation: i32,
+        member_id: String,
+        group_instance_id: Option<String>,
+        offsets: Vec<(TopicPartition, i64)>,
+    },
 }
 
 #[derive(Debug)]
@@ -330,4 +358,6 @@ pub enum GroupResponse {
     DeleteGroup(ErrorCode),
     /// Each partition's outcome, or the group's error.
     OffsetDelete(Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode>),
+    /// One error for every offset of the request.
+    TxnOffsetCommit(ErrorCode),
 }

@@ -272,6 +272,11 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
         group_initial_rebalance_delay_ms: setup.group_initial_rebalance_delay_ms,
         offsets_retention_minutes: 10_080,
         producer_id_expiration_ms: 86_400_000,
+        transaction_state_partitions: 3,
+        transaction_state_replication_factor: 3,
+        transaction_max_timeout_ms: 900_000,
+        transaction_abort_timed_out_interval_ms: 1_000,
+        transactional_id_expiration_ms: 604_800_000,
         log: LogConfig {
             segment_bytes: setup.segment_bytes,
             flush: setup.flush,

@@ -62,6 +62,13 @@ pub enum RequestBody {
     DescribeLogDirs(DescribeLogDirsRequest),
     DeleteRecords(DeleteRecordsRequest),
     DescribeAcls(DescribeAclsRequest),
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    EndTxn(EndTxnRequest),
+    WriteTxnMarkers(WriteTxnMarkersRequest),
+    TxnOffsetCommit(TxnOffsetCommitRequest),
+    DescribeTransactions(DescribeTransactionsRequest),
+    ListTransactions(ListTransactionsRequest),
 }
 
 #[derive(Debug)]
@@ -162,6 +169,25 @@ pub fn decode_request(mut frame: Frame) -> Result<DecodedRequest, CodecError> {
         }
         ApiKey::DeleteRecords => RequestBody::DeleteRecords(DeleteRecordsRequest::decode(b, v).map_err(malformed)?),
         ApiKey::DescribeAcls => RequestBody::DescribeAcls(DescribeAclsRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::AddPartitionsToTxn => {
+            RequestBody::AddPartitionsToTxn(AddPartitionsToTxnRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::AddOffsetsToTxn => {
+            RequestBody::AddOffsetsToTxn(AddOffsetsToTxnRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::EndTxn => RequestBody::EndTxn(EndTxnRequest::decode(b, v).map_err(malformed)?),
+        ApiKey::WriteTxnMarkers => {
+            RequestBody::WriteTxnMarkers(WriteTxnMarkersRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::TxnOffsetCommit => {
+            RequestBody::TxnOffsetCommit(TxnOffsetCommitRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::DescribeTransactions => {
+            RequestBody::DescribeTransactions(DescribeTransactionsRequest::decode(b, v).map_err(malformed)?)
+        }
+        ApiKey::ListTransactions => {
+            RequestBody::ListTransactions(ListTransactionsRequest::decode(b, v).map_err(malformed)?)
+        }
         other => {
             return Err(CodecError::UnsupportedVersion {
                 api: other,

@@ -1,6 +1,6 @@
 //! The API versions kdeck implements and advertises. Curated, not the crate's
 //! `valid_versions()`: only versions whose semantics the handlers follow (topic names rather
-//! than topic ids, no transactions), and only versions the crate's structs decode (its
+//! than topic ids), and only versions the crate's structs decode (its
 //! `valid_versions()` overstates OffsetCommit, OffsetFetch and InitProducerId). The minimums
 //! are Kafka 3.9's (the vendored crate is patched for the versions 4.0 dropped): old clients
 //! that distributions still package send exactly those.
@@ -57,6 +57,19 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     // Answered as a broker without an authorizer answers (SECURITY_DISABLED).
     (ApiKey::DescribeAcls, 0, 3),
+    // KIP-98 transactions. AddPartitionsToTxn v4+ is the brokers' batched form and v5, like
+    // EndTxn, AddOffsetsToTxn and TxnOffsetCommit v4+, KIP-890's second part (server-side
+    // verification, TRANSACTION_ABORTABLE), which Kafka 3.9's own clients do not send.
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
+    // Coordinator to partition leader; v0 is v1 without a flexible encoding (the crate reads
+    // only v1).
+    (ApiKey::WriteTxnMarkers, 1, 1),
+    (ApiKey::DescribeTransactions, 0, 0),
+    // v1 adds the duration filter (KIP-994).
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// The advertised range of `api`, if kdeck implements it.

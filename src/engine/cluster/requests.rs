@@ -18,7 +18,9 @@ use crate::engine::partition::Role;
 use crate::engine::protocol::{
     Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response,
 };
+use crate::engine::txn::{TXN_STATE_TOPIC, TransactionListing, TxnRequest, TxnResponse, TxnState, partition_for_txn};
 use crate::engine::{BrokerId, IsolationLevel, OffsetSpec, TopicConfig, TopicPartition};
+use crate::storage::CleanupPolicy;
 
 /// The outcome of a produce: the base offset assigned, or the Kafka error.
 pub type ProduceOutcome = Result<i64, ErrorCode>;
@@ -93,6 +95,21 @@ impl Cluster {
         commit: bool,
     ) -> Result<i64, ErrorCode> {
         let leader = self.leader_of(tp)?;
+        self.write_txn_marker_on(leader, tp, producer_id, producer_epoch, coordinator_epoch, commit)
+            .await
+    }
+
+    /// WriteTxnMarkers for one partition served by one broker: NOT_LEADER_OR_FOLLOWER unless
+    /// it leads the partition.
+    pub async fn write_txn_marker_on(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> Result<i64, ErrorCode> {
         let timeout = Duration::from_secs(30);
         let request = Request::WriteTxnMarker {
             tp: tp.clone(),
@@ -102,7 +119,7 @@ impl Cluster {
             commit,
             timeout_ms: timeout.as_millis() as u64,
         };
-        match self.call(leader, request, timeout + Duration::from_secs(1)).await? {
+        match self.call(broker, request, timeout + Duration::from_secs(1)).await? {
             Response::WriteTxnMarker {
                 error: ErrorCode::None,
                 offset,
@@ -337,6 +354,76 @@ impl Cluster {
             Response::Group(r) => Ok(r),
             _ => Err(ErrorCode::UnknownServerError),
         }
+    }
+
+    /// The broker coordinating `transactional_id` (FindCoordinator with key type 1). The
+    /// first call makes `__transaction_state`, as Kafka does on the first transactional
+    /// FindCoordinator: compacted, `min.insync.replicas` 2 where the brokers allow it.
+    pub async fn find_txn_coordinator(&self, transactional_id: &str) -> Result<BrokerId, ErrorCode> {
+        let config = &self.inner.config;
+        if !self.metadata().topics.contains_key(TXN_STATE_TOPIC) {
+            let brokers = self.metadata().brokers.len().max(1) as i32;
+            let rf = config.transaction_state_replication_factor.clamp(1, brokers);
+            let topic = TopicConfig::new(config.transaction_state_partitions, rf)
+                .with_min_insync_replicas(rf.min(2))
+                .with_segment_bytes(100 << 20)
+                .with_cleanup_policy(CleanupPolicy::Compact);
+            match self.create_topic_checked(TXN_STATE_TOPIC, topic).await {
+                Ok(()) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
+                Err(_) => return Err(ErrorCode::CoordinatorNotAvailable),
+            }
+        }
+        let partition = partition_for_txn(transactional_id, config.transaction_state_partitions);
+        self.leader_of(&TopicPartition::new(TXN_STATE_TOPIC, partition))
+            .map_err(|_| ErrorCode::CoordinatorNotAvailable)
+    }
+
+    /// Sends a transaction request to the transactional id's coordinator.
+    pub async fn txn_request(
+        &self,
+        transactional_id: &str,
+        request: TxnRequest,
+        timeout: Duration,
+    ) -> Result<TxnResponse, ErrorCode> {
+        let coordinator = self.find_txn_coordinator(transactional_id).await?;
+        self.txn_request_on(coordinator, request, timeout).await
+    }
+
+    /// A transaction request served by one broker: NOT_COORDINATOR unless it coordinates the
+    /// id.
+    pub async fn txn_request_on(
+        &self,
+        broker: BrokerId,
+        request: TxnRequest,
+        timeout: Duration,
+    ) -> Result<TxnResponse, ErrorCode> {
+        match self.call(broker, Request::Txn(request), timeout).await? {
+            Response::Txn(r) => Ok(r),
+            _ => Err(ErrorCode::UnknownServerError),
+        }
+    }
+
+    /// ListTransactions over every running coordinator, by transactional id.
+    pub async fn list_transactions(&self, states: &[TxnState], producer_ids: &[i64]) -> Vec<TransactionListing> {
+        let ids: Vec<BrokerId> = self
+            .slots()
+            .iter()
+            .filter(|(_, s)| s.state == BrokerState::Running)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut out = Vec::new();
+        for id in ids {
+            let request = TxnRequest::List {
+                states: states.to_vec(),
+                producer_ids: producer_ids.to_vec(),
+            };
+            if let Ok(TxnResponse::List(listed)) = self.txn_request_on(id, request, Duration::from_secs(5)).await {
+                out.extend(listed);
+            }
+        }
+        out.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        out.dedup_by(|a, b| a.transactional_id == b.transactional_id);
+        out
     }
 
     /// Every group known to any running coordinator, with its state.

@@ -146,17 +146,19 @@ pub fn describe_cluster(ctx: &Context) -> DescribeClusterResponse {
 }
 
 /// The coordinator of one key: `(error, node, host, port)`.
-fn coordinator_of(ctx: &Context, key_type: i8, key: &str) -> (i16, i32, String, i32) {
+/// Key type 0 is a group, 1 a transactional id (whose first lookup makes
+/// `__transaction_state`, as Kafka's does).
+async fn coordinator_of(ctx: &Context, key_type: i8, key: &str) -> (i16, i32, String, i32) {
     const NONE: (i32, &str, i32) = (-1, "", -1);
     let unavailable = |code: i16| (code, NONE.0, NONE.1.to_string(), NONE.2);
-    if key_type != 0 {
-        // Transactions are not implemented: there is no transaction coordinator.
-        return unavailable(codes::COORDINATOR_NOT_AVAILABLE);
-    }
-    if key.is_empty() {
-        return unavailable(codes::INVALID_GROUP_ID);
-    }
-    match ctx.cluster.find_coordinator(key) {
+    let found = match key_type {
+        0 if key.is_empty() => return unavailable(codes::INVALID_GROUP_ID),
+        0 => ctx.cluster.find_coordinator(key),
+        1 if key.is_empty() => return unavailable(codes::INVALID_REQUEST),
+        1 => ctx.cluster.find_txn_coordinator(key).await,
+        _ => return unavailable(codes::INVALID_REQUEST),
+    };
+    match found {
         Ok(broker) => match ctx.address(broker).filter(|_| ctx.cluster.metadata().is_live(broker)) {
             Some(addr) => (0, broker, addr.ip().to_string(), i32::from(addr.port())),
             None => unavailable(codes::COORDINATOR_NOT_AVAILABLE),
@@ -165,24 +167,27 @@ fn coordinator_of(ctx: &Context, key_type: i8, key: &str) -> (i16, i32, String, 
     }
 }
 
-pub fn find_coordinator(ctx: &Context, request: &FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
+pub async fn find_coordinator(
+    ctx: &Context,
+    request: &FindCoordinatorRequest,
+    version: i16,
+) -> FindCoordinatorResponse {
     if version >= 4 {
-        let coordinators = request
-            .coordinator_keys
-            .iter()
-            .map(|key| {
-                let (error, node, host, port) = coordinator_of(ctx, request.key_type, key);
+        let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
+        for key in &request.coordinator_keys {
+            let (error, node, host, port) = coordinator_of(ctx, request.key_type, key).await;
+            coordinators.push(
                 Coordinator::default()
                     .with_key(key.clone())
                     .with_error_code(error)
                     .with_node_id(node.into())
                     .with_host(str_bytes(host))
-                    .with_port(port)
-            })
-            .collect();
+                    .with_port(port),
+            );
+        }
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let (error, node, host, port) = coordinator_of(ctx, request.key_type, &request.key);
+    let (error, node, host, port) = coordinator_of(ctx, request.key_type, &request.key).await;
     FindCoordinatorResponse::default()
         .with_error_code(error)
         .with_node_id(node.into())

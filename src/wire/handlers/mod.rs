@@ -10,6 +10,7 @@ mod log_dirs;
 mod metadata;
 mod produce;
 mod reassign;
+mod txn;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -143,12 +144,12 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         )?)),
         RequestBody::Metadata(r) => frame(&request, &metadata::metadata(ctx, r, v).await),
         RequestBody::DescribeCluster(_) => frame(&request, &metadata::describe_cluster(ctx)),
-        RequestBody::FindCoordinator(r) => frame(&request, &metadata::find_coordinator(ctx, r, v)),
+        RequestBody::FindCoordinator(r) => frame(&request, &metadata::find_coordinator(ctx, r, v).await),
         RequestBody::Produce(r) => match produce::produce(ctx, r, v, queued).await? {
             Some(response) => frame(&request, &response),
             None => Ok(None),
         },
-        RequestBody::InitProducerId(r) => frame(&request, &produce::init_producer_id(ctx, r).await),
+        RequestBody::InitProducerId(r) => frame(&request, &produce::init_producer_id(ctx, r, v).await?),
         RequestBody::Fetch(r) => frame(&request, &fetch::fetch(ctx, r, v).await?),
         RequestBody::ListOffsets(r) => frame(&request, &fetch::list_offsets(ctx, r, v).await?),
         RequestBody::OffsetForLeaderEpoch(r) => frame(&request, &fetch::offset_for_leader_epoch(ctx, r)),
@@ -180,5 +181,12 @@ pub async fn handle(ctx: &Context, request: DecodedRequest, queued: oneshot::Sen
         RequestBody::DescribeLogDirs(r) => frame(&request, &log_dirs::describe_log_dirs(ctx, r)?),
         RequestBody::DeleteRecords(r) => frame(&request, &log_dirs::delete_records(ctx, r).await?),
         RequestBody::DescribeAcls(_) => frame(&request, &acls::describe_acls()),
+        RequestBody::AddPartitionsToTxn(r) => frame(&request, &txn::add_partitions(ctx, r, v).await?),
+        RequestBody::AddOffsetsToTxn(r) => frame(&request, &txn::add_offsets(ctx, r, v).await?),
+        RequestBody::EndTxn(r) => frame(&request, &txn::end_txn(ctx, r, v).await?),
+        RequestBody::WriteTxnMarkers(r) => frame(&request, &txn::write_txn_markers(ctx, r).await?),
+        RequestBody::TxnOffsetCommit(r) => frame(&request, &txn::txn_offset_commit(ctx, r, v).await?),
+        RequestBody::DescribeTransactions(r) => frame(&request, &txn::describe_transactions(ctx, r).await?),
+        RequestBody::ListTransactions(r) => frame(&request, &txn::list_transactions(ctx, r, v).await?),
     }
 }

@@ -1,5 +1,6 @@
 //! Produce and InitProducerId. Record batches are appended as the client sent them; the
-//! engine checks them and the idempotent producer's sequence numbers. Produce v0-2 carries
+//! engine checks them, the idempotent producer's sequence numbers and a transactional
+//! producer's epoch. Produce v0-2 carries
 //! message sets (formats v0/v1), converted to one v2 batch first, as Kafka 3.x's
 //! `LogValidator` converts them.
 
@@ -48,7 +49,6 @@ pub async fn produce(
         _ => None,
     };
     let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
-    let transactional = request.transactional_id.is_some();
     let mut pending = Vec::new();
     for topic in &request.topic_data {
         let name = topic.name.0.to_string();
@@ -61,10 +61,6 @@ pub async fn produce(
                 let Some(acks) = acks else {
                     return Ok(Err(codes::INVALID_REQUIRED_ACKS));
                 };
-                if transactional {
-                    // Transactions are not implemented (and not advertised).
-                    return Ok(Err(codes::INVALID_REQUEST));
-                }
                 let Some(records) = records.filter(|r| !r.is_empty()) else {
                     return Ok(Err(codes::CORRUPT_MESSAGE));
                 };
@@ -138,14 +134,17 @@ fn refusal_reason(ctx: &Context, topic: &str, index: i32, code: i16, records: Op
         .then(|| format!("Compacted topic cannot accept message without key in topic partition {topic}-{index}."))
 }
 
-pub async fn init_producer_id(ctx: &Context, request: &InitProducerIdRequest) -> InitProducerIdResponse {
-    if request.transactional_id.is_some() {
-        return InitProducerIdResponse::default()
-            .with_error_code(codes::INVALID_REQUEST)
-            .with_producer_id((-1).into())
-            .with_producer_epoch(-1);
+/// InitProducerId: from the transaction coordinator for a `transactional.id`, else a fresh
+/// id for an idempotent producer.
+pub async fn init_producer_id(
+    ctx: &Context,
+    request: &InitProducerIdRequest,
+    version: i16,
+) -> Result<InitProducerIdResponse, BrokerDown> {
+    if let Some(id) = request.transactional_id.as_ref().filter(|id| !id.0.is_empty()) {
+        return super::txn::init_transactional(ctx, request, version, id.0.to_string()).await;
     }
-    match ctx.cluster.init_producer_id().await {
+    Ok(match ctx.cluster.init_producer_id().await {
         Ok((id, epoch)) => InitProducerIdResponse::default()
             .with_producer_id(id.into())
             .with_producer_epoch(epoch),
@@ -156,5 +155,5 @@ pub async fn init_producer_id(ctx: &Context, request: &InitProducerIdRequest) ->
                 .with_producer_id((-1).into())
                 .with_producer_epoch(-1)
         }
-    }
+    })
 }
