@@ -6,3 +6,4 @@ pub mod assignor;
 pub mod consumer;
 pub mod partitioner;
 pub mod producer;
+pub mod transactional;

@@ -1178,6 +1178,237 @@ def scenario_legacy_clients(server):
     assert [g for g in got if g] == messages + ["last"], f"kcat 0.9 read {len(got)}"
 
 
+def read_isolated(server, topic, partitions, isolation):
+    """Every record of `topic` at `isolation` ("read_committed" or "read_uncommitted"), read
+    with assign() from offset 0 until each partition reports its end: {partition: [values]}."""
+    c = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": "audit-" + uuid.uuid4().hex,
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": isolation,
+    })
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    read = {p: [] for p in range(partitions)}
+    eof = set()
+    deadline = time.time() + 120
+    while time.time() < deadline and len(eof) < partitions:
+        for m in c.consume(1000, timeout=1):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                else:
+                    raise AssertionError(f"reading {topic}: {m.error()}")
+                continue
+            read[m.partition()].append(m.value().decode())
+    c.close()
+    assert len(eof) == partitions, f"{topic}: only partitions {sorted(eof)} reached their end"
+    return read
+
+
+def scenario_transactions(server):
+    """confluent-kafka's transactional producer (init, begin, send, commit, abort) and
+    read_committed / read_uncommitted consumers: committed records once, in order; aborted
+    ones only at read_uncommitted; a second producer with the same transactional.id fences
+    the first, whose commit then fails."""
+    topic, partitions = "txn-orders", 3
+    create_topic(server, topic, partitions, 3, {"min.insync.replicas": "2"})
+
+    def producer(tid):
+        p = Producer({
+            "bootstrap.servers": server.bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": 60_000,
+        })
+        p.init_transactions(30)
+        return p
+
+    p = producer("orders-writer")
+    expected = {i: [] for i in range(partitions)}
+    everything = {i: [] for i in range(partitions)}
+    for round_, outcome in enumerate(["commit", "abort", "commit", "abort", "commit"]):
+        p.begin_transaction()
+        for i in range(30):
+            part = i % partitions
+            value = f"{outcome}-{round_}-{i}"
+            p.produce(topic, value=value, partition=part)
+            everything[part].append(value)
+            if outcome == "commit":
+                expected[part].append(value)
+        if outcome == "commit":
+            p.commit_transaction(30)
+        else:
+            p.flush(30)
+            p.abort_transaction(30)
+    committed = read_isolated(server, topic, partitions, "read_committed")
+    assert committed == expected, f"read_committed saw {committed}, expected {expected}"
+    uncommitted = read_isolated(server, topic, partitions, "read_uncommitted")
+    assert uncommitted == everything, f"read_uncommitted saw {uncommitted}"
+
+    # An open transaction holds read_committed readers at the LSO.
+    p.begin_transaction()
+    p.produce(topic, value="open", partition=0)
+    p.flush(30)
+    assert read_isolated(server, topic, partitions, "read_committed") == expected, "an open transaction was read"
+
+    # A new instance with the same transactional.id aborts the open transaction and fences
+    # the old one.
+    zombie = p
+    successor = producer("orders-writer")
+    try:
+        zombie.commit_transaction(30)
+        raise AssertionError("the fenced producer committed")
+    except KafkaException as e:
+        err = e.args[0]
+        assert err.fatal() or err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                             KafkaError.INVALID_PRODUCER_EPOCH), f"zombie commit: {err}"
+    successor.begin_transaction()
+    successor.produce(topic, value="after-fence", partition=0)
+    successor.commit_transaction(30)
+    expected[0].append("after-fence")
+    assert read_isolated(server, topic, partitions, "read_committed") == expected, "after the fence"
+    print(f"  transactions: {sum(len(v) for v in expected.values())} committed records read once; zombie fenced")
+
+
+def scenario_exactly_once(server):
+    """A consume-transform-produce loop with send_offsets_to_transaction over 100,000 records,
+    a broker killed midway and started again: the output, read_committed, holds every input
+    record exactly once."""
+    source, sink, partitions, total = "eos-in", "eos-out", 6, 100_000
+    create_topic(server, source, partitions, 3, {"min.insync.replicas": "2"})
+    create_topic(server, sink, partitions, 3, {"min.insync.replicas": "2"})
+    feeder = Producer({"bootstrap.servers": server.bootstrap, "enable.idempotence": True, "linger.ms": 20})
+    for i in range(total):
+        while True:
+            try:
+                feeder.produce(source, key=str(i), value=str(i))
+                break
+            except BufferError:
+                feeder.poll(0.1)
+        feeder.poll(0)
+    assert feeder.flush(120) == 0, "the input was not all written"
+
+    group = "eos-transformer"
+    consumer = Consumer({
+        "bootstrap.servers": server.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })
+    consumer.subscribe([source])
+
+    def new_producer():
+        p = Producer({
+            "bootstrap.servers": server.bootstrap,
+            "transactional.id": "eos-transformer-1",
+            "transaction.timeout.ms": 60_000,
+        })
+        p.init_transactions(60)
+        return p
+
+    producer = new_producer()
+    done, killed, restarted, aborts, commits = 0, None, False, 0, 0
+    deadline = time.time() + 600
+    while done < total and time.time() < deadline:
+        batch = [m for m in consumer.consume(500, timeout=1) if not m.error()]
+        if not batch:
+            continue
+        try:
+            producer.begin_transaction()
+            for m in batch:
+                producer.produce(sink, key=m.key(), value=b"out-" + m.value())
+                producer.poll(0)
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 60)
+            for attempt in range(10):
+                try:
+                    producer.commit_transaction(60)
+                    break
+                except KafkaException as e:
+                    # librdkafka: a retriable commit error is retried by calling commit again.
+                    if not e.args[0].retriable() or attempt == 9:
+                        raise
+            commits += 1
+            done += len(batch)
+        except KafkaException as e:
+            err = e.args[0]
+            aborts += 1
+            if err.txn_requires_abort():
+                producer.abort_transaction(60)
+            elif err.fatal():
+                producer = new_producer()
+            else:
+                raise
+            # Rewind to the group's committed offsets: the aborted batch is read again.
+            committed = consumer.committed(consumer.assignment(), 60)
+            for tp in committed:
+                consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+            done = sum(max(tp.offset, 0) for tp in committed)
+        if killed is None and done >= total // 2:
+            killed = leader_of(server, sink, 0)
+            server.command(f"kill {killed}")
+            killed_at = time.time()
+        if killed is not None and not restarted and time.time() - killed_at > 10:
+            server.command(f"start {killed}")
+            restarted = True
+    assert done >= total, f"transformed {done} of {total} records in time"
+    consumer.close()
+    if not restarted and killed is not None:
+        server.command(f"start {killed}")
+    wait_healthy(server)
+    out = read_isolated(server, sink, partitions, "read_committed")
+    values = [v for vs in out.values() for v in vs]
+    assert len(values) == total, f"{len(values)} output records for {total} inputs"
+    assert sorted(int(v[4:]) for v in values) == list(range(total)), "an input record is missing or doubled"
+    # Per input key, output order follows input order within each partition.
+    print(f"  exactly-once: {total} records, {commits} transactions, {aborts} retried, broker {killed} killed midway")
+
+
+def scenario_kafka_python_txn(server):
+    """kafka-python's transactional producer: committed records reach a read_committed
+    kafka-python consumer, aborted ones do not."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTopicPartition
+
+    topic = "py-txn"
+    create_topic(server, topic, 2, 3)
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap, transactional_id="py-writer")
+    producer.init_transactions()
+    expected = []
+    for round_, outcome in enumerate(["commit", "abort", "commit"]):
+        producer.begin_transaction()
+        for i in range(20):
+            value = f"{outcome}-{round_}-{i}"
+            producer.send(topic, value=value.encode(), partition=i % 2)
+            if outcome == "commit":
+                expected.append(value)
+        if outcome == "commit":
+            producer.commit_transaction()
+        else:
+            producer.flush()
+            producer.abort_transaction()
+    producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=server.bootstrap,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        consumer_timeout_ms=5000,
+    )
+    tps = [KTopicPartition(topic, p) for p in range(2)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    values = []
+    deadline = time.time() + 60
+    while len(values) < len(expected) and time.time() < deadline:
+        for records in consumer.poll(timeout_ms=1000).values():
+            values.extend(r.value.decode() for r in records)
+    extra = consumer.poll(timeout_ms=2000)
+    consumer.close()
+    assert not any(extra.values()), f"records past the committed ones: {extra}"
+    assert sorted(values) == sorted(expected), f"read_committed saw {len(values)} records, expected {len(expected)}"
+    print(f"  kafka-python-txn: {len(values)} committed records, aborted ones unseen")
+
+
 SCENARIOS = {
     "kcat": scenario_kcat,
     "confluent": scenario_confluent,
@@ -1196,6 +1427,9 @@ SCENARIOS = {
     "acls": scenario_acls,
     "fetch-sessions": scenario_fetch_sessions,
     "legacy-clients": scenario_legacy_clients,
+    "transactions": scenario_transactions,
+    "exactly-once": scenario_exactly_once,
+    "kafka-python-txn": scenario_kafka_python_txn,
 }
 
 # Scenarios that wait for kdeck to catch up, with the reason: run only when named on the
