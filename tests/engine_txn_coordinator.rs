@@ -15,10 +15,12 @@ use common::scratch_dir;
 use kdeck::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use kdeck::engine::txn::partition_for_txn;
 use kdeck::engine::{
-    Acks, BrokerId, Cluster, ClusterConfig, ErrorCode, GroupRequest, GroupResponse, IsolationLevel, LinkFault, NodeId,
-    TXN_STATE_TOPIC, TopicConfig, TopicPartition, TransactionDescription, TxnRequest, TxnResponse, TxnState,
+    Acks, BrokerId, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, GroupRequest, GroupResponse,
+    IsolationLevel, LinkFault, NodeId, TXN_STATE_TOPIC, TopicConfig, TopicPartition, TransactionDescription,
+    TxnRequest, TxnResponse, TxnState,
 };
 use kdeck::storage::records::{self, Compression, Record};
+use tokio::sync::broadcast;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 const TIMEOUT_MS: i32 = 60_000;
@@ -212,6 +214,15 @@ async fn consume_committed(cluster: &Cluster, tp: &TopicPartition, want: usize) 
     seen
 }
 
+/// The events published so far.
+fn drain(events: &mut broadcast::Receiver<ClusterEvent>) -> Vec<EventKind> {
+    let mut out = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        out.push(e.kind);
+    }
+    out
+}
+
 async fn start(dir: &std::path::Path, cfg: impl FnOnce(ClusterConfig) -> ClusterConfig) -> (Cluster, TopicPartition) {
     let cluster = Cluster::start(cfg(txn_config(dir))).await.expect("start");
     cluster
@@ -230,8 +241,25 @@ fn leader(cluster: &Cluster, tp: &TopicPartition) -> BrokerId {
 async fn committed_records_are_read_once_in_order_and_aborted_ones_never() {
     let dir = scratch_dir();
     let (cluster, tp) = start(dir.path(), |c| c).await;
+    let mut events = cluster.events();
     let mut p = TxnProducer::init(&cluster, "orders").await;
     assert_eq!(p.epoch, 0);
+    // Only the id's coordinator serves it.
+    let coordinator = cluster.find_txn_coordinator("orders").await.expect("coordinator");
+    let other = cluster
+        .snapshot()
+        .brokers
+        .iter()
+        .map(|b| b.id)
+        .find(|b| *b != coordinator)
+        .expect("another broker");
+    let describe_elsewhere = TxnRequest::Describe {
+        transactional_id: "orders".into(),
+    };
+    match cluster.txn_request_on(other, describe_elsewhere, PATIENCE).await {
+        Ok(TxnResponse::Describe(Err(e))) => assert_eq!(e, ErrorCode::NotCoordinator),
+        other => panic!("Describe on a broker that does not coordinate: {other:?}"),
+    }
     // EndTxn with no transaction open.
     assert_eq!(p.end(true).await, ErrorCode::InvalidTxnState);
 
@@ -276,6 +304,22 @@ async fn committed_records_are_read_once_in_order_and_aborted_ones_never() {
             .expect("marker again");
     }
     assert_eq!(consume_committed(&cluster, &tp, 3).await, ["a1", "a2", "c1"]);
+    let ended: Vec<(bool, String)> = drain(&mut events)
+        .into_iter()
+        .filter_map(|e| match e {
+            EventKind::TxnCommitted { transactional_id, .. } => Some((true, transactional_id)),
+            EventKind::TxnAborted { transactional_id, .. } => Some((false, transactional_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ended,
+        [
+            (true, "orders".to_string()),
+            (false, "orders".to_string()),
+            (true, "orders".to_string())
+        ]
+    );
     let listed = cluster.list_transactions(&[], &[]).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(
@@ -318,8 +362,13 @@ async fn a_second_instance_fences_the_zombie_and_aborts_its_transaction() {
 
     // The new instance: the zombie's open transaction is aborted with a bumped epoch, then
     // the new instance gets the next one.
+    let mut events = cluster.events();
     let mut fresh = TxnProducer::init(&cluster, "app").await;
     assert_eq!(fresh.pid, zombie.pid);
+    assert!(drain(&mut events).iter().any(|e| matches!(
+        e,
+        EventKind::ProducerFenced { transactional_id, epoch, .. } if transactional_id == "app" && *epoch == zombie.epoch + 1
+    )));
     assert_eq!(fresh.epoch, zombie.epoch + 2);
 
     assert_eq!(zombie.add_one(&tp).await, Err(ErrorCode::ProducerFenced));
@@ -348,6 +397,7 @@ async fn a_second_instance_fences_the_zombie_and_aborts_its_transaction() {
 async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced() {
     let dir = scratch_dir();
     let (cluster, tp) = start(dir.path(), |c| c).await;
+    let mut events = cluster.events();
     let mut p = TxnProducer::init_timeout(&cluster, "slow", 2_000).await;
     p.add_one(&tp).await.expect("add");
     p.send(&tp, &["late1", "late2"]).await.expect("send");
@@ -360,6 +410,9 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     let snapshot = cluster.snapshot();
     let partition = snapshot.partition(&tp).expect("partition");
     assert_eq!(partition.last_stable_offset, partition.high_watermark);
+    assert!(drain(&mut events).iter().any(
+        |e| matches!(e, EventKind::TxnTimedOut { transactional_id, producer_id, partitions: 1 } if transactional_id == "slow" && *producer_id == p.pid)
+    ));
     cluster.shutdown().await;
 }
 
