@@ -300,8 +300,10 @@ async fn api_versions_advertises_our_table_and_answers_unknown_versions_in_v0() 
         .collect();
     assert_eq!(advertised, ours);
     assert!(
-        !advertised.iter().any(|(k, ..)| *k == ApiKey::AddPartitionsToTxn as i16),
-        "transactions are not advertised"
+        advertised
+            .iter()
+            .any(|(k, _, max)| *k == ApiKey::AddPartitionsToTxn as i16 && *max == 3),
+        "transactions are advertised, AddPartitionsToTxn up to v3 (v4+ is the brokers' form)"
     );
 
     // A version from the future: not parsed, answered with a v0 body and error 35.
@@ -1525,5 +1527,244 @@ async fn topics_have_ids_that_metadata_and_delete_topics_take() {
     assert_eq!(deleted.responses[0].error_code, 0);
     assert!(!s.cluster.metadata().topics.contains_key("with-id"));
     assert!(s.cluster.metadata().topics.contains_key("other"));
+    s.stop().await;
+}
+
+/// A transactional batch of one record from producer `pid` at `epoch` (sequence `seq`).
+fn txn_batch_at(pid: i64, epoch: i16, seq: i32, value: &'static str) -> Bytes {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut r = records::record(0, now, None, Some(Bytes::from_static(value.as_bytes())));
+    r.transactional = true;
+    r.producer_id = pid;
+    r.producer_epoch = epoch;
+    r.sequence = seq;
+    records::encode_batch(&[r], Compression::None)
+        .expect("encodable")
+        .freeze()
+}
+
+fn add_partitions(id: &str, pid: i64, epoch: i16, topic: &str, partition: i32) -> AddPartitionsToTxnRequest {
+    use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_string(id.to_string())))
+        .with_v3_and_below_producer_id(pid.into())
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(vec![
+            AddPartitionsToTxnTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![partition]),
+        ])
+}
+
+fn end_txn(id: &str, pid: i64, epoch: i16, commit: bool) -> EndTxnRequest {
+    EndTxnRequest::default()
+        .with_transactional_id(TransactionalId(StrBytes::from_string(id.to_string())))
+        .with_producer_id(pid.into())
+        .with_producer_epoch(epoch)
+        .with_committed(commit)
+}
+
+fn init_txn(id: &str) -> InitProducerIdRequest {
+    InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_string(id.to_string()))))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id((-1).into())
+        .with_producer_epoch(-1)
+}
+
+/// A transactional producer's whole conversation over TCP, as librdkafka and the Java client
+/// have it: FindCoordinator with key type 1, InitProducerId, AddPartitionsToTxn, Produce to the
+/// leader, EndTxn; a read_committed Fetch then sees the committed record and not the aborted
+/// one; DescribeTransactions and ListTransactions show the id; a second InitProducerId fences
+/// the first epoch (PRODUCER_FENCED from v2 of AddPartitionsToTxn and EndTxn,
+/// INVALID_PRODUCER_EPOCH before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("ledger", 1).await;
+    let id = "ledger-writer";
+    let mut any = connect(s.addr(0)).await;
+
+    // The coordinator, found (and __transaction_state made) on the first ask.
+    let mut coordinator_node = -1;
+    for _ in 0..100 {
+        let found: FindCoordinatorResponse = call(
+            &mut any,
+            ApiKey::FindCoordinator,
+            4,
+            &FindCoordinatorRequest::default()
+                .with_key_type(1)
+                .with_coordinator_keys(vec![StrBytes::from_static_str("ledger-writer")]),
+        )
+        .await;
+        let c = &found.coordinators[0];
+        if c.error_code == 0 {
+            coordinator_node = c.node_id.0;
+            break;
+        }
+        assert_eq!(c.error_code, 15, "COORDINATOR_NOT_AVAILABLE while the topic is made");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(coordinator_node >= 0, "a coordinator for the transactional id");
+    assert!(s.cluster.metadata().topics.contains_key("__transaction_state"));
+    let mut coordinator = connect(s.addr(coordinator_node)).await;
+    let first = loop {
+        let r: InitProducerIdResponse = call(&mut coordinator, ApiKey::InitProducerId, 4, &init_txn(id)).await;
+        // Retriable while the coordinator loads its partition.
+        if ![14, 15, 16, 51].contains(&r.error_code) {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(first.error_code, 0);
+    let (pid, epoch) = (first.producer_id.0, first.producer_epoch);
+
+    let mut to_leader = connect(s.addr(leader)).await;
+    for (seq, value, commit) in [(0, "kept", true), (1, "dropped", false)] {
+        // CONCURRENT_TRANSACTIONS while the previous transaction's markers are written; the
+        // clients retry it.
+        let added = loop {
+            let added: AddPartitionsToTxnResponse = call(
+                &mut coordinator,
+                ApiKey::AddPartitionsToTxn,
+                3,
+                &add_partitions(id, pid, epoch, "ledger", 0),
+            )
+            .await;
+            let code = added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+            if code != 51 {
+                break code;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(added, 0, "AddPartitionsToTxn for {value}");
+        let produced: ProduceResponse = call(
+            &mut to_leader,
+            ApiKey::Produce,
+            9,
+            &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, seq, value))
+                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("ledger-writer")))),
+        )
+        .await;
+        assert_eq!(produced.responses[0].partition_responses[0].error_code, 0, "{value}");
+        let ended: EndTxnResponse = call(&mut coordinator, ApiKey::EndTxn, 3, &end_txn(id, pid, epoch, commit)).await;
+        assert_eq!(ended.error_code, 0, "EndTxn for {value}");
+    }
+
+    // Both markers are written once the coordinator completes; read_committed then reads to
+    // the end and drops the aborted record.
+    let mut values = Vec::new();
+    for _ in 0..100 {
+        let fetched: FetchResponse = call(
+            &mut to_leader,
+            ApiKey::Fetch,
+            12,
+            &fetch_request("ledger", 0, 0, 0).with_isolation_level(1),
+        )
+        .await;
+        let p = &fetched.responses[0].partitions[0];
+        if p.last_stable_offset == 4 {
+            let aborted: Vec<i64> = p
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|t| t.first_offset)
+                .collect();
+            assert_eq!(aborted, [2], "the aborted transaction's first offset");
+            values = records::decode(p.records.as_ref().expect("records"))
+                .expect("decodes")
+                .into_iter()
+                .filter(|r| !r.control && !aborted.contains(&r.offset))
+                .filter_map(|r| r.value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+                .collect();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        values,
+        ["kept"],
+        "kept, COMMIT, dropped, ABORT: read_committed keeps one record"
+    );
+
+    let described: DescribeTransactionsResponse = call(
+        &mut coordinator,
+        ApiKey::DescribeTransactions,
+        0,
+        &DescribeTransactionsRequest::default()
+            .with_transactional_ids(vec![TransactionalId(StrBytes::from_static_str("ledger-writer"))]),
+    )
+    .await;
+    let state = &described.transaction_states[0];
+    assert_eq!(state.error_code, 0);
+    assert_eq!(state.transaction_state.as_str(), "CompleteAbort");
+    assert_eq!((state.producer_id.0, state.producer_epoch), (pid, epoch));
+    let listed: ListTransactionsResponse = call(
+        &mut coordinator,
+        ApiKey::ListTransactions,
+        1,
+        &ListTransactionsRequest::default()
+            .with_state_filters(vec![
+                StrBytes::from_static_str("CompleteAbort"),
+                StrBytes::from_static_str("Bogus"),
+            ])
+            .with_duration_filter(-1),
+    )
+    .await;
+    let ids: Vec<&str> = listed
+        .transaction_states
+        .iter()
+        .map(|t| t.transactional_id.0.as_str())
+        .collect();
+    assert_eq!(ids, ["ledger-writer"]);
+    let unknown: Vec<&str> = listed.unknown_state_filters.iter().map(|s| s.as_str()).collect();
+    assert_eq!(unknown, ["Bogus"]);
+
+    // A new instance bumps the epoch; the old one is fenced.
+    let second: InitProducerIdResponse = call(&mut coordinator, ApiKey::InitProducerId, 4, &init_txn(id)).await;
+    assert_eq!(second.error_code, 0);
+    assert_eq!(second.producer_id.0, pid);
+    assert!(second.producer_epoch > epoch);
+    let fenced: AddPartitionsToTxnResponse = call(
+        &mut coordinator,
+        ApiKey::AddPartitionsToTxn,
+        3,
+        &add_partitions(id, pid, epoch, "ledger", 0),
+    )
+    .await;
+    assert_eq!(
+        fenced.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, 90,
+        "PRODUCER_FENCED"
+    );
+    let fenced_old: EndTxnResponse = call(&mut coordinator, ApiKey::EndTxn, 1, &end_txn(id, pid, epoch, true)).await;
+    assert_eq!(fenced_old.error_code, 47, "INVALID_PRODUCER_EPOCH for EndTxn v1");
+    // The partition has not seen the new epoch (no marker since), so only the leader's check
+    // with the coordinator (KIP-890) refuses the zombie's next transaction.
+    let zombie: ProduceResponse = call(
+        &mut to_leader,
+        ApiKey::Produce,
+        9,
+        &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, 2, "zombie"))
+            .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("ledger-writer")))),
+    )
+    .await;
+    assert_eq!(
+        zombie.responses[0].partition_responses[0].error_code, 47,
+        "INVALID_PRODUCER_EPOCH"
+    );
+    // Transactional records without a transactional id are refused, as Kafka refuses them.
+    let anonymous: ProduceResponse = call(
+        &mut to_leader,
+        ApiKey::Produce,
+        9,
+        &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, 2, "anonymous")),
+    )
+    .await;
+    assert_eq!(
+        anonymous.responses[0].partition_responses[0].error_code, 53,
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    );
     s.stop().await;
 }

@@ -207,7 +207,12 @@ impl TransactionalProducer {
                 let bytes = bytes.clone();
                 let tp = tp_owned.clone();
                 async move {
-                    match p.cluster.produce(&tp, bytes, Acks::All, REQUEST_TIMEOUT).await {
+                    let id = &p.config.transactional_id;
+                    match p
+                        .cluster
+                        .produce_transactional(&tp, bytes, id, Acks::All, REQUEST_TIMEOUT)
+                        .await
+                    {
                         Ok(offset) => Step::Done(offset),
                         Err(e) if fenced(e) => Step::Fail(TxnError::Fenced(e)),
                         Err(e) if e.is_retriable() => Step::Retry(e),

@@ -18,7 +18,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::ClusterConfig;
 use super::configs;
-use super::controller::{Controller, ControllerError, MetadataImage};
+use super::controller::{Controller, ControllerError, MetadataImage, NO_LEADER};
 use super::events::{EventBus, EventKind};
 use super::group::{self, CommittedOffset, GroupCoordinator, OFFSETS_TOPIC};
 use super::network::{Envelope, NetError, Network, NodeId};
@@ -259,7 +259,11 @@ impl Broker {
                 mut records,
                 acks,
                 timeout_ms,
-            } => self.handle_produce(tp, ticket, &mut records, acks, timeout_ms).await,
+                transactional_id,
+            } => {
+                self.handle_produce(tp, ticket, &mut records, acks, timeout_ms, transactional_id.as_deref())
+                    .await
+            }
             Request::Fetch(req) => self.handle_fetch(req).await,
             Request::ListOffsets { tp, spec, isolation } => self.handle_list_offsets(&tp, spec, isolation),
             Request::WriteTxnMarker {
@@ -295,11 +299,17 @@ impl Broker {
         records: &mut [u8],
         acks: Acks,
         timeout_ms: u64,
+        transactional_id: Option<&str>,
     ) -> Response {
         let reply = |error, base_offset| Response::Produce { error, base_offset };
         let Some(ticket) = ticket else {
             return reply(self.unknown_or_not_leader(&tp), -1);
         };
+        if let Some(id) = transactional_id
+            && let Some(error) = self.verify_transaction(ticket.partition(), id, records).await
+        {
+            return reply(error, -1);
+        }
         ticket.turn().await;
         let partition = Arc::clone(ticket.partition());
         let mut progress = partition.subscribe();
@@ -339,6 +349,67 @@ impl Broker {
             });
         }
         reply(error, info.first_offset)
+    }
+
+    /// KIP-890's verification (on by default since Kafka 3.6): before the first batch of a
+    /// producer's transaction on this partition, the leader asks the transaction's coordinator
+    /// whether the partition was added to it at this epoch, so that a fenced zombie or a
+    /// producer that skipped AddPartitionsToTxn cannot leave a transaction no coordinator will
+    /// end. The error to answer, or `None` to append. Coordinator trouble answers
+    /// NOT_ENOUGH_REPLICAS, which every producer retries, as Kafka's `ReplicaManager` does.
+    async fn verify_transaction(
+        &self,
+        partition: &Partition,
+        transactional_id: &str,
+        records: &[u8],
+    ) -> Option<ErrorCode> {
+        // Bad framing is refused by the append itself.
+        let header = crate::storage::batch::BatchHeader::parse(records).ok()?;
+        if header.attributes & 0x10 == 0 || header.producer_id < 0 {
+            return None;
+        }
+        if partition.log.ongoing_transaction_of(header.producer_id).is_some() {
+            return None;
+        }
+        let index = txn::partition_for_txn(transactional_id, self.ctx.config.transaction_state_partitions);
+        let coordinator = self
+            .ctx
+            .controller
+            .image()
+            .partition(&TopicPartition::new(TXN_STATE_TOPIC, index))
+            .map(|p| p.leader)
+            .filter(|leader| *leader != NO_LEADER);
+        let Some(coordinator) = coordinator else {
+            return Some(ErrorCode::NotEnoughReplicas);
+        };
+        let request = Request::Txn(TxnRequest::Verify {
+            transactional_id: transactional_id.to_string(),
+            producer_id: header.producer_id,
+            producer_epoch: header.producer_epoch,
+            tp: partition.tp.clone(),
+        });
+        let answer = self
+            .ctx
+            .network
+            .call(
+                NodeId::Broker(self.id),
+                NodeId::Broker(coordinator),
+                request,
+                REQUEST_SLACK,
+            )
+            .await;
+        match answer {
+            Ok(Response::Txn(TxnResponse::Verify(error))) => match error {
+                ErrorCode::None => None,
+                ErrorCode::ProducerFenced => Some(ErrorCode::InvalidProducerEpoch),
+                ErrorCode::ConcurrentTransactions
+                | ErrorCode::CoordinatorLoadInProgress
+                | ErrorCode::CoordinatorNotAvailable
+                | ErrorCode::NotCoordinator => Some(ErrorCode::NotEnoughReplicas),
+                other => Some(other),
+            },
+            _ => Some(ErrorCode::NotEnoughReplicas),
+        }
     }
 
     /// WriteTxnMarkers for one partition: the marker is appended by the leader and answered

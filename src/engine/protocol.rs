@@ -187,6 +187,9 @@ pub enum Request {
         records: Vec<u8>,
         acks: Acks,
         timeout_ms: u64,
+        /// The producer's `transactional.id`: the leader verifies a transaction's first batch
+        /// with its coordinator (KIP-890).
+        transactional_id: Option<String>,
     },
     Fetch(FetchRequest),
     ListOffsets {

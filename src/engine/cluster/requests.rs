@@ -59,11 +59,40 @@ impl Cluster {
         acks: Acks,
         timeout: Duration,
     ) -> ProduceOutcome {
+        self.produce_as(broker, tp, records, None, acks, timeout).await
+    }
+
+    /// Produces a transactional producer's batch to the partition's leader, which verifies the
+    /// transaction's first batch with the coordinator of `transactional_id` (KIP-890).
+    pub async fn produce_transactional(
+        &self,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        transactional_id: &str,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
+        let leader = self.leader_of(tp)?;
+        self.produce_as(leader, tp, records, Some(transactional_id.to_string()), acks, timeout)
+            .await
+    }
+
+    /// Produces straight to one broker, with the producer's transactional id if it has one.
+    pub async fn produce_as(
+        &self,
+        broker: BrokerId,
+        tp: &TopicPartition,
+        records: Vec<u8>,
+        transactional_id: Option<String>,
+        acks: Acks,
+        timeout: Duration,
+    ) -> ProduceOutcome {
         let request = Request::Produce {
             tp: tp.clone(),
             records,
             acks,
             timeout_ms: timeout.as_millis() as u64,
+            transactional_id,
         };
         match self.call(broker, request, timeout + Duration::from_secs(1)).await? {
             Response::Produce {

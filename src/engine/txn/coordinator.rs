@@ -430,6 +430,15 @@ impl TxnCoordinator {
             TxnRequest::Describe { transactional_id } => {
                 (TxnResponse::Describe(self.describe(&transactional_id)), None)
             }
+            TxnRequest::Verify {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                tp,
+            } => (
+                TxnResponse::Verify(self.verify(&transactional_id, producer_id, producer_epoch, &tp)),
+                None,
+            ),
             TxnRequest::List { states, producer_ids } => (TxnResponse::List(self.list(&states, &producer_ids)), None),
         }
     }
@@ -697,6 +706,34 @@ impl TxnCoordinator {
         match self.finish_write(id, epoch, write).await {
             ErrorCode::None => (ErrorCode::None, Some(self.job(id, &transit, epoch, Completion::Client))),
             error => (error, None),
+        }
+    }
+
+    /// Kafka's `handleVerifyPartitionsInTransaction`: the partition must be in the id's
+    /// transaction under this producer id and epoch. A partition not added answers
+    /// INVALID_TXN_STATE (TRANSACTION_ABORTABLE before clients knew it).
+    fn verify(&self, id: &str, producer_id: i64, producer_epoch: i16, tp: &TopicPartition) -> ErrorCode {
+        if id.is_empty() {
+            return ErrorCode::InvalidRequest;
+        }
+        let state = self.lock();
+        if let Err(e) = self.check(&state, id) {
+            return e;
+        }
+        let Some(entry) = state.txns.get(id) else {
+            return ErrorCode::InvalidProducerIdMapping;
+        };
+        let m = &entry.meta;
+        if m.producer_id != producer_id {
+            ErrorCode::InvalidProducerIdMapping
+        } else if m.producer_epoch != producer_epoch {
+            ErrorCode::ProducerFenced
+        } else if matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
+            ErrorCode::ConcurrentTransactions
+        } else if m.partitions.contains(tp) {
+            ErrorCode::None
+        } else {
+            ErrorCode::InvalidTxnState
         }
     }
 

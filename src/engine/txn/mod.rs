@@ -152,6 +152,15 @@ pub enum TxnRequest {
     },
     /// DescribeTransactions, for one id.
     Describe { transactional_id: String },
+    /// KIP-890 (Kafka 3.6+, `transaction.partition.verification.enable`): a partition leader
+    /// asks, before the first transactional batch of a producer's transaction, whether the
+    /// partition is in that transaction at that epoch (AddPartitionsToTxn v4 verify-only).
+    Verify {
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        tp: TopicPartition,
+    },
     /// ListTransactions on this coordinator; empty filters match everything.
     List {
         states: Vec<TxnState>,
@@ -167,5 +176,6 @@ pub enum TxnResponse {
     AddOffsets(ErrorCode),
     EndTxn(ErrorCode),
     Describe(Result<TransactionDescription, ErrorCode>),
+    Verify(ErrorCode),
     List(Vec<TransactionListing>),
 }

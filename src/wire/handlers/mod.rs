@@ -70,6 +70,7 @@ pub mod codes {
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_CONFIG: i16 = 40;
     pub const INVALID_REQUEST: i16 = 42;
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
 }
 

@@ -57,6 +57,11 @@ pub async fn produce(
             let records = p.records.clone();
             let cluster = ctx.cluster.clone();
             let broker = ctx.broker;
+            let transactional_id = request
+                .transactional_id
+                .as_ref()
+                .map(|id| id.0.to_string())
+                .filter(|id| !id.is_empty());
             let mut call = Box::pin(async move {
                 let Some(acks) = acks else {
                     return Ok(Err(codes::INVALID_REQUIRED_ACKS));
@@ -64,6 +69,11 @@ pub async fn produce(
                 let Some(records) = records.filter(|r| !r.is_empty()) else {
                     return Ok(Err(codes::CORRUPT_MESSAGE));
                 };
+                // Kafka's KafkaApis: transactional records need the producer's transactional
+                // id (the leader checks it with the coordinator), else the request is refused.
+                if transactional_id.is_none() && is_transactional(&records) {
+                    return Ok(Err(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
+                }
                 let records = if version < 3 {
                     match legacy::to_batch(&records) {
                         Ok(batch) => batch.to_vec(),
@@ -75,7 +85,9 @@ pub async fn produce(
                 } else {
                     records.to_vec()
                 };
-                let outcome = cluster.produce_to(broker, &tp, records, acks, timeout).await;
+                let outcome = cluster
+                    .produce_as(broker, &tp, records, transactional_id, acks, timeout)
+                    .await;
                 reached(outcome).map(|appended| appended.map_err(ErrorCode::code))
             });
             let first = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
@@ -119,6 +131,11 @@ pub async fn produce(
         }
     }
     Ok((request.acks != 0).then(|| ProduceResponse::default().with_responses(responses)))
+}
+
+/// Whether the first batch of a v2 record set has the transactional attribute (bit 4).
+fn is_transactional(records: &[u8]) -> bool {
+    crate::storage::batch::BatchHeader::parse(records).is_ok_and(|h| h.attributes & 0x10 != 0)
 }
 
 /// Kafka's words for a refusal whose code alone would leave the client guessing: a keyless
