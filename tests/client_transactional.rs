@@ -235,8 +235,8 @@ async fn a_transaction_survives_the_kill_of_its_coordinator() {
     let moved = cluster.find_txn_coordinator("survivor").await.expect("a coordinator");
     assert_ne!(moved, coordinator);
     let read = read(&cluster, "orders", 3, IsolationLevel::ReadCommitted).await;
-    for p in 0..3 {
-        assert_eq!(read[p], vec![format!("before-{p}-0"), format!("before-{p}-1")]);
+    for (p, values) in read.iter().enumerate() {
+        assert_eq!(values, &[format!("before-{p}-0"), format!("before-{p}-1")]);
     }
     cluster.shutdown().await;
 }
