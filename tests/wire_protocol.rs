@@ -6,11 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::compression::{Compressor, Gzip, Zstd};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use kdeck::storage::legacy;
 use kdeck::storage::records::{self, Compression};
 use kdeck::wire::{WireConfig, WireError, WireServer, versions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -1525,5 +1527,156 @@ async fn topics_have_ids_that_metadata_and_delete_topics_take() {
     assert_eq!(deleted.responses[0].error_code, 0);
     assert!(!s.cluster.metadata().topics.contains_key("with-id"));
     assert!(s.cluster.metadata().topics.contains_key("other"));
+    s.stop().await;
+}
+
+/// `chunk_len` zeros compressed once and repeated `copies` times: concatenated gzip members or
+/// zstd frames, which decoders read on (as Java's `GZIPInputStream` and zstd-jni do). A
+/// payload of `chunk_len * copies` bytes in about a thousandth (gzip) or far less (zstd).
+fn bomb(compression: Compression, chunk_len: usize, copies: usize) -> Vec<u8> {
+    let chunk = vec![0u8; chunk_len];
+    let mut member = BytesMut::new();
+    let put = |b: &mut BytesMut| {
+        b.extend_from_slice(&chunk);
+        Ok(())
+    };
+    match compression {
+        Compression::Gzip => Gzip::compress(&mut member, put),
+        Compression::Zstd => Zstd::compress(&mut member, put),
+        other => panic!("no bomb of {other:?} here"),
+    }
+    .expect("compresses");
+    member.repeat(copies)
+}
+
+/// A v2 batch whose header says `count` records and whose records are `blob`, compressed
+/// with `compression`: a producer's batch with a payload of the test's choosing.
+fn batch_with_records(compression: Compression, count: i32, blob: &[u8]) -> Bytes {
+    let one = records::record(0, 1_000, Some(Bytes::from("k")), Some(Bytes::from("v")));
+    let mut b = records::encode_batch(&[one], compression)
+        .expect("batch encodes")
+        .to_vec();
+    b.truncate(61);
+    b.extend_from_slice(blob);
+    let length = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&length.to_be_bytes());
+    b[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    b[57..61].copy_from_slice(&count.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
+/// The most memory this test process has held (VmHWM), where Linux tells.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+async fn produce_code(stream: &mut TcpStream, version: i16, topic: &str, records: Bytes) -> i16 {
+    let response: ProduceResponse = call(
+        stream,
+        ApiKey::Produce,
+        version,
+        &produce_request(topic, 0, -1, records),
+    )
+    .await;
+    response.responses[0].partition_responses[0].error_code
+}
+
+/// Compressed batches are unpacked streaming and refused past 64 MiB (RECORD_LIST_TOO_LARGE)
+/// on every produce path: a v2 batch (the leader's validation), a compacted topic's batch
+/// (the keyless-record check) and a Produce v2 message set (the legacy conversion). Each bomb
+/// here would unpack to most of a gigabyte or more; the broker stays small and keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decompression_bombs_are_refused_and_the_broker_keeps_serving() {
+    let s = setup(free_ports()).await;
+    let leader = s.topic("plain", 1).await;
+    s.cluster
+        .create_topic(
+            "profiles",
+            TopicConfig::new(1, 3).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
+        )
+        .await
+        .expect("topic created");
+    let tp = TopicPartition::new("profiles", 0);
+    let snapshot = s
+        .cluster
+        .wait_for(Duration::from_secs(10), |v| {
+            v.partition(&tp)
+                .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
+        })
+        .await
+        .expect("a leader");
+    let compacted_leader = snapshot.partition(&tp).and_then(|p| p.leader).expect("leader");
+    let mut stream = connect(s.addr(leader)).await;
+
+    // 768 MiB of gzip in a batch under the default max.message.bytes (1 MiB).
+    let gzip = batch_with_records(Compression::Gzip, 1, &bomb(Compression::Gzip, 16 << 20, 48));
+    assert!(gzip.len() < 1_048_588, "{} bytes", gzip.len());
+    assert_eq!(
+        produce_code(&mut stream, 9, "plain", gzip).await,
+        18,
+        "RECORD_LIST_TOO_LARGE"
+    );
+
+    // 2 GiB of zstd in a few kilobytes, to a compacted topic: its keyless check reads records.
+    let zstd = batch_with_records(Compression::Zstd, 1, &bomb(Compression::Zstd, 16 << 20, 128));
+    let mut compacted = connect(s.addr(compacted_leader)).await;
+    assert_eq!(produce_code(&mut compacted, 9, "profiles", zstd).await, 18);
+
+    // 2 GiB of gzip in a Produce v2 message set (format v1), converted before the log.
+    let mut set = BytesMut::new();
+    legacy::write_wrapper(
+        &mut set,
+        legacy::MAGIC_V1,
+        1,
+        0,
+        1_000,
+        &bomb(Compression::Gzip, 16 << 20, 128),
+    );
+    assert_eq!(produce_code(&mut stream, 2, "plain", set.freeze()).await, 18);
+
+    // Kafka's record iterator: a batch holds exactly the records its header counts.
+    let two = [
+        records::record(0, 1_000, Some(Bytes::from("a")), Some(Bytes::from("1"))),
+        records::record(1, 1_000, Some(Bytes::from("b")), Some(Bytes::from("2"))),
+    ];
+    let whole = records::encode_batch(&two, Compression::Gzip).expect("batch encodes");
+    for count in [1, 3] {
+        let miscounted = batch_with_records(Compression::Gzip, count, &whole[61..]);
+        assert_eq!(
+            produce_code(&mut stream, 9, "plain", miscounted).await,
+            2,
+            "CORRUPT_MESSAGE for a header counting {count} of 2 records"
+        );
+    }
+
+    // The same connection, and a new one, still produce and fetch.
+    let keyed = records::encode_batch(&two, Compression::Gzip)
+        .expect("batch encodes")
+        .freeze();
+    assert_eq!(produce_code(&mut stream, 9, "plain", keyed.clone()).await, 0);
+    assert_eq!(produce_code(&mut compacted, 9, "profiles", keyed).await, 0);
+    let mut fresh = connect(s.addr(leader)).await;
+    let fetched: FetchResponse = call(&mut fresh, ApiKey::Fetch, 12, &fetch_request("plain", 0, 0, 0)).await;
+    let p = &fetched.responses[0].partitions[0];
+    assert_eq!((p.error_code, p.high_watermark), (0, 2));
+    let values: Vec<_> = records::decode(&p.records.clone().unwrap_or_default())
+        .expect("decodes")
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, vec![Some(Bytes::from("1")), Some(Bytes::from("2"))]);
+
+    if let Some(peak) = peak_rss_bytes() {
+        assert!(
+            peak < 1 << 30,
+            "the bombs stayed compressed: peak RSS {} MiB",
+            peak >> 20
+        );
+    }
     s.stop().await;
 }
