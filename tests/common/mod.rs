@@ -75,3 +75,4 @@ pub fn scratch_dir() -> tempfile::TempDir {
 }
 
 pub mod engine;
+pub mod wire;
