@@ -8,19 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{FixedOffset, Utc};
-use kdeck::cli::ClusterArgs;
 use kdeck::config::{ConsoleConfig, KdeckConfig};
-use kdeck::embedded::Embedded;
 use kdeck::remote::ops::{self, OutRecord};
 use kdeck::remote::source::{RemoteSource, SourceOptions};
-use kdeck::remote::{ClientSettings, KafkaClient, RemoteConfig};
 use kdeck::tui::action::Action;
 use kdeck::tui::app::App;
 use kdeck::tui::keymap::Keymap;
 use kdeck::tui::theme::Theme;
 use kdeck::tui::{Console, Pane};
-use kdeck::view::{ClusterSource, ClusterView, Command, CommandOutcome, SeekPosition};
+use kdeck::view::{ClusterSource, ClusterView, Command, SeekPosition};
 use tokio::sync::mpsc;
+
+mod common;
+use common::listeners::{bootstrap, connect, embedded, run};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 const TOPIC: &str = "orders";
@@ -75,26 +75,6 @@ fn in_time_order() -> Vec<Row> {
         .collect();
     all.sort();
     all.into_iter().map(|(_, p, k)| row(p, k)).collect()
-}
-
-async fn connect(bootstrap: &str) -> KafkaClient {
-    let config = RemoteConfig {
-        bootstrap: bootstrap.into(),
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 5_000,
-        ..RemoteConfig::default()
-    };
-    let settings = ClientSettings::from_config(&config).expect("valid settings");
-    KafkaClient::connect(settings).await.expect("the cluster answers")
-}
-
-async fn run(source: &dyn ClusterSource, command: Command) -> CommandOutcome {
-    let (tx, mut outcomes) = mpsc::unbounded_channel();
-    source.submit(command, tx);
-    tokio::time::timeout(PATIENCE, outcomes.recv())
-        .await
-        .expect("an outcome in time")
-        .expect("an outcome")
 }
 
 /// The first view in which `orders` has a leader for each partition.
@@ -233,15 +213,7 @@ async fn browse(source: Arc<dyn ClusterSource>) -> Pages {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_and_the_remote_source_browse_alike_in_time_order() {
-    let mut config = KdeckConfig::default();
-    config.wire.base_port = 0;
-    let args = ClusterArgs {
-        ephemeral: true,
-        no_demo: true,
-        brokers: Some(3),
-        ..ClusterArgs::default()
-    };
-    let embedded = Arc::new(Embedded::start(&config, &args).await.expect("the cluster starts"));
+    let embedded = Arc::new(embedded().await);
     let created = run(
         embedded.as_ref(),
         Command::CreateTopic {
@@ -253,8 +225,7 @@ async fn the_embedded_and_the_remote_source_browse_alike_in_time_order() {
     )
     .await;
     assert!(created.result.is_ok(), "{created:?}");
-    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
-    let client = connect(&bootstrap.join(",")).await;
+    let client = connect(&bootstrap(&embedded)).await;
     // Recent, or retention would take the records while the test runs.
     let base = Utc::now().timestamp_millis() - 60_000;
     for (partition, records) in data_set(base) {

@@ -19,10 +19,9 @@ use kafka_protocol::messages::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use kdeck::engine::TopicPartition;
 use kdeck::remote::connection::Connection;
 use kdeck::remote::{BrokerAddress, ClientSettings, KafkaClient, RemoteConfig, RemoteError, Target};
-use kdeck::wire::{WireConfig, WireServer};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256, Sha512};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,78 +29,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
-struct Setup {
-    _dir: tempfile::TempDir,
-    cluster: Cluster,
-    server: WireServer,
-}
-
-async fn setup() -> Setup {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: dir.path().to_path_buf(),
-        brokers: 3,
-        ..ClusterConfig::default()
-    })
-    .await
-    .expect("cluster starts");
-    let server = WireServer::start(
-        cluster.clone(),
-        WireConfig {
-            base_port: 0,
-            ..WireConfig::default()
-        },
-    )
-    .await
-    .expect("listeners open");
-    Setup {
-        _dir: dir,
-        cluster,
-        server,
-    }
-}
-
-impl Setup {
-    fn addr(&self, broker: i32) -> SocketAddr {
-        self.server
-            .listeners()
-            .into_iter()
-            .find(|l| l.broker == broker)
-            .expect("a listener for the broker")
-            .addr
-    }
-
-    fn bootstrap(&self) -> String {
-        self.server
-            .listeners()
-            .iter()
-            .map(|l| l.addr.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// Creates `name` and waits until every partition has a leader and a high watermark.
-    async fn topic(&self, name: &str, partitions: i32) {
-        self.cluster
-            .create_topic(name, TopicConfig::new(partitions, 3))
-            .await
-            .expect("topic created");
-        self.cluster
-            .wait_for(PATIENCE, |s| {
-                (0..partitions).all(|p| {
-                    s.partition(&TopicPartition::new(name, p))
-                        .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some() && p.isr.len() == 3)
-                })
-            })
-            .await
-            .expect("partitions have leaders");
-    }
-
-    async fn stop(self) {
-        self.server.shutdown();
-        self.cluster.shutdown().await;
-    }
-}
+mod common;
+use common::wire::setup;
 
 fn settings(bootstrap: &str) -> ClientSettings {
     ClientSettings::from_config(&RemoteConfig {

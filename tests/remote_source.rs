@@ -10,32 +10,20 @@ use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kdeck::cli::ClusterArgs;
 use kdeck::client::consumer::{Consumer, ConsumerConfig};
-use kdeck::config::KdeckConfig;
-use kdeck::embedded::Embedded;
 use kdeck::engine::TopicPartition;
+use kdeck::remote::KafkaClient;
 use kdeck::remote::ops::{self, OutRecord};
 use kdeck::remote::source::{RemoteSource, SourceOptions};
-use kdeck::remote::{ClientSettings, KafkaClient, RemoteConfig};
 use kdeck::view::{
-    BrokerStatus, ClusterSource, ClusterView, Command, CommandOutcome, ConfigTarget, ProduceRequest, ReplicaRole,
-    SeekPosition, TailBuffer, TailMode, TailSpec,
+    BrokerStatus, ClusterSource, ClusterView, Command, ConfigTarget, ProduceRequest, ReplicaRole, SeekPosition,
+    TailBuffer, TailMode, TailSpec,
 };
-use tokio::sync::mpsc;
+
+mod common;
+use common::listeners::{bootstrap, connect, embedded, run};
 
 const PATIENCE: Duration = Duration::from_secs(60);
-
-async fn connect(bootstrap: &str) -> KafkaClient {
-    let config = RemoteConfig {
-        bootstrap: bootstrap.into(),
-        connect_timeout_ms: 2_000,
-        request_timeout_ms: 5_000,
-        ..RemoteConfig::default()
-    };
-    let settings = ClientSettings::from_config(&config).expect("valid settings");
-    KafkaClient::connect(settings).await.expect("the cluster answers")
-}
 
 /// Refreshes faster than a console would (the console's minimum is a second): tests wait on
 /// conditions, and quicker rounds meet them sooner.
@@ -74,15 +62,6 @@ async fn wait_view(
         Ok(view) => view,
         Err(_) => panic!("timed out waiting for {what}: {last}"),
     }
-}
-
-async fn run(source: &dyn ClusterSource, command: Command) -> CommandOutcome {
-    let (tx, mut outcomes) = mpsc::unbounded_channel();
-    source.submit(command, tx);
-    tokio::time::timeout(PATIENCE, outcomes.recv())
-        .await
-        .expect("an outcome in time")
-        .expect("an outcome")
 }
 
 async fn ok(source: &dyn ClusterSource, command: Command) -> String {
@@ -205,15 +184,7 @@ fn same_cluster(embedded: &ClusterView, remote: &ClusterView) -> Result<(), Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_remote_view_matches_the_embedded_one() {
-    let mut config = KdeckConfig::default();
-    config.wire.base_port = 0;
-    let args = ClusterArgs {
-        ephemeral: true,
-        no_demo: true,
-        brokers: Some(3),
-        ..ClusterArgs::default()
-    };
-    let embedded = Embedded::start(&config, &args).await.expect("the cluster starts");
+    let embedded = embedded().await;
     ok(
         &embedded,
         Command::CreateTopic {
@@ -244,8 +215,7 @@ async fn the_remote_view_matches_the_embedded_one() {
         .expect("offsets committed");
     consumer.close().await;
 
-    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
-    let remote = attach(connect(&bootstrap.join(",")).await);
+    let remote = attach(connect(&bootstrap(&embedded)).await);
     let mut embedded_views = embedded.views();
     let deadline = tokio::time::Instant::now() + PATIENCE;
     let mut last = String::new();
@@ -561,17 +531,8 @@ fn tail_offsets(buffer: &TailBuffer) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_window_reads_from_its_offset_and_a_search_finds_the_matches() {
-    let mut config = KdeckConfig::default();
-    config.wire.base_port = 0;
-    let args = ClusterArgs {
-        ephemeral: true,
-        no_demo: true,
-        brokers: Some(3),
-        ..ClusterArgs::default()
-    };
-    let embedded = Embedded::start(&config, &args).await.expect("the cluster starts");
-    let bootstrap: Vec<String> = embedded.wire_listeners().iter().map(|l| l.addr.to_string()).collect();
-    let client = connect(&bootstrap.join(",")).await;
+    let embedded = embedded().await;
+    let client = connect(&bootstrap(&embedded)).await;
     let remote = attach(client.clone());
     ok(
         &remote,

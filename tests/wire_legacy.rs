@@ -3,10 +3,9 @@
 //! CreateTopics v0-1, DeleteTopics v0, OffsetCommit/OffsetFetch v0-1, DescribeConfigs v0,
 //! spoken by the vendored `kafka-protocol` crate as a client.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::compression::{Compressor, Gzip};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -16,119 +15,14 @@ use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartiti
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use kafka_protocol::protocol::StrBytes;
+use kdeck::engine::{TopicConfig, TopicPartition};
 use kdeck::storage::legacy::{self, LegacyMessage, MAGIC_V0, MAGIC_V1, NO_TIMESTAMP};
 use kdeck::storage::records::{self, Compression};
-use kdeck::wire::{WireConfig, WireServer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Setup {
-    _dir: tempfile::TempDir,
-    cluster: Cluster,
-    server: WireServer,
-}
-
-async fn setup() -> Setup {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: dir.path().to_path_buf(),
-        brokers: 3,
-        ..ClusterConfig::default()
-    })
-    .await
-    .expect("cluster starts");
-    let server = WireServer::start(
-        cluster.clone(),
-        WireConfig {
-            base_port: 0,
-            ..WireConfig::default()
-        },
-    )
-    .await
-    .expect("listeners open");
-    Setup {
-        _dir: dir,
-        cluster,
-        server,
-    }
-}
-
-impl Setup {
-    fn addr(&self, broker: i32) -> SocketAddr {
-        self.server
-            .listeners()
-            .into_iter()
-            .find(|l| l.broker == broker)
-            .expect("a listener for the broker")
-            .addr
-    }
-
-    /// Creates `name` with one partition and returns its leader once the partition has one.
-    async fn topic(&self, name: &str) -> i32 {
-        self.cluster
-            .create_topic(name, TopicConfig::new(1, 3))
-            .await
-            .expect("topic created");
-        self.leader(name).await
-    }
-
-    async fn leader(&self, name: &str) -> i32 {
-        let tp = TopicPartition::new(name, 0);
-        let snapshot = self
-            .cluster
-            .wait_for(Duration::from_secs(10), |s| {
-                s.partition(&tp)
-                    .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
-            })
-            .await
-            .expect("partition 0 has a leader");
-        snapshot.partition(&tp).and_then(|p| p.leader).expect("leader")
-    }
-
-    async fn stop(self) {
-        self.server.shutdown();
-        self.cluster.shutdown().await;
-    }
-}
-
-/// Sends one request and decodes its response.
-async fn call<S, Req, Resp>(stream: &mut S, api: ApiKey, version: i16, request: &Req) -> Resp
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    Req: Encodable + HeaderVersion,
-    Resp: Decodable + HeaderVersion,
-{
-    let mut body = BytesMut::new();
-    RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(42)
-        .with_client_id(Some(StrBytes::from_static_str("old-client")))
-        .encode(&mut body, Req::header_version(version))
-        .expect("header encodes");
-    request.encode(&mut body, version).expect("request encodes");
-    stream.write_i32(body.len() as i32).await.expect("sent");
-    stream.write_all(&body).await.expect("sent");
-    let length = stream.read_i32().await.expect("a response (the connection stays open)");
-    let mut payload = vec![0u8; length as usize];
-    stream.read_exact(&mut payload).await.expect("the whole response");
-    let mut payload = Bytes::from(payload);
-    let header = ResponseHeader::decode(&mut payload, Resp::header_version(version)).expect("response header");
-    assert_eq!(header.correlation_id, 42);
-    let response = Resp::decode(&mut payload, version).expect("response decodes");
-    assert!(!payload.has_remaining(), "{api:?} v{version}: the whole answer is read");
-    response
-}
-
-async fn connect(addr: SocketAddr) -> TcpStream {
-    TcpStream::connect(addr).await.expect("connects")
-}
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_string()))
-}
+mod common;
+use common::wire::{call, connect, setup, topic_name as name};
 
 /// Uncompressed messages of format `magic`, offsets 0.., with `timestamp`.
 fn message_set(magic: i8, timestamp: i64, values: &[&str]) -> BytesMut {
@@ -233,7 +127,7 @@ fn summary(messages: &[LegacyMessage]) -> Vec<(i64, i8, i64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_producers_message_sets_are_stored_as_batches_and_old_consumers_read_them_down_converted() {
     let s = setup().await;
-    let leader = s.topic("legacy").await;
+    let leader = s.topic("legacy", 1).await;
     let mut stream = connect(s.addr(leader)).await;
 
     // Produce v0 and v1 carry magic 0 (kafka-python api_version 0.9), v2 magic 1 (0.10).
@@ -358,7 +252,7 @@ async fn old_producers_message_sets_are_stored_as_batches_and_old_consumers_read
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_message_set_is_refused_with_corrupt_message_and_the_connection_stays() {
     let s = setup().await;
-    let leader = s.topic("legacy").await;
+    let leader = s.topic("legacy", 1).await;
     let mut stream = connect(s.addr(leader)).await;
     let mut flipped = message_set(MAGIC_V1, 1_000, &["hello"]);
     let last = flipped.len() - 1;
@@ -404,7 +298,7 @@ async fn list_offsets_v0(stream: &mut TcpStream, topic: &str, timestamp: i64, ma
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_offsets_v0_answers_the_earliest_and_latest_offsets_as_a_list() {
     let s = setup().await;
-    let leader = s.topic("lag").await;
+    let leader = s.topic("lag", 1).await;
     let mut stream = connect(s.addr(leader)).await;
     assert_eq!(
         produce_at(
@@ -478,7 +372,7 @@ async fn create_topics_v0_and_v1_create_and_validate_and_delete_topics_v0_delete
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offset_commit_and_fetch_v0_and_v1_keep_a_groups_offsets() {
     let s = setup().await;
-    s.topic("orders").await;
+    s.topic("orders", 1).await;
     let group = GroupId(StrBytes::from_static_str("old-consumers"));
     let mut any = connect(s.addr(0)).await;
     let coordinator = loop {

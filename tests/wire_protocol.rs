@@ -6,132 +6,20 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::compression::{Compressor, Gzip, Zstd};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
 use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
+use kdeck::storage::legacy;
 use kdeck::storage::records::{self, Compression};
 use kdeck::wire::{WireConfig, WireError, WireServer, versions};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Setup {
-    _dir: tempfile::TempDir,
-    cluster: Cluster,
-    server: WireServer,
-}
-
-async fn setup(wire: WireConfig) -> Setup {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::start(ClusterConfig {
-        data_dir: dir.path().to_path_buf(),
-        brokers: 3,
-        ..ClusterConfig::default()
-    })
-    .await
-    .expect("cluster starts");
-    let server = WireServer::start(cluster.clone(), wire).await.expect("listeners open");
-    Setup {
-        _dir: dir,
-        cluster,
-        server,
-    }
-}
-
-fn free_ports() -> WireConfig {
-    WireConfig {
-        base_port: 0,
-        ..WireConfig::default()
-    }
-}
-
-impl Setup {
-    fn addr(&self, broker: i32) -> SocketAddr {
-        self.server
-            .listeners()
-            .into_iter()
-            .find(|l| l.broker == broker)
-            .expect("a listener for the broker")
-            .addr
-    }
-
-    async fn topic(&self, name: &str, partitions: i32) -> i32 {
-        self.cluster
-            .create_topic(name, TopicConfig::new(partitions, 3))
-            .await
-            .expect("topic created");
-        let tp = TopicPartition::new(name, 0);
-        let snapshot = self
-            .cluster
-            .wait_for(Duration::from_secs(10), |s| {
-                s.partition(&tp)
-                    .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
-            })
-            .await
-            .expect("partition 0 has a leader");
-        snapshot.partition(&tp).and_then(|p| p.leader).expect("leader")
-    }
-
-    async fn stop(self) {
-        self.server.shutdown();
-        self.cluster.shutdown().await;
-    }
-}
-
-/// Encodes a request frame.
-fn frame<R: Encodable + HeaderVersion>(api: ApiKey, version: i16, correlation_id: i32, request: &R) -> Bytes {
-    let mut body = BytesMut::new();
-    RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("wire-test")))
-        .encode(&mut body, R::header_version(version))
-        .expect("header encodes");
-    request.encode(&mut body, version).expect("request encodes");
-    let mut out = BytesMut::new();
-    out.put_i32(body.len() as i32);
-    out.extend_from_slice(&body);
-    out.freeze()
-}
-
-async fn read_response<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Bytes> {
-    let length = stream.read_i32().await.ok()?;
-    let mut payload = vec![0u8; length as usize];
-    stream.read_exact(&mut payload).await.ok()?;
-    Some(Bytes::from(payload))
-}
-
-/// Sends one request and decodes its response.
-async fn call<S, Req, Resp>(stream: &mut S, api: ApiKey, version: i16, request: &Req) -> Resp
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    Req: Encodable + HeaderVersion,
-    Resp: Decodable + HeaderVersion,
-{
-    stream
-        .write_all(&frame(api, version, 42, request))
-        .await
-        .expect("request sent");
-    let mut payload = read_response(stream).await.expect("a response");
-    let header = ResponseHeader::decode(&mut payload, Resp::header_version(version)).expect("response header");
-    assert_eq!(header.correlation_id, 42);
-    Resp::decode(&mut payload, version).expect("response decodes")
-}
-
-async fn connect(addr: SocketAddr) -> TcpStream {
-    TcpStream::connect(addr).await.expect("connects")
-}
-
-/// Whether the server closed the connection (read returns end of stream).
-async fn closed<S: AsyncRead + Unpin>(stream: &mut S) -> bool {
-    let mut byte = [0u8; 1];
-    matches!(
-        tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await,
-        Ok(Ok(0)) | Ok(Err(_))
-    )
-}
+mod common;
+use common::wire::{call, closed, connect, frame, free_ports, read_response, setup, setup_with, topic_name};
 
 fn batch(values: &[&str]) -> Bytes {
     let recs: Vec<_> = values
@@ -150,7 +38,7 @@ fn produce_request(topic: &str, partition: i32, acks: i16, records: Bytes) -> Pr
         .with_timeout_ms(10_000)
         .with_topic_data(vec![
             TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_name(topic_name(topic))
                 .with_partition_data(vec![
                     PartitionProduceData::default()
                         .with_index(partition)
@@ -167,7 +55,7 @@ fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> 
         .with_max_bytes(1 << 20)
         .with_topics(vec![
             FetchTopic::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_topic(topic_name(topic))
                 .with_partitions(vec![
                     FetchPartition::default()
                         .with_partition(partition)
@@ -195,7 +83,7 @@ fn txn_batch(pid: i64, seq: i32, value: &'static str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_committed_fetch_stops_at_the_last_stable_offset_and_lists_aborted_transactions() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("txns", 1).await;
     let tp = TopicPartition::new("txns", 0);
     let (aborting, _) = s.cluster.init_producer_id().await.expect("pid");
@@ -277,7 +165,7 @@ async fn read_committed_fetch_stops_at_the_last_stable_offset_and_lists_aborted_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_versions_advertises_our_table_and_answers_unknown_versions_in_v0() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let mut stream = connect(s.addr(0)).await;
     let response: ApiVersionsResponse = call(
         &mut stream,
@@ -325,7 +213,7 @@ async fn api_versions_advertises_our_table_and_answers_unknown_versions_in_v0() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_advertises_the_listeners_leaders_epochs_and_isr() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     s.topic("events", 3).await;
     let mut stream = connect(s.addr(1)).await;
     let all = MetadataRequest::default().with_topics(None);
@@ -376,7 +264,7 @@ async fn metadata_advertises_the_listeners_leaders_epochs_and_isr() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_listener_serves_as_its_broker() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("orders", 1).await;
     let follower = (leader + 1) % 3;
 
@@ -423,7 +311,7 @@ async fn each_listener_serves_as_its_broker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_waits_for_records_and_answers_when_they_are_committed() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("waiting", 1).await;
     let addr = s.addr(leader);
     let consumer = tokio::spawn(async move {
@@ -450,7 +338,7 @@ async fn a_fetch_waits_for_records_and_answers_when_they_are_committed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_zero_gets_no_answer_and_answers_keep_request_order() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("fire", 1).await;
     let mut stream = connect(s.addr(leader)).await;
     let mut pipelined = BytesMut::new();
@@ -504,7 +392,7 @@ fn idempotent_batch(id: i64, base: i32, count: usize) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_idempotent_batches_of_one_connection_are_appended_in_the_order_sent() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("sequenced", 6).await;
     let snapshot = s
         .cluster
@@ -590,7 +478,7 @@ async fn pipelined_idempotent_batches_of_one_connection_are_appended_in_the_orde
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_close_only_their_connection() {
-    let s = setup(WireConfig {
+    let s = setup_with(WireConfig {
         socket_request_max_bytes: 4096,
         ..free_ports()
     })
@@ -648,7 +536,7 @@ async fn bad_frames_close_only_their_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_broker_stops_listening_and_comes_back_on_the_same_port() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let addr = s.addr(2);
     let mut open = connect(addr).await;
     s.cluster.kill(2).expect("kill");
@@ -677,7 +565,7 @@ async fn metadata_brokers(addr: SocketAddr) -> Vec<(i32, i32)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_added_broker_gets_a_listener_and_is_in_metadata_until_it_is_decommissioned() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let id = s.cluster.add_broker().expect("a broker is added");
     assert_eq!(id, 3);
     s.cluster
@@ -714,7 +602,7 @@ async fn an_added_broker_gets_a_listener_and_is_in_metadata_until_it_is_decommis
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_memory_connection_to_a_listener_pauses_and_closes_with_it() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let mut pipe = s.server.connect_in_memory(2).expect("connects");
     let response: ApiVersionsResponse = call(&mut pipe, ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
     assert_eq!(response.error_code, 0);
@@ -745,7 +633,7 @@ async fn an_in_memory_connection_to_a_listener_pauses_and_closes_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_that_dies_with_requests_in_hand_closes_their_connections_without_network_exception() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("doomed", 1).await;
     let tp = TopicPartition::new("doomed", 0);
     let followers: Vec<i32> = (0..3).filter(|b| *b != leader).collect();
@@ -833,7 +721,7 @@ async fn a_broker_that_dies_with_requests_in_hand_closes_their_connections_witho
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_broker_accepts_and_never_answers_until_resumed() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     s.cluster.pause(1).expect("pause");
     s.server.sync().await;
     let mut stream = connect(s.addr(1)).await;
@@ -896,7 +784,7 @@ async fn listener_configuration_errors_are_clear() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_topics_takes_topic_configs_and_refuses_bad_ones_with_invalid_config() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let mut stream = connect(s.addr(0)).await;
     let create = |name: &str, configs: &[(&str, &str)]| {
         CreateTopicsRequest::default()
@@ -966,26 +854,15 @@ fn creatable_topic(
         )
 }
 
+/// A topic of `partitions` partitions with `cleanup.policy=compact`.
+fn compacted(partitions: i32) -> TopicConfig {
+    TopicConfig::new(partitions, 3).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_topic_refuses_keyless_records_with_kafkas_message() {
-    let s = setup(free_ports()).await;
-    s.cluster
-        .create_topic(
-            "profiles",
-            TopicConfig::new(1, 3).with_cleanup_policy(kdeck::storage::CleanupPolicy::Compact),
-        )
-        .await
-        .expect("topic created");
-    let tp = TopicPartition::new("profiles", 0);
-    let snapshot = s
-        .cluster
-        .wait_for(Duration::from_secs(10), |v| {
-            v.partition(&tp)
-                .is_some_and(|p| p.leader.is_some() && p.high_watermark.is_some())
-        })
-        .await
-        .expect("a leader");
-    let leader = snapshot.partition(&tp).and_then(|p| p.leader).expect("leader");
+    let s = setup().await;
+    let leader = s.topic_with("profiles", compacted(1)).await;
     let mut stream = connect(s.addr(leader)).await;
     // `batch` makes keyless records.
     let refused: ProduceResponse = call(
@@ -1039,7 +916,7 @@ async fn a_compacted_topic_refuses_keyless_records_with_kafkas_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partition_reassignment_is_listed_while_it_moves_and_completes() {
     use kafka_protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     s.cluster
         .create_topic("moving", TopicConfig::new(1, 1))
         .await
@@ -1158,7 +1035,7 @@ fn delete_records_request(topic: &str, partition: i32, offset: i64) -> DeleteRec
         .with_timeout_ms(10_000)
         .with_topics(vec![
             delete_records_request::DeleteRecordsTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_name(topic_name(topic))
                 .with_partitions(vec![
                     delete_records_request::DeleteRecordsPartition::default()
                         .with_partition_index(partition)
@@ -1169,7 +1046,7 @@ fn delete_records_request(topic: &str, partition: i32, offset: i64) -> DeleteRec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_log_dirs_tells_each_replica_size_and_delete_records_moves_the_log_start_on_the_leader() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("orders", 1).await;
     let follower = (leader + 1) % 3;
     let tp = TopicPartition::new("orders", 0);
@@ -1275,7 +1152,7 @@ async fn describe_log_dirs_tells_each_replica_size_and_delete_records_moves_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_acls_is_answered_as_by_a_broker_without_an_authorizer() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let mut stream = connect(s.addr(0)).await;
     let everything = DescribeAclsRequest::default()
         .with_resource_type_filter(1)
@@ -1315,19 +1192,17 @@ fn session_fetch(
             vec![]
         } else {
             vec![
-                FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                    .with_partitions(
-                        partitions
-                            .iter()
-                            .map(|(p, offset)| {
-                                FetchPartition::default()
-                                    .with_partition(*p)
-                                    .with_fetch_offset(*offset)
-                                    .with_partition_max_bytes(1 << 20)
-                            })
-                            .collect(),
-                    ),
+                FetchTopic::default().with_topic(topic_name(topic)).with_partitions(
+                    partitions
+                        .iter()
+                        .map(|(p, offset)| {
+                            FetchPartition::default()
+                                .with_partition(*p)
+                                .with_fetch_offset(*offset)
+                                .with_partition_max_bytes(1 << 20)
+                        })
+                        .collect(),
+                ),
             ]
         })
 }
@@ -1343,7 +1218,7 @@ fn answered(response: &FetchResponse) -> Vec<(i32, usize)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incremental_fetch_session_answers_only_partitions_that_changed() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     s.topic("sessions", 4).await;
     // Two partitions with the same leader (leaders go round the three brokers).
     let snapshot = s
@@ -1467,7 +1342,7 @@ async fn an_incremental_fetch_session_answers_only_partitions_that_changed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_have_ids_that_metadata_and_delete_topics_take() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("with-id", 1).await;
     s.topic("other", 1).await;
     let mut stream = connect(s.addr(leader)).await;
@@ -1582,7 +1457,7 @@ fn init_txn(id: &str) -> InitProducerIdRequest {
 /// INVALID_PRODUCER_EPOCH before).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
-    let s = setup(free_ports()).await;
+    let s = setup().await;
     let leader = s.topic("ledger", 1).await;
     let id = "ledger-writer";
     let mut any = connect(s.addr(0)).await;
@@ -1766,5 +1641,140 @@ async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
         anonymous.responses[0].partition_responses[0].error_code, 53,
         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     );
+    s.stop().await;
+}
+
+/// `chunk_len` zeros compressed once and repeated `copies` times: concatenated gzip members or
+/// zstd frames, which decoders read on (as Java's `GZIPInputStream` and zstd-jni do). A
+/// payload of `chunk_len * copies` bytes in about a thousandth (gzip) or far less (zstd).
+fn bomb(compression: Compression, chunk_len: usize, copies: usize) -> Vec<u8> {
+    let chunk = vec![0u8; chunk_len];
+    let mut member = BytesMut::new();
+    let put = |b: &mut BytesMut| {
+        b.extend_from_slice(&chunk);
+        Ok(())
+    };
+    match compression {
+        Compression::Gzip => Gzip::compress(&mut member, put),
+        Compression::Zstd => Zstd::compress(&mut member, put),
+        other => panic!("no bomb of {other:?} here"),
+    }
+    .expect("compresses");
+    member.repeat(copies)
+}
+
+/// A v2 batch whose header says `count` records and whose records are `blob`, compressed
+/// with `compression`: a producer's batch with a payload of the test's choosing.
+fn batch_with_records(compression: Compression, count: i32, blob: &[u8]) -> Bytes {
+    let one = records::record(0, 1_000, Some(Bytes::from("k")), Some(Bytes::from("v")));
+    let mut b = records::encode_batch(&[one], compression)
+        .expect("batch encodes")
+        .to_vec();
+    b.truncate(61);
+    b.extend_from_slice(blob);
+    let length = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&length.to_be_bytes());
+    b[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    b[57..61].copy_from_slice(&count.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
+/// The most memory this test process has held (VmHWM), where Linux tells.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+async fn produce_code(stream: &mut TcpStream, version: i16, topic: &str, records: Bytes) -> i16 {
+    let response: ProduceResponse = call(
+        stream,
+        ApiKey::Produce,
+        version,
+        &produce_request(topic, 0, -1, records),
+    )
+    .await;
+    response.responses[0].partition_responses[0].error_code
+}
+
+/// Compressed batches are unpacked streaming and refused past 64 MiB (RECORD_LIST_TOO_LARGE)
+/// on every produce path: a v2 batch (the leader's validation), a compacted topic's batch
+/// (the keyless-record check) and a Produce v2 message set (the legacy conversion). Each bomb
+/// here would unpack to most of a gigabyte or more; the broker stays small and keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decompression_bombs_are_refused_and_the_broker_keeps_serving() {
+    let s = setup().await;
+    let leader = s.topic("plain", 1).await;
+    let compacted_leader = s.topic_with("profiles", compacted(1)).await;
+    let mut stream = connect(s.addr(leader)).await;
+
+    // 768 MiB of gzip in a batch under the default max.message.bytes (1 MiB).
+    let gzip = batch_with_records(Compression::Gzip, 1, &bomb(Compression::Gzip, 16 << 20, 48));
+    assert!(gzip.len() < 1_048_588, "{} bytes", gzip.len());
+    assert_eq!(
+        produce_code(&mut stream, 9, "plain", gzip).await,
+        18,
+        "RECORD_LIST_TOO_LARGE"
+    );
+
+    // 2 GiB of zstd in a few kilobytes, to a compacted topic: its keyless check reads records.
+    let zstd = batch_with_records(Compression::Zstd, 1, &bomb(Compression::Zstd, 16 << 20, 128));
+    let mut compacted = connect(s.addr(compacted_leader)).await;
+    assert_eq!(produce_code(&mut compacted, 9, "profiles", zstd).await, 18);
+
+    // 2 GiB of gzip in a Produce v2 message set (format v1), converted before the log.
+    let mut set = BytesMut::new();
+    legacy::write_wrapper(
+        &mut set,
+        legacy::MAGIC_V1,
+        1,
+        0,
+        1_000,
+        &bomb(Compression::Gzip, 16 << 20, 128),
+    );
+    assert_eq!(produce_code(&mut stream, 2, "plain", set.freeze()).await, 18);
+
+    // Kafka's record iterator: a batch holds exactly the records its header counts.
+    let two = [
+        records::record(0, 1_000, Some(Bytes::from("a")), Some(Bytes::from("1"))),
+        records::record(1, 1_000, Some(Bytes::from("b")), Some(Bytes::from("2"))),
+    ];
+    let whole = records::encode_batch(&two, Compression::Gzip).expect("batch encodes");
+    for count in [1, 3] {
+        let miscounted = batch_with_records(Compression::Gzip, count, &whole[61..]);
+        assert_eq!(
+            produce_code(&mut stream, 9, "plain", miscounted).await,
+            2,
+            "CORRUPT_MESSAGE for a header counting {count} of 2 records"
+        );
+    }
+
+    // The same connection, and a new one, still produce and fetch.
+    let keyed = records::encode_batch(&two, Compression::Gzip)
+        .expect("batch encodes")
+        .freeze();
+    assert_eq!(produce_code(&mut stream, 9, "plain", keyed.clone()).await, 0);
+    assert_eq!(produce_code(&mut compacted, 9, "profiles", keyed).await, 0);
+    let mut fresh = connect(s.addr(leader)).await;
+    let fetched: FetchResponse = call(&mut fresh, ApiKey::Fetch, 12, &fetch_request("plain", 0, 0, 0)).await;
+    let p = &fetched.responses[0].partitions[0];
+    assert_eq!((p.error_code, p.high_watermark), (0, 2));
+    let values: Vec<_> = records::decode(&p.records.clone().unwrap_or_default())
+        .expect("decodes")
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(values, vec![Some(Bytes::from("1")), Some(Bytes::from("2"))]);
+
+    if let Some(peak) = peak_rss_bytes() {
+        assert!(
+            peak < 1 << 30,
+            "the bombs stayed compressed: peak RSS {} MiB",
+            peak >> 20
+        );
+    }
     s.stop().await;
 }

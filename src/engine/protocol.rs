@@ -29,6 +29,8 @@ pub enum ErrorCode {
     CoordinatorLoadInProgress = 14,
     CoordinatorNotAvailable = 15,
     NotCoordinator = 16,
+    /// A compressed batch that decompresses past kdeck's bound (`MAX_DECOMPRESSED_BATCH_BYTES`).
+    RecordListTooLarge = 18,
     NotEnoughReplicas = 19,
     NotEnoughReplicasAfterAppend = 20,
     IllegalGeneration = 22,
@@ -113,6 +115,7 @@ impl ErrorCode {
             1 => ErrorCode::OffsetOutOfRange,
             2 => ErrorCode::CorruptMessage,
             10 => ErrorCode::MessageTooLarge,
+            18 => ErrorCode::RecordListTooLarge,
             56 => ErrorCode::KafkaStorageError,
             87 => ErrorCode::InvalidRecord,
             _ => ErrorCode::UnknownServerError,

@@ -638,8 +638,11 @@ fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<Decode
         let leader_epoch = i32::from_be_bytes(read(LEADER_EPOCH_AT, 4).try_into().unwrap_or_default());
         let mut batch = data.split_to(total);
         if attributes & CONTROL_BATCH == 0 {
+            // The broker's batch is decompressed streaming and refused past
+            // MAX_DECOMPRESSED_BATCH_BYTES (the vendored decoder), so a hostile or broken
+            // broker cannot make the console unpack a bomb.
             let set = RecordBatchDecoder::decode(&mut batch)
-                .map_err(|e| format!("a record batch at offset {base_offset} cannot be read: {e}"))?;
+                .map_err(|e| format!("a record batch at offset {base_offset} cannot be read: {e:#}"))?;
             records.extend(
                 set.records
                     .into_iter()

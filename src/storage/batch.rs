@@ -207,8 +207,23 @@ pub fn set_max_timestamp(batch: &mut [u8], max_timestamp: i64) -> u32 {
 /// record's length, and the timestamp delta after its attributes byte. Like Kafka's record
 /// iterator, it refuses a batch whose records do not fill it exactly.
 pub fn max_record_timestamp(batch: &[u8], header: &BatchHeader) -> Result<Option<i64>, BatchError> {
-    let end = header.size().min(batch.len());
-    let mut at = RECORD_BATCH_OVERHEAD;
+    records_max_timestamp(batch, RECORD_BATCH_OVERHEAD, header.size().min(batch.len()), header)
+}
+
+/// [`max_record_timestamp`] for the records of a compressed batch once decompressed: exactly
+/// `header.records_count` records that fill `records`, as Kafka's record iterator requires.
+pub fn max_decompressed_record_timestamp(records: &[u8], header: &BatchHeader) -> Result<Option<i64>, BatchError> {
+    records_max_timestamp(records, 0, records.len(), header)
+}
+
+/// The records of `batch[start..end]`, walked by their framing.
+fn records_max_timestamp(
+    batch: &[u8],
+    start: usize,
+    end: usize,
+    header: &BatchHeader,
+) -> Result<Option<i64>, BatchError> {
+    let mut at = start;
     let mut max = i64::MIN;
     for index in 0..header.records_count {
         let corrupt = |reason| BatchError::CorruptRecord { index, reason };

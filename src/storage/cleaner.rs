@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
 
 use super::LogError;
 use super::batch::{self, BatchHeader, RECORD_BATCH_OVERHEAD};
 use super::checkpoint;
+use super::records;
 use super::segment::{self, Scanner};
 use super::txn::AbortedTxn;
 
@@ -264,29 +265,28 @@ fn codec_error(path: &Path, position: u64, e: anyhow::Error) -> LogError {
     LogError::CorruptBatch {
         path: path.to_path_buf(),
         position,
-        reason: format!("cannot (de)compress the records for compaction: {e:#}"),
+        reason: format!("cannot compress the records for compaction: {e:#}"),
     }
 }
 
-/// The records blob of a batch, decompressed.
+/// The records blob of a batch, decompressed (streaming, at most
+/// `MAX_DECOMPRESSED_BATCH_BYTES`: the log only holds batches a leader validated so, but a log
+/// directory is a file like any other).
 fn records_blob(bytes: &[u8], header: &BatchHeader, path: &Path, position: u64) -> Result<Bytes, LogError> {
-    let mut blob = Bytes::copy_from_slice(&bytes[RECORD_BATCH_OVERHEAD..header.size()]);
-    let take = |b: &mut Bytes| Ok(std::mem::take(b));
-    let out = match header.compression() {
-        0 => Ok(blob),
-        1 => Gzip::decompress(&mut blob, take),
-        2 => Snappy::decompress(&mut blob, take),
-        3 => Lz4::decompress(&mut blob, take),
-        4 => Zstd::decompress(&mut blob, take),
-        other => {
-            return Err(LogError::CorruptBatch {
-                path: path.to_path_buf(),
-                position,
-                reason: format!("unknown compression codec {other}"),
-            });
-        }
+    let blob = &bytes[RECORD_BATCH_OVERHEAD..header.size()];
+    let codec = header.compression();
+    let Some(compression) = records::compression_of(codec) else {
+        return Err(LogError::CorruptBatch {
+            path: path.to_path_buf(),
+            position,
+            reason: format!("unknown compression codec {codec}"),
+        });
     };
-    out.map_err(|e| codec_error(path, position, e))
+    records::decompress(compression, blob, records::MAX_DECOMPRESSED_BATCH_BYTES).map_err(|e| LogError::CorruptBatch {
+        path: path.to_path_buf(),
+        position,
+        reason: format!("cannot decompress the records for compaction: {e}"),
+    })
 }
 
 fn compress(codec: u8, raw: &[u8], path: &Path, position: u64) -> Result<Vec<u8>, LogError> {

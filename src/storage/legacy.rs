@@ -16,12 +16,12 @@
 //! uncompressed (Kafka recompresses with the batch's codec): every old client reads those.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy};
 use kafka_protocol::records::RecordBatchDecoder;
 use thiserror::Error;
 
+use super::LogError;
 use super::batch::{BatchHeader, Batches, LOG_OVERHEAD};
-use super::records::{self, Compression, Record};
+use super::records::{self, Compression, MAX_DECOMPRESSED_BATCH_BYTES, Record};
 
 pub const MAGIC_V0: i8 = 0;
 pub const MAGIC_V1: i8 = 1;
@@ -56,6 +56,8 @@ pub enum LegacyError {
     UnsupportedCompression(i8),
     #[error("compressed message: {0}")]
     Decompress(String),
+    #[error("the compressed messages of the message set decompress to more than {limit} bytes")]
+    TooLarge { limit: usize },
     #[error("a compressed message holds another compressed message")]
     NestedCompression,
     #[error("a compressed magic {outer} message holds a magic {inner} message")]
@@ -72,6 +74,7 @@ impl LegacyError {
         match self {
             // ZSTD (codec 4) exists only from message format v2 (KIP-110).
             LegacyError::UnsupportedCompression(4) => 76, // UNSUPPORTED_COMPRESSION_TYPE
+            LegacyError::TooLarge { .. } => 18,           // RECORD_LIST_TOO_LARGE
             _ => 2,                                       // CORRUPT_MESSAGE
         }
     }
@@ -189,15 +192,13 @@ fn read_bytes(body: &mut Bytes, at: usize) -> Result<Option<Bytes>, LegacyError>
     Ok(Some(body.split_to(len)))
 }
 
-fn decompress(codec: i8, mut data: Bytes) -> Result<Bytes, LegacyError> {
-    let whole = |b: &mut Bytes| Ok(b.copy_to_bytes(b.remaining()));
-    let out = match codec {
-        1 => Gzip::decompress(&mut data, whole),
-        2 => Snappy::decompress(&mut data, whole),
-        3 => Lz4::decompress(&mut data, whole),
-        other => return Err(LegacyError::UnsupportedCompression(other)),
-    };
-    out.map_err(|e| LegacyError::Decompress(format!("{e:#}")))
+/// A wrapper's value decompressed, streaming: refused once it passes `limit` bytes, what is
+/// left of the message set's `total`.
+fn decompress(compression: Compression, data: &[u8], limit: usize, total: usize) -> Result<Bytes, LegacyError> {
+    records::decompress(compression, data, limit).map_err(|e| match e {
+        LogError::RecordListTooLarge { .. } => LegacyError::TooLarge { limit: total },
+        other => LegacyError::Decompress(other.to_string()),
+    })
 }
 
 fn compression_of(codec: i8) -> Compression {
@@ -210,10 +211,18 @@ fn compression_of(codec: i8) -> Compression {
 }
 
 /// Every message of a message set (as Produce v0-2 carries it), wrappers unpacked, with the
-/// codec of the first wrapper (`Compression::None` when none is compressed).
+/// codec of the first wrapper (`Compression::None` when none is compressed). The wrappers
+/// together may decompress to at most `MAX_DECOMPRESSED_BATCH_BYTES`, the bound of the one v2
+/// batch they become.
 pub fn read_message_set(bytes: &[u8]) -> Result<(Vec<LegacyMessage>, Compression), LegacyError> {
+    read_message_set_within(bytes, MAX_DECOMPRESSED_BATCH_BYTES)
+}
+
+/// [`read_message_set`] with the wrappers' decompressed bytes bounded by `limit` in all.
+fn read_message_set_within(bytes: &[u8], limit: usize) -> Result<(Vec<LegacyMessage>, Compression), LegacyError> {
     let mut messages = Vec::new();
     let mut compression = None;
+    let mut budget = limit;
     for outer in read_shallow(Bytes::copy_from_slice(bytes))? {
         let codec = outer.codec();
         if codec == 0 {
@@ -232,7 +241,9 @@ pub fn read_message_set(bytes: &[u8]) -> Result<(Vec<LegacyMessage>, Compression
             return Err(LegacyError::UnsupportedCompression(codec));
         }
         compression.get_or_insert(compressed);
-        let inner = read_shallow(decompress(codec, outer.value.unwrap_or_default())?)?;
+        let unpacked = decompress(compressed, outer.value.as_deref().unwrap_or_default(), budget, limit)?;
+        budget -= unpacked.len();
+        let inner = read_shallow(unpacked)?;
         let log_append_time = outer.magic == MAGIC_V1 && outer.attributes & LOG_APPEND_TIME_FLAG != 0;
         for m in inner {
             if m.codec() != 0 {
@@ -374,7 +385,7 @@ fn timestamp_of(header: &BatchHeader, record: &Record) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use kafka_protocol::compression::Compressor;
+    use kafka_protocol::compression::{Compressor, Gzip};
 
     use super::*;
 
@@ -476,6 +487,28 @@ mod tests {
         assert!(matches!(read_message_set(&negative), Err(LegacyError::TooSmall { .. })));
         let garbage = gzip_set(MAGIC_V1, b"not a message set", 0);
         assert!(to_batch(&garbage).is_err());
+    }
+
+    #[test]
+    fn wrappers_that_together_decompress_past_the_bound_are_refused_as_record_list_too_large() {
+        let inner = plain_set(MAGIC_V1, &[(0, 1, Some("k"), &"x".repeat(1_000))]);
+        let one = gzip_set(MAGIC_V1, &inner, 0);
+        let mut two = one.clone();
+        two.extend_from_slice(&one);
+        assert!(
+            read_message_set_within(&one, inner.len()).is_ok(),
+            "exactly the bound passes"
+        );
+        assert!(read_message_set_within(&two, 2 * inner.len()).is_ok());
+        // Each wrapper alone is within the bound; the second one passes what the first left.
+        let err = read_message_set_within(&two, 2 * inner.len() - 1).expect_err("past the bound");
+        assert_eq!(
+            err,
+            LegacyError::TooLarge {
+                limit: 2 * inner.len() - 1
+            }
+        );
+        assert_eq!(err.code(), 18, "RECORD_LIST_TOO_LARGE");
     }
 
     #[test]

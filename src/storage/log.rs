@@ -454,7 +454,7 @@ impl Log {
         for h in headers.iter_mut() {
             let bytes = &mut records[position..position + h.size()];
             position += h.size();
-            if let Some(max) = create_time_max_timestamp(bytes, h)?
+            if let Some(max) = validate_producer_records(bytes, h)?
                 && max != h.max_timestamp
             {
                 h.crc = batch::set_max_timestamp(bytes, max);
@@ -1393,23 +1393,27 @@ impl Drop for Log {
     }
 }
 
-/// What Kafka's `LogValidator` makes of a create-time batch's max timestamp: the largest of its
-/// records' timestamps, whatever the header says (sarama 1.22 always writes -1 there, and a
-/// segment whose first batch claims -1 would roll on every append). `None` when there is
-/// nothing to correct from. Uncompressed records are walked every time, which is cheap;
-/// compressed ones are only decompressed when the header is plainly unset, since every
-/// maintained client fills it in and decompressing each batch would double the append cost.
-fn create_time_max_timestamp(bytes: &[u8], header: &BatchHeader) -> Result<Option<i64>, LogError> {
-    if header.is_log_append_time() {
-        return Ok(None);
-    }
-    if header.compression() == 0 {
-        return batch::max_record_timestamp(bytes, header).map_err(|e| LogError::CorruptMessage(e.to_string()));
-    }
-    if header.max_timestamp >= 0 {
-        return Ok(None);
-    }
-    Ok(records::decode(bytes)?.iter().map(|r| r.timestamp).max())
+/// Kafka's `LogValidator` on a producer's batch: its records are read (a compressed batch
+/// decompressed, streaming, and refused past `MAX_DECOMPRESSED_BATCH_BYTES`), they must be
+/// exactly as many as the header says, and a create-time batch's max timestamp is the largest
+/// of its records' timestamps, whatever the header says (sarama 1.22 always writes -1 there,
+/// and a segment whose first batch claims -1 would roll on every append). Returns that max
+/// timestamp, `None` when there is nothing to correct from. An uncompressed log-append-time
+/// batch is not walked: nothing in it is read.
+fn validate_producer_records(bytes: &[u8], header: &BatchHeader) -> Result<Option<i64>, LogError> {
+    let corrupt = |e: batch::BatchError| LogError::CorruptMessage(e.to_string());
+    let max = match header.compression() {
+        0 if header.is_log_append_time() => return Ok(None),
+        0 => batch::max_record_timestamp(bytes, header).map_err(corrupt)?,
+        codec => {
+            let compression = records::compression_of(codec)
+                .ok_or_else(|| LogError::CorruptMessage(format!("unknown compression codec {codec}")))?;
+            let compressed = &bytes[batch::RECORD_BATCH_OVERHEAD..header.size().min(bytes.len())];
+            let raw = records::decompress(compression, compressed, records::MAX_DECOMPRESSED_BATCH_BYTES)?;
+            batch::max_decompressed_record_timestamp(&raw, header).map_err(corrupt)?
+        }
+    };
+    Ok(max.filter(|_| !header.is_log_append_time()))
 }
 
 fn read_or_warn<T>(result: Result<Option<T>, LogError>) -> Option<T> {

@@ -255,6 +255,8 @@ pub enum LogError {
     InvalidRecord(String),
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordTooLarge { size: usize, max: u64 },
+    #[error("the records of a compressed batch decompress to more than {limit} bytes")]
+    RecordListTooLarge { limit: usize },
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
         offset: i64,
@@ -278,6 +280,7 @@ impl LogError {
             LogError::CorruptBatch { .. } | LogError::CorruptMessage(_) => 2, // CORRUPT_MESSAGE
             LogError::OffsetOutOfRange { .. } => 1,                           // OFFSET_OUT_OF_RANGE
             LogError::RecordTooLarge { .. } => 10,                            // MESSAGE_TOO_LARGE
+            LogError::RecordListTooLarge { .. } => 18,                        // RECORD_LIST_TOO_LARGE
             LogError::InvalidRecord(_) => 87,                                 // INVALID_RECORD
             LogError::Io { .. } | LogError::Offline { .. } => 56,             // KAFKA_STORAGE_ERROR
             _ => -1,                                                          // UNKNOWN_SERVER_ERROR

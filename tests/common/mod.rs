@@ -75,3 +75,5 @@ pub fn scratch_dir() -> tempfile::TempDir {
 }
 
 pub mod engine;
+pub mod listeners;
+pub mod wire;

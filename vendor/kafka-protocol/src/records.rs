@@ -514,9 +514,20 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // kdeck patch: the count comes from the batch header; a record takes at least one
+        // byte, so cap the allocation by the bytes left.
+        records.reserve((batch_decode_info.record_count as usize).min(bytes::Buf::remaining(buf)));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
+        }
+        // kdeck patch: bytes after the last counted record mean the header's count is wrong
+        // (Kafka's DefaultRecordBatch: "Incorrect declared batch size, records still remaining").
+        if bytes::Buf::has_remaining(buf) {
+            bail!(
+                "Incorrect declared batch size: {} bytes remain after its {} records",
+                bytes::Buf::remaining(buf),
+                batch_decode_info.record_count
+            );
         }
         Ok(())
     }

@@ -3,7 +3,8 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use bytes::buf::BufMut;
 use bytes::{Bytes, BytesMut};
-use flate2::write::{GzDecoder, GzEncoder};
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use crate::protocol::buf::{ByteBuf, ByteBufMut};
@@ -39,14 +40,14 @@ impl<B: ByteBuf> Decompressor<B> for Gzip {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new();
-
-        // Decompress directly from the input buffer
-        let mut d = GzDecoder::new((&mut tmp).writer());
-        d.write_all(&buf.copy_to_bytes(buf.remaining()))
-            .context("Failed to decompress gzip")?;
-        d.finish().context("Failed to decompress gzip")?;
-
-        f(&mut tmp.into())
+        // kdeck patch: bounded (see `compression::decompress_bounded`).
+        let input = buf.copy_to_bytes(buf.remaining());
+        f(&mut decompress_bounded(&input, super::MAX_DECOMPRESSED_BATCH_BYTES)?)
     }
+}
+
+/// kdeck patch: streams the gzip members of `input` (Java's `GZIPInputStream` reads
+/// concatenated members too), stopping past `limit` bytes.
+pub(super) fn decompress_bounded(input: &[u8], limit: usize) -> Result<Bytes> {
+    super::read_bounded(MultiGzDecoder::new(input), limit).context("Failed to decompress gzip")
 }

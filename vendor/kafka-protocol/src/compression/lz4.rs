@@ -42,16 +42,20 @@ impl<B: ByteBuf> Decompressor<B> for Lz4 {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new().writer();
-
-        // Allocate a temporary buffer to hold the uncompressed bytes
-        let buf = buf.copy_to_bytes(buf.remaining());
-
-        let mut decoder = Decoder::new(buf.reader()).context("Failed to decompress lz4")?;
-        io::copy(&mut decoder, &mut tmp).context("Failed to decompress lz4")?;
-
-        f(&mut tmp.into_inner().into())
+        // kdeck patch: bounded (see `compression::decompress_bounded`).
+        let input = buf.copy_to_bytes(buf.remaining());
+        f(&mut decompress_bounded(&input, super::MAX_DECOMPRESSED_BATCH_BYTES)?)
     }
+}
+
+/// kdeck patch: streams the LZ4 frame in `input`, stopping past `limit` bytes. The decoder
+/// ends quietly at the end of its input, so `finish` tells whether the frame was whole.
+pub(super) fn decompress_bounded(input: &[u8], limit: usize) -> Result<Bytes> {
+    let mut decoder = Decoder::new(input).context("Failed to decompress lz4")?;
+    let out = super::read_bounded(&mut decoder, limit).context("Failed to decompress lz4")?;
+    let (_, whole) = decoder.finish();
+    whole.context("Failed to decompress lz4: the frame is truncated")?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -63,63 +63,51 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        // See https://github.com/xerial/snappy-java?tab=readme-ov-file#compatibility-notes
-        if !compressed.has_remaining() {
-            anyhow::bail!("expected some bytes in snappy stream");
-        }
-
-        // We fall back to non-Kafka "raw" snappy compression if the magic header is not present
-        // just like the [Java implementation](https://github.com/xerial/snappy-java/blob/48b31663c8b9d01d758368a26416ef6194045c5f/src/main/java/org/xerial/snappy/SnappyInputStream.java#L114).
-        //
-        // We must peek at the magic bytes without consuming them, because
-        // try_get_bytes advances the buffer. If the magic doesn't match,
-        // the raw fallback needs the full original data.
-        if compressed
-            .try_peek_bytes(0..MAGIC_HEADER.len())
-            .ok()
-            .is_none_or(|magic| *magic != MAGIC_HEADER[..])
-        {
-            let compressed = compressed.copy_to_bytes(compressed.remaining());
-            let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
-            let mut tmp = BytesMut::zeroed(actual_len);
-            Decoder::new()
-                .decompress(&compressed, &mut tmp)
-                .context("failed to decompress raw snappy bytes")?;
-
-            return f(&mut tmp.into());
-        }
-
-        // Consume the magic header now that we know it matches
-        let _ = compressed.try_get_bytes(MAGIC_HEADER.len());
-
-        let mut uncompressed = BytesMut::new();
-        while compressed.has_remaining() {
-            let compressed_block_size = compressed
-                .try_get_u32()
-                .context("not enough bytes to read compressed block length")?
-                as usize;
-            let compressed_block = compressed
-                .try_get_bytes(compressed_block_size)
-                .context("not enough bytes for block")?;
-
-            let uncompressed_block_length = decompress_len(&compressed_block)
-                .context("failed to get snappy uncompressed length")?;
-            let uncompressed_block_start = uncompressed.len();
-            uncompressed.resize(
-                uncompressed_block_start.saturating_add(uncompressed_block_length),
-                0,
-            );
-
-            Decoder::new()
-                .decompress(
-                    &compressed_block,
-                    &mut uncompressed[uncompressed_block_start..],
-                )
-                .context("failed to decompress snappy block")?;
-        }
-
-        f(&mut uncompressed.into())
+        // kdeck patch: bounded (see `compression::decompress_bounded`).
+        let input = compressed.copy_to_bytes(compressed.remaining());
+        f(&mut decompress_bounded(&input, super::MAX_DECOMPRESSED_BATCH_BYTES)?)
     }
+}
+
+/// kdeck patch: `input` in the xerial framing (Kafka's `SnappyInputStream`: a magic header,
+/// then length-prefixed raw blocks) or, failing its magic, one raw snappy block. A raw block
+/// states its decompressed length up front, so each is checked against what is left of
+/// `limit` before anything is allocated for it.
+pub(super) fn decompress_bounded(input: &[u8], limit: usize) -> Result<Bytes> {
+    let too_large = || anyhow::Error::new(super::DecompressedTooLarge { limit });
+    if input.is_empty() {
+        anyhow::bail!("expected some bytes in snappy stream");
+    }
+    let Some(mut blocks) = input.strip_prefix(&MAGIC_HEADER[..]) else {
+        let len = decompress_len(input).context("failed to read snappy header")?;
+        if len > limit {
+            return Err(too_large());
+        }
+        let mut out = BytesMut::zeroed(len);
+        Decoder::new()
+            .decompress(input, &mut out)
+            .context("failed to decompress raw snappy bytes")?;
+        return Ok(out.freeze());
+    };
+    let mut out = BytesMut::new();
+    while !blocks.is_empty() {
+        let (size, rest) = blocks
+            .split_first_chunk::<LENGTH_FIELD_LENGTH>()
+            .context("not enough bytes to read compressed block length")?;
+        let size = u32::from_be_bytes(*size) as usize;
+        let block = rest.get(..size).context("not enough bytes for block")?;
+        blocks = &rest[size..];
+        let len = decompress_len(block).context("failed to get snappy uncompressed length")?;
+        if len > limit - out.len() {
+            return Err(too_large());
+        }
+        let start = out.len();
+        out.resize(start + len, 0);
+        Decoder::new()
+            .decompress(block, &mut out[start..])
+            .context("failed to decompress snappy block")?;
+    }
+    Ok(out.freeze())
 }
 
 #[cfg(test)]

@@ -34,13 +34,17 @@ impl<B: ByteBuf> Decompressor<B> for Zstd {
     where
         F: FnOnce(&mut Self::Buf) -> Result<R>,
     {
-        let mut tmp = BytesMut::new().writer();
-        // Allocate a temporary buffer to hold the uncompressed bytes
-        let buf = buf.copy_to_bytes(buf.remaining());
-        zstd::stream::copy_decode(buf.reader(), &mut tmp).context("Failed to decompress zstd")?;
-
-        f(&mut tmp.into_inner().into())
+        // kdeck patch: bounded (see `compression::decompress_bounded`).
+        let input = buf.copy_to_bytes(buf.remaining());
+        f(&mut decompress_bounded(&input, super::MAX_DECOMPRESSED_BATCH_BYTES)?)
     }
+}
+
+/// kdeck patch: streams the zstd frames in `input`, stopping past `limit` bytes. The decoder's
+/// window stays within libzstd's default maximum (2^27 bytes), as zstd-jni's does in Kafka.
+pub(super) fn decompress_bounded(input: &[u8], limit: usize) -> Result<Bytes> {
+    let decoder = zstd::stream::read::Decoder::with_buffer(input).context("Failed to decompress zstd")?;
+    super::read_bounded(decoder, limit).context("Failed to decompress zstd")
 }
 
 #[cfg(test)]
