@@ -1608,8 +1608,11 @@ mod tests {
         }
     }
 
-    /// [`decode_records`] as read_uncommitted: (records, next offset, leader epochs).
-    fn decode(partition: i32, offset: i64, data: Bytes) -> Result<(Vec<TailRecord>, i64, Vec<(i64, i32)>), String> {
+    /// What [`decode`] gives: records, next offset, leader epochs.
+    type Read = (Vec<TailRecord>, i64, Vec<(i64, i32)>);
+
+    /// [`decode_records`] as read_uncommitted.
+    fn decode(partition: i32, offset: i64, data: Bytes) -> Result<Read, String> {
         decode_records(partition, offset, data, None).map(|d| (d.records, d.next_offset, d.leader_epochs))
     }
 
