@@ -251,6 +251,9 @@ pub enum Command {
     /// List consumer groups, describe their members, offsets and lag, reset or delete their
     /// offsets, delete groups (kafka-consumer-groups.sh).
     Groups(GroupsArgs),
+    /// List transactional ids, or describe one's open transaction (kafka-transactions.sh
+    /// list, describe).
+    Transactions(TransactionsArgs),
     /// Move partition leadership back to the preferred replicas.
     Elect(ElectArgs),
     /// Move partitions' replicas between brokers (kafka-reassign-partitions.sh): propose a
@@ -641,6 +644,30 @@ pub enum GroupsAction {
         /// A topic's partitions: TOPIC (all of them) or TOPIC:P,P... (repeatable).
         #[arg(long, required = true, value_name = "TOPIC[:P,P...]", value_parser = parse_topic_partitions)]
         topic: Vec<TopicPartitions>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TransactionsArgs {
+    #[command(subcommand)]
+    pub action: Option<TransactionsAction>,
+    /// One JSON object per transactional id instead of the table.
+    #[arg(short = 'J', long, global = true)]
+    pub json: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TransactionsAction {
+    /// One line per transactional id: state, producer id and epoch, timeout, partitions, how
+    /// long its open transaction has run (ms), coordinator (the default).
+    List,
+    /// One transactional id: its coordinator, state, producer, timeout, when its open
+    /// transaction started and its partitions.
+    Describe {
+        /// The transactional id.
+        transactional_id: String,
     },
 }
 
@@ -1277,10 +1304,11 @@ mod tests {
     #[test]
     fn every_command_that_takes_bootstrap_takes_a_profile() {
         let config = profiles();
-        let commands: [&[&str]; 5] = [
+        let commands: [&[&str]; 6] = [
             &["topics"],
             &["list"],
             &["groups"],
+            &["transactions", "list"],
             &["consume", "-t", "orders"],
             &["produce", "-t", "orders"],
         ];
@@ -1290,6 +1318,7 @@ mod tests {
                 Ok(Some(Command::Topics(a))) => a.connect,
                 Ok(Some(Command::List(a))) => a.connect,
                 Ok(Some(Command::Groups(a))) => a.connect,
+                Ok(Some(Command::Transactions(a))) => a.connect,
                 Ok(Some(Command::Consume(a))) => a.connect,
                 Ok(Some(Command::Produce(a))) => a.connect,
                 other => panic!("{command:?}: {other:?}"),

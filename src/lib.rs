@@ -48,6 +48,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Produce(args)) => commands::produce(&args),
         Some(Command::Consume(args)) => commands::consume(&args),
         Some(Command::Groups(args)) => commands::groups(&args),
+        Some(Command::Transactions(args)) => commands::transactions(&args),
         Some(Command::Elect(args)) => commands::elect(&args),
         Some(Command::Reassign(args)) => commands::reassign(&args),
         Some(Command::Records(args)) => commands::records(&args),

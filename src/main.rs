@@ -54,6 +54,7 @@ fn main() -> ExitCode {
                 | Command::Produce(_)
                 | Command::Consume(_)
                 | Command::Groups(_)
+                | Command::Transactions(_)
                 | Command::Elect(_)
                 | Command::Reassign(_)
                 | Command::Records(_)

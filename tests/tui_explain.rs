@@ -186,6 +186,7 @@ fn orders(truncated: bool) -> ClusterView {
         replicas,
         preferred_leader: 2,
         high_watermark: Some(if truncated { 1250 } else { 1240 }),
+        last_stable_offset: Some(if truncated { 1250 } else { 1240 }),
         log_start_offset: Some(0),
         adding: Vec::new(),
         removing: Vec::new(),

@@ -108,6 +108,7 @@ fn large_view(partitions: u32) -> ClusterView {
             replicas,
             preferred_leader: leader,
             high_watermark: Some(1_000_000),
+            last_stable_offset: Some(1_000_000),
             log_start_offset: Some(0),
             under_replicated: false,
             min_insync_replicas: Some(2),

@@ -140,6 +140,13 @@ pub struct ConsumerRecord {
     pub headers: Vec<(String, Option<Bytes>)>,
     /// The leader epoch its batch was written in (Kafka's `ConsumerRecord.leaderEpoch`).
     pub leader_epoch: Option<i32>,
+    /// The producer that wrote its batch (-1: none).
+    pub producer_id: i64,
+    /// Written in a transaction.
+    pub transactional: bool,
+    /// A transaction marker (COMMIT `Some(true)`, ABORT `Some(false)`) instead of a record:
+    /// handed out only by a consumer asked to with [`Consumer::deliver_markers`].
+    pub marker: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +205,8 @@ pub struct Consumer {
     /// Told of every commit's outcome, automatic ones too (Java's `OffsetCommitCallback`,
     /// librdkafka's `offset_commit_cb`).
     on_commit: Option<CommitCallback>,
+    /// Hand out transaction markers among the records (a console shows how transactions end).
+    markers: bool,
 }
 
 /// What a commit asked for and how it ended: `Err` with the error the coordinator gave or
@@ -236,7 +245,14 @@ impl Consumer {
             fetches: JoinSet::new(),
             in_flight: HashMap::new(),
             on_commit: None,
+            markers: false,
         }
+    }
+
+    /// Hands out the transaction markers too, in their place among the records (with
+    /// [`ConsumerRecord::marker`] set); other control records stay hidden.
+    pub fn deliver_markers(&mut self) {
+        self.markers = true;
     }
 
     /// Calls `callback` with the outcome of every commit from now on, automatic ones and
@@ -426,8 +442,33 @@ impl Consumer {
                     // position stops at that batch, as in Kafka's consumer.
                     let batch_end = records::next_offset_after(&data.records);
                     let mut aborted = AbortedFilter::new(data.aborted_transactions);
+                    let markers = self.markers;
                     let decoded = records::for_each_shared(data.records, |r| {
-                        if aborted.drops(&r) || r.offset < offset || r.control {
+                        let dropped = aborted.drops(&r);
+                        if r.offset < offset {
+                            return;
+                        }
+                        if r.control {
+                            // A marker's key: version, then type (0 ABORT, 1 COMMIT).
+                            let kind = r.key.as_deref().and_then(|k| k.get(2..4)).map(|t| [t[0], t[1]]);
+                            if let (true, Some([0, kind @ (0 | 1)])) = (markers, kind) {
+                                buffered.push_back(ConsumerRecord {
+                                    topic: Arc::clone(&topic),
+                                    partition: tp.partition,
+                                    offset: r.offset,
+                                    timestamp: r.timestamp,
+                                    key: None,
+                                    value: None,
+                                    headers: Vec::new(),
+                                    leader_epoch: (r.partition_leader_epoch >= 0).then_some(r.partition_leader_epoch),
+                                    producer_id: r.producer_id,
+                                    transactional: true,
+                                    marker: Some(kind == 1),
+                                });
+                            }
+                            return;
+                        }
+                        if dropped {
                             return;
                         }
                         next = r.offset + 1;
@@ -444,6 +485,9 @@ impl Consumer {
                                 .map(|(k, v)| (String::from_utf8_lossy(k.as_bytes()).into_owned(), v))
                                 .collect(),
                             leader_epoch: (r.partition_leader_epoch >= 0).then_some(r.partition_leader_epoch),
+                            producer_id: r.producer_id,
+                            transactional: r.transactional,
+                            marker: None,
                         });
                     });
                     match decoded {

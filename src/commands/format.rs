@@ -283,6 +283,8 @@ mod tests {
             key: Some(Bytes::from_static(b"user-1")),
             value: Some(Bytes::from("héllo 🌍")),
             headers: vec![("source".into(), Some(Bytes::from_static(b"web")))],
+            producer_id: -1,
+            txn: None,
         }
     }
 

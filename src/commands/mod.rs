@@ -1,4 +1,4 @@
-//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|elect|reassign|configs`, and
+//! The kcat-like commands (`kdeck topics|list|produce|consume|groups|transactions|elect|reassign|configs`, and
 //! `kdeck clusters`, the profiles they can name) against a Kafka
 //! cluster's bootstrap servers, through `remote`. Output goes to stdout and pipes cleanly;
 //! errors go to stderr with a non-zero exit, like kcat. A room of its own beside `serve.rs`
@@ -18,6 +18,7 @@ mod properties;
 mod reassign;
 mod records;
 mod topics;
+mod transactions;
 
 use std::io::{self, Write};
 
@@ -25,7 +26,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{
     ConfigsArgs, ConnectArgs, ConsumeArgs, ElectArgs, GroupsArgs, ListArgs, ProduceArgs, ReassignArgs, RecordsArgs,
-    TopicsArgs,
+    TopicsArgs, TransactionsArgs,
 };
 use crate::config::KdeckConfig;
 use crate::remote::{ClientSettings, KafkaClient};
@@ -67,6 +68,13 @@ pub fn groups(args: &GroupsArgs) -> Result<()> {
         return Ok(());
     };
     run(settings, async |client, out| groups::run(args, client, out).await)
+}
+
+pub fn transactions(args: &TransactionsArgs) -> Result<()> {
+    let Some((settings, _)) = settings(&args.connect, Role::Metadata)? else {
+        return Ok(());
+    };
+    run(settings, async |client, out| transactions::run(args, client, out).await)
 }
 
 pub fn elect(args: &ElectArgs) -> Result<()> {

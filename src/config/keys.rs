@@ -31,6 +31,7 @@ pub enum Binding {
     Configs,
     Reassignments,
     Acls,
+    Transactions,
     Clusters,
     Produce,
     KillBroker,
@@ -53,6 +54,7 @@ pub enum Binding {
     SeekTime,
     NextPartition,
     PrevPartition,
+    Isolation,
     Maximize,
     Projector,
     Freeze,
@@ -75,7 +77,7 @@ pub enum Binding {
 
 impl Binding {
     /// Every configurable binding, in help order.
-    pub const ALL: [Binding; 55] = [
+    pub const ALL: [Binding; 57] = [
         Binding::Quit,
         Binding::Help,
         Binding::NextPane,
@@ -94,6 +96,7 @@ impl Binding {
         Binding::Configs,
         Binding::Reassignments,
         Binding::Acls,
+        Binding::Transactions,
         Binding::Clusters,
         Binding::Produce,
         Binding::KillBroker,
@@ -116,6 +119,7 @@ impl Binding {
         Binding::SeekTime,
         Binding::NextPartition,
         Binding::PrevPartition,
+        Binding::Isolation,
         Binding::Maximize,
         Binding::Projector,
         Binding::Freeze,
@@ -154,6 +158,7 @@ impl Binding {
             Binding::Configs => "configs",
             Binding::Reassignments => "reassignments",
             Binding::Acls => "acls",
+            Binding::Transactions => "transactions",
             Binding::Clusters => "clusters",
             Binding::Produce => "produce",
             Binding::KillBroker => "kill_broker",
@@ -176,6 +181,7 @@ impl Binding {
             Binding::SeekTime => "seek_time",
             Binding::NextPartition => "next_partition",
             Binding::PrevPartition => "prev_partition",
+            Binding::Isolation => "isolation",
             Binding::Maximize => "maximize",
             Binding::Projector => "projector",
             Binding::Freeze => "freeze",

@@ -16,6 +16,7 @@ mod data_dir;
 mod runner;
 mod tail;
 mod timeline;
+pub mod transactions;
 mod views;
 
 use std::future::Future;
@@ -298,6 +299,15 @@ impl ClusterSource for Embedded {
     fn describe_acls(&self) -> oneshot::Receiver<crate::view::acls::AclsAnswer> {
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(Ok(crate::view::acls::Acls::NoAuthorizer { embedded: true }));
+        rx
+    }
+
+    fn describe_transactions(&self) -> oneshot::Receiver<crate::view::transactions::TransactionsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let cluster = self.shared.cluster.clone();
+        self.runtime.spawn(async move {
+            let _ = tx.send(transactions::describe_all(&cluster).await);
+        });
         rx
     }
 }

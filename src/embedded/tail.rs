@@ -2,17 +2,20 @@
 //! the console reads, from where the tail's seek says, up to where a search ends. A ring
 //! (following the end) has one consumer for its partitions and keeps their records as they
 //! come; a window (the browser, a search) has one per partition and hands records on in the
-//! time order both sources share (`view::merge`).
+//! time order both sources share (`view::merge`). The consumer hands out the transaction
+//! markers too: a record written in a transaction is open until its producer's marker comes,
+//! and read_committed reads up to the last stable offset without aborted records.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::consumer::{Consumer, ConsumerConfig, ConsumerRecord, OffsetReset};
-use crate::engine::{Cluster, ErrorCode, OffsetSpec, TopicPartition};
+use crate::engine::{Cluster, ErrorCode, IsolationLevel, OffsetSpec, TopicPartition};
 use crate::view::merge::{PartitionRead, PartitionReader, read_in_time_order};
 use crate::view::outcome;
-use crate::view::{SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec};
+use crate::view::source::settle_read;
+use crate::view::{SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, TxnMark, TxnMarker};
 
 /// Starts a tail on `cluster`: what [`super::Embedded`]'s `tail` does, for a cluster started
 /// without the rest of the console (tests, benchmarks).
@@ -37,10 +40,24 @@ const TAIL_RETRY: Duration = Duration::from_millis(500);
 /// How long one read waits for records at the end of the log.
 const READ_WAIT: Duration = Duration::from_millis(500);
 
-/// The log start and the end (HW) of a partition, as a consumer sees them.
-async fn log_bounds(cluster: &Cluster, tp: &TopicPartition) -> Result<(i64, i64), ErrorCode> {
+/// The isolation level a tail reads at.
+fn isolation(spec: &TailSpec) -> IsolationLevel {
+    if spec.read_committed {
+        IsolationLevel::ReadCommitted
+    } else {
+        IsolationLevel::ReadUncommitted
+    }
+}
+
+/// The log start and the end of a partition, as a consumer at `isolation` sees them (the
+/// HW, or the last stable offset for read_committed).
+async fn log_bounds(
+    cluster: &Cluster,
+    tp: &TopicPartition,
+    isolation: IsolationLevel,
+) -> Result<(i64, i64), ErrorCode> {
     let start = cluster.list_offset(tp, OffsetSpec::Earliest).await?;
-    let end = cluster.list_offset(tp, OffsetSpec::Latest).await?;
+    let end = cluster.list_offset_isolated(tp, OffsetSpec::Latest, isolation).await?;
     Ok((start, end))
 }
 
@@ -69,7 +86,7 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
     let mut bounds_of = HashMap::new();
     for tp in &tps {
         let bounds = loop {
-            match log_bounds(&cluster, tp).await {
+            match log_bounds(&cluster, tp, isolation(&spec)).await {
                 Ok(bounds) => break Some(bounds),
                 // A search cannot start without knowing where it ends: wait for a leader.
                 Err(e) if spec.until_end => {
@@ -96,12 +113,13 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
         // A window reads each partition on its own and hands on in the shared time order.
         let mut readers = Vec::with_capacity(tps.len());
         for tp in tps {
-            let mut consumer = tail_consumer(&cluster, spec.mode);
+            let mut consumer = tail_consumer(&cluster, &spec);
             consumer.assign(vec![tp.clone()]);
             let bounds = bounds_of.get(&tp.partition).copied().flatten();
             position(&mut consumer, &tp, spec.start, bounds, &buffer).await;
             readers.push(PartitionConsumer {
                 cluster: cluster.clone(),
+                isolation: isolation(&spec),
                 end: ends.get(&tp.partition).copied(),
                 tp,
                 consumer,
@@ -110,7 +128,7 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
         read_in_time_order(readers, &spec, buffer).await;
         return;
     }
-    let mut consumer = tail_consumer(&cluster, spec.mode);
+    let mut consumer = tail_consumer(&cluster, &spec);
     consumer.assign(tps.clone());
     for tp in &tps {
         let bounds = bounds_of.get(&tp.partition).copied().flatten();
@@ -144,7 +162,9 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
                 // A search reads up to its end offsets, even when more has arrived since.
                 let before_end =
                     |r: &ConsumerRecord| !spec.until_end || ends.get(&r.partition).is_some_and(|end| r.offset < *end);
-                feed.offer(records.into_iter().filter(before_end).map(tail_record));
+                let (records, markers) = tail_records(records.into_iter().filter(before_end), spec.read_committed);
+                feed.offer(records);
+                feed.settle(&markers);
             }
             Err(e) => {
                 buffer.set_error(Some(e.to_string()));
@@ -155,22 +175,26 @@ async fn tail_loop(cluster: Cluster, spec: TailSpec, buffer: Arc<TailBuffer>) {
 }
 
 /// The consumer a tail reads with: a ring follows the end; a window that retention
-/// overtakes goes on from what is left rather than skip everything.
-fn tail_consumer(cluster: &Cluster, mode: TailMode) -> Consumer {
-    Consumer::new(
+/// overtakes goes on from what is left rather than skip everything. It reads at the tail's
+/// isolation level and hands out the transaction markers.
+fn tail_consumer(cluster: &Cluster, spec: &TailSpec) -> Consumer {
+    let mut consumer = Consumer::new(
         cluster.clone(),
         ConsumerConfig {
             group_id: None,
-            auto_offset_reset: match mode {
+            auto_offset_reset: match spec.mode {
                 TailMode::Ring => OffsetReset::Latest,
                 TailMode::Window => OffsetReset::Earliest,
             },
             enable_auto_commit: false,
             fetch_max_wait_ms: 250,
             max_poll_records: 500,
+            isolation_level: isolation(spec),
             ..ConsumerConfig::default()
         },
-    )
+    );
+    consumer.deliver_markers();
+    consumer
 }
 
 /// Puts `consumer` (assigned `tp`) where the tail starts in `tp`, within the log's
@@ -197,20 +221,49 @@ async fn position(
     }
 }
 
-fn tail_record(r: ConsumerRecord) -> TailRecord {
-    TailRecord {
-        partition: r.partition,
-        offset: r.offset,
-        timestamp: r.timestamp,
-        key: r.key,
-        value: r.value,
-        headers: r.headers,
+/// The records of one read (in offset order) and the markers among them, the records marked
+/// by those markers. Read as read_committed, a transactional record is committed: only those
+/// below the last stable offset and not aborted come.
+fn tail_records(
+    read: impl IntoIterator<Item = ConsumerRecord>,
+    read_committed: bool,
+) -> (Vec<TailRecord>, Vec<TxnMarker>) {
+    let mut records = Vec::new();
+    let mut markers = Vec::new();
+    for r in read {
+        if let Some(committed) = r.marker {
+            markers.push(TxnMarker {
+                partition: r.partition,
+                producer_id: r.producer_id,
+                offset: r.offset,
+                committed,
+            });
+            continue;
+        }
+        let txn = r.transactional.then_some(if read_committed {
+            TxnMark::Committed
+        } else {
+            TxnMark::Open
+        });
+        records.push(TailRecord {
+            partition: r.partition,
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key,
+            value: r.value,
+            headers: r.headers,
+            producer_id: r.producer_id,
+            txn,
+        });
     }
+    settle_read(&mut records, &markers);
+    (records, markers)
 }
 
 /// One partition of a window, read by a consumer of its own.
 struct PartitionConsumer {
     cluster: Cluster,
+    isolation: IsolationLevel,
     tp: TopicPartition,
     consumer: Consumer,
     /// A search's end offset in this partition.
@@ -230,19 +283,23 @@ impl PartitionReader for PartitionConsumer {
                 records: Vec::new(),
                 at_end: true,
                 done: true,
+                markers: Vec::new(),
             });
         }
         let records = self.consumer.poll(READ_WAIT).await.map_err(|e| e.to_string())?;
         // A search reads up to its end offset, even when more has arrived since.
         let stop = self.end.unwrap_or(i64::MAX);
-        let records: Vec<TailRecord> = records
-            .into_iter()
-            .filter(|r| r.offset < stop)
-            .map(tail_record)
-            .collect();
+        let (records, markers) = tail_records(
+            records.into_iter().filter(|r| r.offset < stop),
+            self.isolation == IsolationLevel::ReadCommitted,
+        );
         let position = self.consumer.position(&self.tp);
         // Records already read are handed on even when the end cannot be learned now.
-        let at_end = match self.cluster.list_offset(&self.tp, OffsetSpec::Latest).await {
+        let at_end = match self
+            .cluster
+            .list_offset_isolated(&self.tp, OffsetSpec::Latest, self.isolation)
+            .await
+        {
             Ok(high_watermark) => position.is_some_and(|at| at >= high_watermark),
             Err(_) => false,
         };
@@ -250,6 +307,7 @@ impl PartitionReader for PartitionConsumer {
             records,
             at_end,
             done: reached(position, self.end),
+            markers,
         })
     }
 }

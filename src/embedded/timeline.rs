@@ -283,6 +283,7 @@ mod same_sentence_from_both_sources {
             isr: isr.to_vec(),
             preferred_leader: 0,
             high_watermark: None,
+            last_stable_offset: None,
             log_start_offset: None,
             under_replicated: isr.len() < 3,
             min_insync_replicas: None,

@@ -282,6 +282,7 @@ impl ViewBuilder {
                 isr: p.isr.clone(),
                 preferred_leader: p.preferred_leader,
                 high_watermark: p.high_watermark,
+                last_stable_offset: p.last_stable_offset,
                 log_start_offset: p.log_start_offset,
                 under_replicated: p.under_replicated,
                 min_insync_replicas: Some(p.min_insync_replicas),

@@ -55,6 +55,8 @@ const KDECK_MAX_VERSIONS: &[(ApiKey, i16)] = &[
     (ApiKey::DescribeLogDirs, 4),
     (ApiKey::DeleteRecords, 2),
     (ApiKey::DescribeAcls, 3),
+    (ApiKey::DescribeTransactions, 0),
+    (ApiKey::ListTransactions, 1),
     (ApiKey::SaslHandshake, 1),
     (ApiKey::SaslAuthenticate, 2),
 ];

@@ -35,16 +35,19 @@ use kafka_protocol::records::{
 mod acls;
 mod configs;
 mod reassign;
+mod transactions;
 
 pub use acls::{acls_from, describe_acls};
 pub use configs::{describe_configs, incremental_alter_configs};
 pub use reassign::{alter_reassignments, assignments, list_reassignments};
+pub use transactions::{describe_transaction, describe_transactions};
 
 use super::{KafkaClient, RemoteError, Target, error_name};
 use crate::kafka::BrokerId;
 pub use crate::kafka::OffsetSpec;
 use crate::kafka::reset::{self, ResetSpec};
-use crate::view::TailRecord;
+use crate::view::source::settle_read;
+use crate::view::{TailRecord, TxnMark, TxnMarker};
 
 /// A record to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -61,9 +64,14 @@ pub struct OutRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedPartition {
     pub high_watermark: i64,
+    /// The last stable offset (the high watermark when the broker does not tell).
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
-    /// Records at or after the fetch offset (whole batches may start earlier; those are cut).
+    /// Records at or after the fetch offset (whole batches may start earlier; those are cut),
+    /// each transactional one marked as its marker among them says (open without one).
     pub records: Vec<TailRecord>,
+    /// The transaction markers read at or after the fetch offset.
+    pub markers: Vec<TxnMarker>,
     /// Where the next fetch starts.
     pub next_offset: i64,
     /// `(base offset, partition leader epoch)` of each whole batch read, in offset order: a
@@ -218,8 +226,35 @@ pub async fn list_offsets(
     partitions: &[(String, i32)],
     spec: OffsetSpec,
 ) -> Vec<Result<i64, RemoteError>> {
+    list_offsets_isolated(client, partitions, spec, Isolation::ReadUncommitted).await
+}
+
+/// Which records a ListOffsets counts: at the latest offset, read_uncommitted answers the
+/// high watermark and read_committed the last stable offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+impl Isolation {
+    fn level(self) -> i8 {
+        match self {
+            Isolation::ReadUncommitted => 0,
+            Isolation::ReadCommitted => 1,
+        }
+    }
+}
+
+/// [`list_offsets`] with an isolation level.
+pub async fn list_offsets_isolated(
+    client: &KafkaClient,
+    partitions: &[(String, i32)],
+    spec: OffsetSpec,
+    isolation: Isolation,
+) -> Vec<Result<i64, RemoteError>> {
     let all: Vec<usize> = (0..partitions.len()).collect();
-    let mut results = list_offsets_once(client, partitions, &all, spec).await;
+    let mut results = list_offsets_once(client, partitions, &all, spec, isolation).await;
     let retry: Vec<usize> = results
         .iter()
         .enumerate()
@@ -227,7 +262,7 @@ pub async fn list_offsets(
         .map(|(i, _)| i)
         .collect();
     if !retry.is_empty() && client.refresh_metadata().await.is_ok() {
-        let again = list_offsets_once(client, partitions, &retry, spec).await;
+        let again = list_offsets_once(client, partitions, &retry, spec, isolation).await;
         for (i, result) in retry.into_iter().zip(again) {
             results[i] = result;
         }
@@ -244,6 +279,7 @@ async fn list_offsets_once(
     partitions: &[(String, i32)],
     which: &[usize],
     spec: OffsetSpec,
+    isolation: Isolation,
 ) -> Vec<Result<i64, RemoteError>> {
     let mut results: Vec<Option<Result<i64, RemoteError>>> = which.iter().map(|_| None).collect();
     let mut by_leader: Vec<(BrokerId, Vec<Slot<'_>>)> = Vec::new();
@@ -262,7 +298,7 @@ async fn list_offsets_once(
     let answers = join_all(
         by_leader
             .iter()
-            .map(|(leader, list)| list_offsets_at(client, *leader, list, spec))
+            .map(|(leader, list)| list_offsets_at(client, *leader, list, spec, isolation))
             .collect(),
     )
     .await;
@@ -292,6 +328,7 @@ async fn list_offsets_at(
     leader: BrokerId,
     list: &[Slot<'_>],
     spec: OffsetSpec,
+    isolation: Isolation,
 ) -> Result<Vec<Result<i64, RemoteError>>, RemoteError> {
     let target = Target::Broker(leader);
     version(client, target, ApiKey::ListOffsets).await?;
@@ -311,7 +348,7 @@ async fn list_offsets_at(
     }
     let request = ListOffsetsRequest::default()
         .with_replica_id(WireBrokerId(-1))
-        .with_isolation_level(0)
+        .with_isolation_level(isolation.level())
         .with_topics(topics);
     let response = client.send(target, request).await?;
     Ok(list
@@ -500,10 +537,32 @@ pub async fn fetch(
     max_wait: Duration,
     max_bytes: i32,
 ) -> Result<FetchedPartition, RemoteError> {
-    let result = match fetch_once(client, topic, partition, offset, max_wait, max_bytes).await {
+    fetch_isolated(
+        client,
+        topic,
+        partition,
+        offset,
+        (max_wait, max_bytes),
+        Isolation::ReadUncommitted,
+    )
+    .await
+}
+
+/// [`fetch`] at an isolation level: read_committed reads up to the last stable offset and
+/// leaves out the records of aborted transactions. `limits` are the longest wait and the
+/// most bytes.
+pub async fn fetch_isolated(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    limits: (Duration, i32),
+    isolation: Isolation,
+) -> Result<FetchedPartition, RemoteError> {
+    let result = match fetch_once(client, topic, partition, offset, limits, isolation).await {
         Err(error) if is_leader_error(&error) => {
             client.refresh_metadata().await?;
-            fetch_once(client, topic, partition, offset, max_wait, max_bytes).await
+            fetch_once(client, topic, partition, offset, limits, isolation).await
         }
         other => other,
     };
@@ -540,8 +599,8 @@ async fn fetch_once(
     topic: &str,
     partition: i32,
     offset: i64,
-    max_wait: Duration,
-    max_bytes: i32,
+    (max_wait, max_bytes): (Duration, i32),
+    isolation: Isolation,
 ) -> Result<FetchedPartition, RemoteError> {
     let leader = client.leader_of(topic, partition).await?;
     let target = Target::Broker(leader);
@@ -552,7 +611,7 @@ async fn fetch_once(
         .with_max_wait_ms(i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX))
         .with_min_bytes(1)
         .with_max_bytes(max_bytes)
-        .with_isolation_level(0)
+        .with_isolation_level(isolation.level())
         .with_topics(vec![
             FetchTopic::default()
                 .with_topic(topic_name(topic))
@@ -581,17 +640,33 @@ async fn fetch_once(
     if answer.error_code != 0 {
         return Err(kafka_error(context, answer.error_code, None));
     }
-    let (records, next_offset, leader_epochs) = decode_records(partition, offset, answer.records.unwrap_or_default())
-        .map_err(|reason| RemoteError::Protocol {
-        broker: leader.to_string(),
-        reason: format!("{topic}/{partition}: {reason}"),
+    // read_committed: the aborted transactions among the records, (producer, first offset).
+    let aborted: Option<Vec<(i64, i64)>> = (isolation == Isolation::ReadCommitted).then(|| {
+        answer
+            .aborted_transactions
+            .iter()
+            .flatten()
+            .map(|t| (t.producer_id.0, t.first_offset))
+            .collect()
+    });
+    let decoded = decode_records(partition, offset, answer.records.unwrap_or_default(), aborted).map_err(|reason| {
+        RemoteError::Protocol {
+            broker: leader.to_string(),
+            reason: format!("{topic}/{partition}: {reason}"),
+        }
     })?;
     Ok(FetchedPartition {
         high_watermark: answer.high_watermark,
+        last_stable_offset: if answer.last_stable_offset >= 0 {
+            answer.last_stable_offset
+        } else {
+            answer.high_watermark
+        },
         log_start_offset: answer.log_start_offset,
-        records,
-        next_offset,
-        leader_epochs,
+        records: decoded.records,
+        markers: decoded.markers,
+        next_offset: decoded.next_offset,
+        leader_epochs: decoded.leader_epochs,
     })
 }
 
@@ -604,16 +679,35 @@ const LAST_OFFSET_DELTA_AT: usize = 23;
 const BATCH_HEADER_LEN: usize = 61;
 const CONTROL_BATCH: i16 = 1 << 5;
 
-/// What [`decode_records`] read: the records, where the next fetch starts, and each batch's
-/// `(base offset, leader epoch)`.
-type Decoded = (Vec<TailRecord>, i64, Vec<(i64, i32)>);
+/// What [`decode_records`] read.
+struct Decoded {
+    records: Vec<TailRecord>,
+    markers: Vec<TxnMarker>,
+    /// Where the next fetch starts.
+    next_offset: i64,
+    /// Each whole batch's `(base offset, leader epoch)`.
+    leader_epochs: Vec<(i64, i32)>,
+}
 
-/// The records at or after `offset` in fetched batches, the offset after the last whole
-/// batch (`offset` when there is none), and the leader epoch of each whole batch. A batch cut
-/// at the end of the answer (the fetch size ran out) is left for the next fetch, as every
-/// Kafka client does.
-fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<Decoded, String> {
+/// The records and transaction markers at or after `offset` in fetched batches, the offset
+/// after the last whole batch (`offset` when there is none), and the leader epoch of each
+/// whole batch. A batch cut at the end of the answer (the fetch size ran out) is left for the
+/// next fetch, as every Kafka client does. With `aborted` (read_committed: the answer's
+/// aborted transactions as (producer, first offset)), a producer's transactional records
+/// from the first offset of one of its aborted transactions to its ABORT marker are left
+/// out, as Kafka's consumer does, and the others are committed.
+fn decode_records(
+    partition: i32,
+    offset: i64,
+    mut data: Bytes,
+    aborted: Option<Vec<(i64, i64)>>,
+) -> Result<Decoded, String> {
+    let read_committed = aborted.is_some();
+    let mut pending = aborted.unwrap_or_default();
+    pending.sort_by_key(|(_, first)| std::cmp::Reverse(*first));
+    let mut aborting: std::collections::HashSet<i64> = std::collections::HashSet::new();
     let mut records = Vec::new();
+    let mut markers = Vec::new();
     let mut leader_epochs = Vec::new();
     let mut next_offset = offset;
     while data.len() >= BATCH_HEADER_LEN {
@@ -637,34 +731,71 @@ fn decode_records(partition: i32, offset: i64, mut data: Bytes) -> Result<Decode
         let last_delta = i32::from_be_bytes(read(LAST_OFFSET_DELTA_AT, 4).try_into().unwrap_or_default());
         let leader_epoch = i32::from_be_bytes(read(LEADER_EPOCH_AT, 4).try_into().unwrap_or_default());
         let mut batch = data.split_to(total);
-        if attributes & CONTROL_BATCH == 0 {
-            // The broker's batch is decompressed streaming and refused past
-            // MAX_DECOMPRESSED_BATCH_BYTES (the vendored decoder), so a hostile or broken
-            // broker cannot make the console unpack a bomb.
-            let set = RecordBatchDecoder::decode(&mut batch)
-                .map_err(|e| format!("a record batch at offset {base_offset} cannot be read: {e:#}"))?;
-            records.extend(
-                set.records
+        // The broker's batch is decompressed streaming and refused past
+        // MAX_DECOMPRESSED_BATCH_BYTES (the vendored decoder), so a hostile or broken broker
+        // cannot make the console unpack a bomb.
+        let set = RecordBatchDecoder::decode(&mut batch).map_err(|e| {
+            let what = if attributes & CONTROL_BATCH == 0 {
+                "record batch"
+            } else {
+                "control batch"
+            };
+            format!("a {what} at offset {base_offset} cannot be read: {e:#}")
+        })?;
+        for r in set.records {
+            while pending.last().is_some_and(|(_, first)| *first <= r.offset) {
+                if let Some((producer, _)) = pending.pop() {
+                    aborting.insert(producer);
+                }
+            }
+            if r.control {
+                let marker = r
+                    .key
+                    .as_deref()
+                    .and_then(|key| TxnMarker::from_control_key(partition, r.producer_id, r.offset, key));
+                if let Some(marker) = marker {
+                    if !marker.committed {
+                        aborting.remove(&r.producer_id);
+                    }
+                    if r.offset >= offset {
+                        markers.push(marker);
+                    }
+                }
+                continue;
+            }
+            let dropped = r.transactional && aborting.contains(&r.producer_id);
+            if r.offset < offset || dropped {
+                continue;
+            }
+            records.push(TailRecord {
+                partition,
+                offset: r.offset,
+                timestamp: r.timestamp,
+                key: r.key,
+                value: r.value,
+                headers: r
+                    .headers
                     .into_iter()
-                    .filter(|r| r.offset >= offset && !r.control)
-                    .map(|r| TailRecord {
-                        partition,
-                        offset: r.offset,
-                        timestamp: r.timestamp,
-                        key: r.key,
-                        value: r.value,
-                        headers: r
-                            .headers
-                            .into_iter()
-                            .map(|(k, v)| (k.as_str().to_string(), v))
-                            .collect(),
-                    }),
-            );
+                    .map(|(k, v)| (k.as_str().to_string(), v))
+                    .collect(),
+                producer_id: r.producer_id,
+                txn: r.transactional.then_some(if read_committed {
+                    TxnMark::Committed
+                } else {
+                    TxnMark::Open
+                }),
+            });
         }
         leader_epochs.push((base_offset, leader_epoch));
         next_offset = next_offset.max(base_offset.saturating_add(i64::from(last_delta)).saturating_add(1));
     }
-    Ok((records, next_offset, leader_epochs))
+    settle_read(&mut records, &markers);
+    Ok(Decoded {
+        records,
+        markers,
+        next_offset,
+        leader_epochs,
+    })
 }
 
 /// Every group of every broker.
@@ -1480,6 +1611,14 @@ mod tests {
         }
     }
 
+    /// What [`decode`] gives: records, next offset, leader epochs.
+    type Read = (Vec<TailRecord>, i64, Vec<(i64, i32)>);
+
+    /// [`decode_records`] as read_uncommitted.
+    fn decode(partition: i32, offset: i64, data: Bytes) -> Result<Read, String> {
+        decode_records(partition, offset, data, None).map(|d| (d.records, d.next_offset, d.leader_epochs))
+    }
+
     #[test]
     fn produced_batches_hold_every_record_with_keys_and_headers() {
         let records = vec![
@@ -1497,7 +1636,7 @@ mod tests {
         assert_eq!(infos.len(), 1, "one batch, not one per record");
         assert_eq!(infos[0].producer_id, -1);
         assert_eq!(infos[0].base_sequence, -1);
-        let (decoded, next, _) = decode_records(4, 0, bytes).expect("decodes");
+        let (decoded, next, _) = decode(4, 0, bytes).expect("decodes");
         assert_eq!(next, 3);
         assert_eq!(decoded.len(), 3);
         assert_eq!(decoded[0].partition, 4);
@@ -1526,7 +1665,7 @@ mod tests {
             let bytes = encode_batch_with(&records, compression).expect("encodes");
             let attributes = i16::from_be_bytes([bytes[ATTRIBUTES_AT], bytes[ATTRIBUTES_AT + 1]]);
             assert_eq!(attributes & 0x07, id, "{compression:?} in the batch header");
-            let (decoded, next, _) = decode_records(0, 0, bytes).expect("decodes");
+            let (decoded, next, _) = decode(0, 0, bytes).expect("decodes");
             assert_eq!(next, 50);
             let values: Vec<_> = decoded.iter().map(|r| r.value.clone()).collect();
             let sent: Vec<_> = records.iter().map(|r| r.value.clone()).collect();
@@ -1547,11 +1686,11 @@ mod tests {
         data.extend_from_slice(&with_epoch(batch(&[value("d")], 13), 4));
         let partial = with_epoch(batch(&[value("e"), value("f")], 14), 5);
         data.extend_from_slice(&partial[..partial.len() - 5]);
-        let (records, next, epochs) = decode_records(0, 11, data.freeze()).expect("decodes");
+        let (records, next, epochs) = decode(0, 11, data.freeze()).expect("decodes");
         assert_eq!(records.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![11, 12, 13]);
         assert_eq!(next, 14, "the cut batch is fetched again");
         assert_eq!(epochs, vec![(10, 3), (13, 4)], "whole batches only");
-        let (records, next, _) = decode_records(0, 14, Bytes::new()).expect("nothing to decode");
+        let (records, next, _) = decode(0, 14, Bytes::new()).expect("nothing to decode");
         assert!(records.is_empty());
         assert_eq!(next, 14, "an empty answer leaves the offset where it was");
     }
@@ -1563,7 +1702,7 @@ mod tests {
         control[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
         let crc = crc32c::crc32c(&control[ATTRIBUTES_AT..]);
         control[17..21].copy_from_slice(&crc.to_be_bytes());
-        let (records, next, _) = decode_records(0, 5, control.freeze()).expect("decodes");
+        let (records, next, _) = decode(0, 5, control.freeze()).expect("decodes");
         assert!(records.is_empty());
         assert_eq!(next, 6);
     }
@@ -1572,18 +1711,14 @@ mod tests {
     fn garbage_and_old_formats_are_errors_not_panics() {
         let mut old = BytesMut::from(&batch(&[value("x")], 0)[..]);
         old[MAGIC_AT] = 1;
-        assert!(decode_records(0, 0, old.freeze()).unwrap_err().contains("format v1"));
+        assert!(decode(0, 0, old.freeze()).unwrap_err().contains("format v1"));
         let mut negative = BytesMut::from(&batch(&[value("x")], 0)[..]);
         negative[BATCH_LENGTH_AT..BATCH_LENGTH_AT + 4].copy_from_slice(&(-5i32).to_be_bytes());
-        assert!(
-            decode_records(0, 0, negative.freeze())
-                .unwrap_err()
-                .contains("negative")
-        );
+        assert!(decode(0, 0, negative.freeze()).unwrap_err().contains("negative"));
         let mut corrupt = BytesMut::from(&batch(&[value("x")], 0)[..]);
         let last = corrupt.len() - 1;
         corrupt[last] ^= 0xff;
-        assert!(decode_records(0, 0, corrupt.freeze()).is_err());
+        assert!(decode(0, 0, corrupt.freeze()).is_err());
     }
 
     #[test]

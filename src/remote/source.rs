@@ -194,6 +194,16 @@ impl ClusterSource for RemoteSource {
         });
         rx
     }
+
+    fn describe_transactions(&self) -> oneshot::Receiver<crate::view::transactions::TransactionsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let answer = ops::describe_transactions(&client).await.map_err(|e| e.to_string());
+            let _ = tx.send(answer);
+        });
+        rx
+    }
 }
 
 /// Runs one console command against the cluster; the outcome is a sentence either way.
@@ -387,6 +397,9 @@ pub struct Observation {
     pub metadata: Option<Arc<ClusterMetadata>>,
     /// (log start, high watermark) by partition, when its leader answered.
     pub offsets: HashMap<(String, i32), (Option<i64>, Option<i64>)>,
+    /// The last stable offset by partition (ListOffsets read_committed at the latest), when
+    /// its leader answered.
+    pub stable: HashMap<(String, i32), i64>,
     /// `None` when the groups could not be read: the last ones stay shown.
     pub groups: Option<Vec<GroupObservation>>,
     pub health: Vec<BrokerHealth>,
@@ -429,9 +442,10 @@ async fn observe(client: &KafkaClient, log_dirs: bool) -> Observation {
         Err(e) => observation.problems.push(format!("cannot list the reassignments: {e}")),
     }
     let brokers: Vec<BrokerId> = metadata.brokers.iter().map(|b| b.id).collect();
-    let (starts, ends, sizes) = tokio::join!(
+    let (starts, ends, stable, sizes) = tokio::join!(
         ops::list_offsets(client, &partitions, OffsetSpec::Earliest),
         ops::list_offsets(client, &partitions, OffsetSpec::Latest),
+        ops::list_offsets_isolated(client, &partitions, OffsetSpec::Latest, ops::Isolation::ReadCommitted),
         async {
             if !log_dirs {
                 return None;
@@ -452,6 +466,12 @@ async fn observe(client: &KafkaClient, log_dirs: bool) -> Observation {
         },
     );
     observation.log_dirs = sizes;
+    // A broker older than ListOffsets v2 cannot tell the LSO: it shows as unknown, no problem.
+    for (tp, lso) in partitions.iter().zip(stable) {
+        if let Ok(lso) = lso {
+            observation.stable.insert(tp.clone(), lso);
+        }
+    }
     let mut offset_errors = BTreeSet::new();
     for ((tp, start), end) in partitions.into_iter().zip(starts).zip(ends) {
         let mut keep = |r: Result<i64, RemoteError>| match r {
@@ -781,6 +801,7 @@ impl ViewBuilder {
                     isr: p.isr.clone(),
                     preferred_leader: p.replicas.first().copied().unwrap_or(-1),
                     high_watermark: end,
+                    last_stable_offset: observation.stable.get(&(t.name.clone(), p.partition)).copied(),
                     log_start_offset: start,
                     // While replicas move, Kafka counts the original assignment's.
                     under_replicated: p.isr.len() < moving.map_or(p.replicas.len(), |o| o.original().len()),
@@ -1016,6 +1037,7 @@ async fn tail_loop(client: KafkaClient, spec: TailSpec, buffer: Arc<TailBuffer>)
             .into_iter()
             .map(|partition| PartitionFetcher {
                 client: client.clone(),
+                isolation: isolation(&spec),
                 topic: spec.topic.clone(),
                 partition,
                 start: spec.start,
@@ -1060,7 +1082,7 @@ async fn capture_bounds(
     loop {
         let (starts, latest) = tokio::join!(
             ops::list_offsets(client, &wanted, OffsetSpec::Earliest),
-            ops::list_offsets(client, &wanted, OffsetSpec::Latest)
+            ops::list_offsets_isolated(client, &wanted, OffsetSpec::Latest, isolation(spec))
         );
         let mut log_starts = Vec::new();
         let mut ends = HashMap::new();
@@ -1111,14 +1133,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Where a tail starts in one partition.
+/// The isolation level a tail reads at.
+fn isolation(spec: &TailSpec) -> ops::Isolation {
+    if spec.read_committed {
+        ops::Isolation::ReadCommitted
+    } else {
+        ops::Isolation::ReadUncommitted
+    }
+}
+
+/// Where a tail starts in one partition (its end is the last stable offset for
+/// read_committed).
 async fn resolve_start(
     client: &KafkaClient,
     topic: &str,
     partition: i32,
     start: SeekPosition,
+    isolation: ops::Isolation,
 ) -> Result<i64, RemoteError> {
-    let offset = |spec| offset_of(client, topic, partition, spec);
+    let offset = |spec| offset_of(client, topic, partition, spec, isolation);
     match start.lookup() {
         Some(spec) => {
             let at = offset(spec).await?;
@@ -1136,8 +1169,14 @@ async fn resolve_start(
     }
 }
 
-async fn offset_of(client: &KafkaClient, topic: &str, partition: i32, spec: OffsetSpec) -> Result<i64, RemoteError> {
-    ops::list_offsets(client, &[(topic.to_string(), partition)], spec)
+async fn offset_of(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    spec: OffsetSpec,
+    isolation: ops::Isolation,
+) -> Result<i64, RemoteError> {
+    ops::list_offsets_isolated(client, &[(topic.to_string(), partition)], spec, isolation)
         .await
         .pop()
         .unwrap_or_else(|| Err(RemoteError::Other(format!("no offset for {topic}-{partition}"))))
@@ -1146,6 +1185,7 @@ async fn offset_of(client: &KafkaClient, topic: &str, partition: i32, spec: Offs
 /// One partition of a window: where it starts, where a search stops, where it is.
 struct PartitionFetcher {
     client: KafkaClient,
+    isolation: ops::Isolation,
     topic: String,
     partition: i32,
     start: SeekPosition,
@@ -1163,7 +1203,7 @@ impl PartitionReader for PartitionFetcher {
         let offset = match self.position {
             Some(offset) => offset,
             None => {
-                let offset = resolve_start(&self.client, topic, partition, self.start)
+                let offset = resolve_start(&self.client, topic, partition, self.start, self.isolation)
                     .await
                     .map_err(|e| e.to_string())?;
                 self.position = Some(offset);
@@ -1176,18 +1216,26 @@ impl PartitionReader for PartitionFetcher {
                 records: Vec::new(),
                 at_end: true,
                 done: true,
+                markers: Vec::new(),
             });
         }
-        match ops::fetch(&self.client, topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
+        let limits = (TAIL_MAX_WAIT, TAIL_MAX_BYTES);
+        match ops::fetch_isolated(&self.client, topic, partition, offset, limits, self.isolation).await {
             Ok(fetched) => {
                 // A search reads up to its end offset, even when more has arrived since.
                 let stop = self.end.unwrap_or(i64::MAX);
                 let next = fetched.next_offset.max(offset);
                 self.position = Some(next);
+                // read_committed ends at the last stable offset.
+                let end = match self.isolation {
+                    ops::Isolation::ReadCommitted => fetched.last_stable_offset,
+                    ops::Isolation::ReadUncommitted => fetched.high_watermark,
+                };
                 Ok(PartitionRead {
                     records: fetched.records.into_iter().filter(|r| r.offset < stop).collect(),
-                    at_end: next >= fetched.high_watermark,
+                    at_end: next >= end,
                     done: reached(next),
+                    markers: fetched.markers.into_iter().filter(|m| m.offset < stop).collect(),
                 })
             }
             // Retention removed what the window was about to read: it goes on from where it
@@ -1227,14 +1275,27 @@ async fn tail_partition(client: KafkaClient, tail: PartitionTail, buffer: Arc<Ta
             return;
         }
         let result = match position {
-            None => resolve_start(&client, topic, partition, start).await.map(|o| {
-                position = Some(o);
-            }),
-            Some(offset) => match ops::fetch(&client, topic, partition, offset, TAIL_MAX_WAIT, TAIL_MAX_BYTES).await {
+            None => resolve_start(&client, topic, partition, start, isolation(&spec))
+                .await
+                .map(|o| {
+                    position = Some(o);
+                }),
+            Some(offset) => match ops::fetch_isolated(
+                &client,
+                topic,
+                partition,
+                offset,
+                (TAIL_MAX_WAIT, TAIL_MAX_BYTES),
+                isolation(&spec),
+            )
+            .await
+            {
                 Ok(fetched) => {
                     // A search reads up to its end offset, even when more has arrived since.
                     let stop = end.unwrap_or(i64::MAX);
                     feed.offer(fetched.records.into_iter().filter(|r| r.offset < stop));
+                    let markers: Vec<_> = fetched.markers.into_iter().filter(|m| m.offset < stop).collect();
+                    feed.settle(&markers);
                     position = Some(fetched.next_offset.max(offset));
                     Ok(())
                 }

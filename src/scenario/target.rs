@@ -216,6 +216,7 @@ mod tests {
             isr: vec![1, 2],
             preferred_leader: 0,
             high_watermark: None,
+            last_stable_offset: None,
             log_start_offset: None,
             under_replicated: true,
             adding: Vec::new(),

@@ -72,6 +72,8 @@ pub enum Action {
     Reassignments,
     /// Open the ACL screen (read only).
     Acls,
+    /// Open the transactions screen (read only), or ask again when it is open.
+    Transactions,
     /// Open the list of clusters the console may switch to.
     Clusters,
     /// Switch the console to another cluster: `embedded` or a profile's name.
@@ -139,6 +141,8 @@ pub enum Action {
     ResumeDemo,
     /// Keep the newest record selected, or stop.
     ToggleFollow,
+    /// Read the tail as read_committed, or as read_uncommitted again.
+    ToggleIsolation,
     /// Freeze the tail's records on screen, or let them move again.
     ToggleFreeze,
     /// The focused pane takes the whole body (header and footer stay), or the dashboard
@@ -511,6 +515,8 @@ pub enum Effect {
     DescribeConfigs(ConfigTarget),
     /// Ask the source for its ACLs; the answer goes to the ACL screen.
     DescribeAcls,
+    /// Ask the source for its transactions; the answer goes to the transactions screen.
+    DescribeTransactions,
     /// Ask whoever started the console to switch it to this cluster; the answer comes back
     /// through [`crate::tui::Switched`].
     SwitchCluster(String),

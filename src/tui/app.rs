@@ -21,6 +21,7 @@ use super::layout::{FrameLayout, Presentation};
 use super::overlay::{Context, Dialog, Overlay};
 use super::pane;
 use super::theme::{Theme, Themes};
+use super::transactions::TransactionsScreen;
 use crate::config::ConsoleConfig;
 use crate::kafka::reset::{self, ResetSpec};
 use crate::view::configs::ConfigsAnswer;
@@ -95,6 +96,8 @@ pub enum Screen {
     Reassignments,
     /// The cluster's ACLs (see `acls`).
     Acls,
+    /// The transactional ids and their transactions (see `transactions`).
+    Transactions,
 }
 
 /// A pane's own state: where its cursor is and what it filters by.
@@ -191,6 +194,8 @@ pub struct App {
     pub tail: Option<Tail>,
     /// The partition the message tail reads; `None` for all.
     pub tail_partition: Option<i32>,
+    /// The message tail reads as a read_committed consumer (toggled with the isolation key).
+    pub read_committed: bool,
     /// The console's own timeline entries: actions that failed.
     pub notes: VecDeque<ViewEvent>,
     /// The incidents (by when they began) shown with their events.
@@ -220,6 +225,8 @@ pub struct App {
     pub moves_cursor: usize,
     /// The ACL screen's state while it is open.
     pub acls: Option<AclsScreen>,
+    /// The transactions screen's state while it is open.
+    pub transactions: Option<TransactionsScreen>,
     /// The clusters this console may switch to; `None`: it cannot switch (a scenario, a
     /// recording, a test).
     pub clusters: Option<ClusterChoices>,
@@ -346,6 +353,7 @@ impl App {
             status: None,
             tail: None,
             tail_partition: None,
+            read_committed: false,
             notes: VecDeque::new(),
             expanded: BTreeSet::new(),
             layout: FrameLayout::default(),
@@ -359,6 +367,7 @@ impl App {
             reassignments,
             moves_cursor: 0,
             acls: None,
+            transactions: None,
             clusters: None,
         }
     }
@@ -486,6 +495,16 @@ impl App {
         }
     }
 
+    /// The answer the event loop asked for with [`Effect::DescribeTransactions`].
+    pub fn attach_transactions(
+        &mut self,
+        answer: tokio::sync::oneshot::Receiver<crate::view::transactions::TransactionsAnswer>,
+    ) {
+        if let Some(screen) = &mut self.transactions {
+            screen.attach(answer);
+        }
+    }
+
     /// The answer the event loop asked for with [`Effect::DescribeAcls`].
     pub fn attach_acls(&mut self, answer: tokio::sync::oneshot::Receiver<crate::view::acls::AclsAnswer>) {
         if let Some(screen) = &mut self.acls {
@@ -513,6 +532,7 @@ impl App {
                 self.overlays.retain(|o| matches!(o, Overlay::Caption { .. }));
                 self.configs = None;
                 self.acls = None;
+                self.transactions = None;
                 self.tail = None;
                 self.tail_partition = None;
                 self.panes.clear();
@@ -605,7 +625,8 @@ impl App {
     pub fn on_tick(&mut self) -> bool {
         let configs = self.configs.as_mut().is_some_and(ConfigsScreen::poll);
         let acls = self.acls.as_mut().is_some_and(AclsScreen::poll);
-        configs | acls | self.tail_changed()
+        let transactions = self.transactions.as_mut().is_some_and(TransactionsScreen::poll);
+        configs | acls | transactions | self.tail_changed()
     }
 
     fn tail_changed(&mut self) -> bool {
@@ -825,7 +846,8 @@ impl App {
         );
     }
 
-    fn start_tail(&mut self, spec: TailSpec, effects: &mut Vec<Effect>) {
+    fn start_tail(&mut self, mut spec: TailSpec, effects: &mut Vec<Effect>) {
+        spec.read_committed = self.read_committed;
         self.tail = Some(Tail {
             spec: spec.clone(),
             handle: None,
@@ -1382,6 +1404,23 @@ impl App {
                 )),
             };
         }
+        if let Screen::Transactions = self.screen() {
+            return match binding {
+                Binding::Quit | Binding::Back => Ok(Action::Back),
+                Binding::Help => Ok(Action::Help),
+                Binding::Up => Ok(Action::Move { by: -1 }),
+                Binding::Down => Ok(Action::Move { by: 1 }),
+                Binding::PageUp => Ok(Action::Move { by: -10 }),
+                Binding::PageDown => Ok(Action::Move { by: 10 }),
+                Binding::Transactions => Ok(Action::Transactions),
+                Binding::Command => Ok(Action::CommandLine),
+                Binding::Clusters => Ok(Action::Clusters),
+                _ => Err(format!(
+                    "{} goes back to the dashboard",
+                    self.keymap.hint(Binding::Back)
+                )),
+            };
+        }
         if let Screen::Configs { .. } = self.screen() {
             return match binding {
                 Binding::Quit | Binding::Back => Ok(Action::Back),
@@ -1476,6 +1515,7 @@ impl App {
             },
             Binding::Reassignments => Action::Reassignments,
             Binding::Acls => Action::Acls,
+            Binding::Transactions => Action::Transactions,
             Binding::Clusters => Action::Clusters,
             Binding::Produce => {
                 let topic = self.selected_topic().ok_or("no topic selected")?;
@@ -1539,6 +1579,7 @@ impl App {
                 None => return Err(NO_DEMO.into()),
             },
             Binding::Follow => Action::ToggleFollow,
+            Binding::Isolation => Action::ToggleIsolation,
             Binding::PauseTail => Action::ToggleFreeze,
             Binding::SeekBeginning | Binding::SeekEnd => {
                 let (topic, partition) = tail_topic()?;
@@ -1804,6 +1845,11 @@ impl App {
                 let last = self.reassignments.rows().len().saturating_sub(1) as i64;
                 self.moves_cursor = (self.moves_cursor.min(last as usize) as i64 + by).clamp(0, last) as usize;
             }
+            Action::Move { by } if matches!(self.screen(), Screen::Transactions) => {
+                if let Some(screen) = &mut self.transactions {
+                    screen.move_by(by);
+                }
+            }
             Action::Move { by } if matches!(self.screen(), Screen::Acls) => {
                 if let Some(screen) = &mut self.acls {
                     screen.move_by(by);
@@ -1893,6 +1939,16 @@ impl App {
                 self.acls = Some(AclsScreen::default());
                 effects.push(Effect::DescribeAcls);
             }
+            Action::Transactions => {
+                // Open: ask again, keeping the rows shown until the answer comes.
+                if matches!(self.screen(), Screen::Transactions) {
+                    self.transactions.get_or_insert_with(TransactionsScreen::default);
+                } else {
+                    self.screens.push(Screen::Transactions);
+                    self.transactions = Some(TransactionsScreen::default());
+                }
+                effects.push(Effect::DescribeTransactions);
+            }
             Action::Clusters => match &self.clusters {
                 None => self.say(self.lang.sentence(NO_SWITCH), Severity::Warn, now),
                 Some(choices) => {
@@ -1948,6 +2004,23 @@ impl App {
                 if let Some(t) = &mut self.tail {
                     t.follow = !t.follow;
                 }
+            }
+            Action::ToggleIsolation => {
+                self.read_committed = !self.read_committed;
+                // The tail reads again from where it started, at the new isolation level.
+                if let Some(t) = &self.tail {
+                    let spec = t.before_search.clone().unwrap_or_else(|| t.spec.clone());
+                    self.pane_mut(Pane::Messages).filter.clear();
+                    self.start_tail(spec, &mut effects);
+                }
+                self.hint(
+                    if self.read_committed {
+                        "messages: read_committed (aborted and open transactions hidden)"
+                    } else {
+                        "messages: read_uncommitted (every record, transactions marked)"
+                    },
+                    now,
+                );
             }
             Action::ToggleFreeze => {
                 if let Some(t) = &mut self.tail {
@@ -2559,6 +2632,7 @@ impl App {
             mode: TailMode::Window,
             filter: Some(text.clone()),
             until_end: true,
+            read_committed: self.read_committed,
         };
         self.start_tail(spec, effects);
         if let Some(t) = &mut self.tail {
@@ -2653,6 +2727,7 @@ impl App {
             match self.screens.pop() {
                 Some(Screen::Configs { .. }) => self.configs = None,
                 Some(Screen::Acls) => self.acls = None,
+                Some(Screen::Transactions) => self.transactions = None,
                 _ => {}
             }
             return;

@@ -150,6 +150,11 @@ pub const COMMANDS: &[Spec] = &[
         "the cluster's ACLs, read only (DescribeAcls); the embedded cluster has no authorizer",
     ),
     look(
+        "transactions",
+        "",
+        "every transactional id: state, producer, partitions, how long it has been open (read only)",
+    ),
+    look(
         "cluster",
         "[NAME]",
         "switch the console to another cluster: embedded or a [clusters.NAME] profile (no NAME: the list)",
@@ -365,6 +370,7 @@ pub fn parse(line: &str, cx: &Context) -> Result<Action, String> {
         ("reset-offsets", [g, options @ ..]) => reset_offsets(view, g, options).map_err(|e| e.unwrap_or_else(usage))?,
         ("delete-group", [g]) => Action::DeleteGroup { group: group(view, g)? },
         ("acls", []) => Action::Acls,
+        ("transactions", []) => Action::Transactions,
         ("cluster", []) => Action::Clusters,
         ("cluster", [name]) => Action::SwitchCluster { name: name.to_string() },
         ("freeze", []) => Action::Freeze,

@@ -1123,6 +1123,7 @@ mod tests {
             isr: vec![1, 2, 3],
             preferred_leader: 1,
             high_watermark: Some(1180),
+            last_stable_offset: Some(1180),
             log_start_offset: Some(0),
             under_replicated: false,
             min_insync_replicas: Some(2),

@@ -28,6 +28,13 @@ const ACLS_HINTS: &[(Binding, &str)] = &[
     (Binding::Quit, "quit"),
 ];
 
+const TRANSACTIONS_HINTS: &[(Binding, &str)] = &[
+    (Binding::Back, "back"),
+    (Binding::Transactions, "refresh"),
+    (Binding::Help, "help"),
+    (Binding::Quit, "quit"),
+];
+
 const CONFIGS_HINTS: &[(Binding, &str)] = &[
     (Binding::Back, "back"),
     (Binding::Help, "help"),
@@ -107,6 +114,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             Screen::Configs { .. } => CONFIGS_HINTS,
             Screen::Reassignments => REASSIGN_HINTS,
             Screen::Acls => ACLS_HINTS,
+            Screen::Transactions => TRANSACTIONS_HINTS,
         };
         // A scenario's own keys first: they work over every pane and overlay.
         let scenario = if app.trainer.is_some() { TRAINER_HINTS } else { &[] };

@@ -86,6 +86,7 @@ impl Meaning for Binding {
                 | Binding::SeekTime
                 | Binding::NextPartition
                 | Binding::PrevPartition
+                | Binding::Isolation
         )
     }
 
@@ -111,6 +112,9 @@ impl Meaning for Binding {
             Binding::Configs => "the selected topic's configs and their sources: edit one, remove an override",
             Binding::Reassignments => "partition reassignments: live progress, plan, cancel",
             Binding::Acls => "the cluster's ACLs: principal, host, operation, permission, resource (read only)",
+            Binding::Transactions => {
+                "transactions: each transactional id's state, producer, partitions and how long it has been open (read only)"
+            }
             Binding::Clusters => "switch to another cluster: the embedded one or a [clusters.NAME] profile",
             Binding::Produce => "produce to the selected topic",
             Binding::KillBroker => "kill the selected broker (hard crash)",
@@ -133,6 +137,7 @@ impl Meaning for Binding {
             Binding::SeekTime => "messages: seek to a time",
             Binding::NextPartition => "messages: next partition (all -> 0 -> 1 ...)",
             Binding::PrevPartition => "messages: previous partition",
+            Binding::Isolation => "messages: read_committed (hide aborted and open transactions) or read_uncommitted",
             Binding::Maximize => "maximise the focused pane / restore the dashboard",
             Binding::Projector => "projector layout on / off (large, few columns, for a room)",
             Binding::Freeze => "freeze / thaw the cluster's clock",

@@ -100,6 +100,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: DateTime<Utc>) -> FrameLayout {
         Screen::Configs { .. } => super::configs::draw(frame, rows[1], app),
         Screen::Reassignments => super::reassign::draw(frame, rows[1], app, now),
         Screen::Acls => super::acls::draw(frame, rows[1], app),
+        Screen::Transactions => super::transactions::draw(frame, rows[1], app, now),
     }
     footer::draw(frame, rows[2], app, now);
     if let (Some((title, text)), Some(band)) = (caption, band) {

@@ -1,5 +1,6 @@
 //! The message tail of the selected topic (all partitions or one) and the detail view of one
-//! record: JSON pretty-printed, binary as hex.
+//! record: JSON pretty-printed, binary as hex. A record written in a transaction says how it
+//! ended (committed, aborted, open); the tail reads as read_uncommitted or read_committed.
 
 use chrono::{DateTime, FixedOffset, Utc};
 use ratatui::Frame;
@@ -15,8 +16,9 @@ use super::layout::Width::Length;
 use super::layout::{Column, block, headers, scroll};
 use super::pane::{PaneLayout, PaneView};
 use super::text::fit;
+use super::theme::Theme;
 use crate::view::lang::Lang;
-use crate::view::{SeekPosition, TailMode, TailRecord};
+use crate::view::{SeekPosition, TailMode, TailRecord, TxnMark};
 
 /// A record field as one line of text: UTF-8 as is, binary as hex.
 pub fn preview(bytes: &Option<bytes::Bytes>) -> String {
@@ -57,6 +59,7 @@ impl PaneView for MessagesPane {
             (Binding::NextPartition, "partition"),
             (Binding::Filter, "filter"),
             (Binding::Produce, "produce"),
+            (Binding::Isolation, "isolation"),
             (Binding::Help, "help"),
         ]
     }
@@ -112,6 +115,9 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
         ),
         None => format!("{} · {partition} · {start} · {mode}", spec.topic),
     };
+    if spec.read_committed {
+        info.push_str(&format!(" · {}", lang.tr("read_committed")));
+    }
     if let Some(e) = tail.error() {
         info.push_str(&format!(" · {e}"));
     }
@@ -121,7 +127,9 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
     let cursor = app.cursor(Pane::Messages);
     let key_width = 10usize;
     let layout = PaneLayout::table(Pane::Messages, area, inner, scroll(cursor, height), messages.len());
-    let value_width = (inner.width as usize).saturating_sub(3 + 8 + 12 + key_width + 4 + 6);
+    // The transaction column shows only when some record was written in a transaction.
+    let txn_width = if messages.iter().any(|r| r.txn.is_some()) { 9 } else { 0 };
+    let value_width = (inner.width as usize).saturating_sub(3 + 8 + 12 + key_width + 4 + 6 + txn_width);
     let rows = messages
         .iter()
         .enumerate()
@@ -133,34 +141,55 @@ fn draw(frame: &mut Frame, area: Rect, app: &App) -> PaneLayout {
             } else {
                 format!("h{}", r.headers.len())
             };
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(Line::from(r.partition.to_string()).right_aligned()),
                 Cell::from(Line::from(r.offset.to_string()).right_aligned()),
                 Cell::from(Span::styled(local_time(r.timestamp, app.tz, "%H:%M:%S%.3f"), t.dim)),
+            ];
+            if txn_width > 0 {
+                cells.push(Cell::from(match r.txn {
+                    Some(mark) => Span::styled(lang.tr(mark.word()).to_string(), txn_style(t, mark)),
+                    None => Span::raw(""),
+                }));
+            }
+            cells.extend([
                 Cell::from(fit(&preview(&r.key), key_width)),
                 Cell::from(fit(&preview(&r.value), value_width)),
                 Cell::from(Span::styled(headers, t.dim)),
             ]);
+            let row = Row::new(cells);
             if i == cursor && app.focus == Pane::Messages {
                 row.style(t.selected)
             } else {
                 row
             }
         });
-    let columns = headers(
-        app,
-        &[
-            Column::right("P", Length(3)).kept(),
-            Column::right("OFFSET", Length(8)),
-            Column::left("TIME", Length(12)),
-            Column::left("KEY", Length(key_width as u16)),
-            Column::left("VALUE", Length(value_width as u16)),
-            Column::left("HDRS", Length(4)),
-        ],
-    );
+    let mut columns = vec![
+        Column::right("P", Length(3)).kept(),
+        Column::right("OFFSET", Length(8)),
+        Column::left("TIME", Length(12)),
+    ];
+    if txn_width > 0 {
+        columns.push(Column::left("TXN", Length(txn_width as u16)));
+    }
+    columns.extend([
+        Column::left("KEY", Length(key_width as u16)),
+        Column::left("VALUE", Length(value_width as u16)),
+        Column::left("HDRS", Length(4)),
+    ]);
+    let columns = headers(app, &columns);
     let header = Row::new(columns.cells).style(t.column_header);
     frame.render_widget(Table::new(rows, columns.widths).header(header).block(block), area);
     layout
+}
+
+/// How a transaction's mark looks: committed plain, aborted as an error, open as a warning.
+fn txn_style(t: &Theme, mark: TxnMark) -> ratatui::style::Style {
+    match mark {
+        TxnMark::Committed => t.text,
+        TxnMark::Aborted => t.error,
+        TxnMark::Open => t.warn,
+    }
 }
 
 /// Where a tail starts, in `lang` (English: as [`SeekPosition`] displays it).
@@ -276,7 +305,7 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord
     let popup = centered(area, 90, 80);
     let topic = app.tail.as_ref().map_or("", |t| t.spec.topic.as_str());
     // Labels in a column of 17 display columns (wider when a translation needs it).
-    let labels = ["topic-partition", "offset", "timestamp", "key"].map(|l| lang.tr(l));
+    let labels = ["topic-partition", "offset", "timestamp", "key", "transaction"].map(|l| lang.tr(l));
     let column = labels.iter().map(|l| l.width() + 2).max().unwrap_or(0).max(17);
     let label = |l: &str| Span::styled(format!("{l}{}", " ".repeat(column.saturating_sub(l.width()))), t.dim);
     let mut lines = vec![
@@ -295,6 +324,18 @@ pub fn draw_detail(frame: &mut Frame, area: Rect, app: &App, record: &TailRecord
         ]),
         Line::from(vec![label(labels[3]), Span::raw(preview(&record.key))]),
     ];
+    if let Some(mark) = record.txn {
+        lines.push(Line::from(vec![
+            label(labels[4]),
+            Span::styled(
+                lang.fmt(
+                    "{mark} (producer {producer})",
+                    &[("mark", &lang.tr(mark.word())), ("producer", &record.producer_id)],
+                ),
+                txn_style(t, mark),
+            ),
+        ]));
+    }
     lines.push(Line::styled(lang.tr("headers").to_string(), t.dim));
     if record.headers.is_empty() {
         lines.push(Line::raw(format!("  {}", lang.tr("(none)"))));

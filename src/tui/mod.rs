@@ -31,6 +31,7 @@ pub mod replica_log;
 pub mod text;
 pub mod theme;
 pub mod topics;
+pub mod transactions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -194,6 +195,10 @@ impl Console {
                 Effect::DescribeAcls => {
                     let answer = self.source.describe_acls();
                     self.app.attach_acls(answer);
+                }
+                Effect::DescribeTransactions => {
+                    let answer = self.source.describe_transactions();
+                    self.app.attach_transactions(answer);
                 }
                 Effect::SwitchCluster(name) => match &self.switch_requests {
                     Some(tx) if tx.send(name.clone()).is_ok() => {}

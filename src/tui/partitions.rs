@@ -1,6 +1,8 @@
 //! Partitions of the selected topic: leader and epoch, each replica with its role (colour and
 //! glyph: ★ leader, ● in-sync follower, ○ out-of-sync, ✗ offline), ISR, preferred leader and
-//! whether it leads, high watermark, leader LEO, each follower's lag and the log start.
+//! whether it leads, high watermark, last stable offset (highlighted while an open
+//! transaction holds read_committed consumers below the HW), leader LEO, each follower's lag
+//! and the log start.
 
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
@@ -136,6 +138,17 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
         .max()
         .unwrap_or(0)
         .max(8) as u16;
+    // Offsets take the room their digits need: with the LSO next to the HW and the LEO, fixed
+    // widths would squeeze the replicas out of a dashboard's pane.
+    let offset_width = partitions
+        .iter()
+        .skip(scroll(cursor, height))
+        .take(height)
+        .flat_map(|p| [p.high_watermark, p.last_stable_offset, p.leader_log_end()])
+        .map(|o| opt(o).len())
+        .max()
+        .unwrap_or(0)
+        .max(4) as u16;
     let rows = partitions
         .iter()
         .enumerate()
@@ -159,6 +172,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             } else {
                 Span::styled(format!("{} ✗", p.preferred_leader), t.warn)
             };
+            let lso_style = if p.held_back_by_transaction() { t.warn } else { t.text };
             let row = Row::new(vec![
                 Cell::from(Line::from(p.partition.to_string()).right_aligned()),
                 Cell::from(Line::from(leader).right_aligned()),
@@ -167,6 +181,7 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
                 Cell::from(Span::styled(ids(&p.isr), isr_style)),
                 Cell::from(Line::from(pref)),
                 Cell::from(Line::from(opt(p.high_watermark)).right_aligned()),
+                Cell::from(Line::from(Span::styled(opt(p.last_stable_offset), lso_style)).right_aligned()),
                 Cell::from(Line::from(opt(p.leader_log_end())).right_aligned()),
                 Cell::from(Line::from(opt(p.log_start_offset)).right_aligned()),
                 Cell::from(follower_lag(p)),
@@ -186,8 +201,9 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) -> PaneLay
             Column::left("REPLICAS", Length(replica_width)),
             Column::left("ISR", Length((rf * 2).saturating_sub(1).max(3) as u16)).kept(),
             Column::left("PREF", Length(4)),
-            Column::right("HW", Length(7)).kept(),
-            Column::right("LEO", Length(7)).kept(),
+            Column::right("HW", Length(offset_width)).kept(),
+            Column::right("LSO", Length(offset_width)).kept(),
+            Column::right("LEO", Length(offset_width)).kept(),
             Column::right("START", Length(5)),
             Column::left("BEHIND", Min(8)),
         ],

@@ -909,6 +909,7 @@ mod tests {
             isr: vec![1],
             preferred_leader: 3,
             high_watermark: Some(1500),
+            last_stable_offset: Some(1500),
             log_start_offset: Some(0),
             under_replicated: true,
             adding: Vec::new(),

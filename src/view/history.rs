@@ -317,6 +317,7 @@ mod tests {
             isr: vec![0],
             preferred_leader: 0,
             high_watermark: None,
+            last_stable_offset: None,
             log_start_offset: None,
             under_replicated: false,
             min_insync_replicas: None,

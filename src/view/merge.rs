@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use super::source::{TailBuffer, TailFeed, TailRecord, TailSpec};
+use super::source::{TailBuffer, TailFeed, TailRecord, TailSpec, TxnMarker};
 
 /// The order of records from several partitions: oldest timestamp first, then the lower
 /// partition, then the lower offset.
@@ -36,6 +36,9 @@ pub struct PartitionRead {
     /// A search reached the end offset the partition had when it started: nothing more
     /// will be read from it.
     pub done: bool,
+    /// The transaction markers read (not shown as records): they settle the open records
+    /// of their producers read before, wherever those wait.
+    pub markers: Vec<TxnMarker>,
 }
 
 /// One partition of a tail, read by a source: where it starts, how it fetches.
@@ -79,6 +82,9 @@ impl TimeOrder {
     pub fn push(&mut self, partition: i32, read: PartitionRead) {
         let lane = self.lanes.entry(partition).or_default();
         lane.queue.extend(read.records);
+        for m in &read.markers {
+            m.settle(lane.queue.iter_mut());
+        }
         lane.at_end = read.at_end;
         lane.done |= read.done;
     }
@@ -180,6 +186,7 @@ pub async fn read_in_time_order<R: PartitionReader>(readers: Vec<R>, spec: &Tail
             match result {
                 Ok(read) => {
                     failures.remove(&partition);
+                    feed.settle(&read.markers);
                     order.push(partition, read);
                 }
                 Err(error) => {
@@ -227,6 +234,8 @@ mod tests {
             key: None,
             value: None,
             headers: Vec::new(),
+            producer_id: -1,
+            txn: None,
         }
     }
 
@@ -234,7 +243,7 @@ mod tests {
         PartitionRead {
             records,
             at_end,
-            done: false,
+            ..PartitionRead::default()
         }
     }
 
@@ -283,6 +292,7 @@ mod tests {
             records,
             at_end: true,
             done: true,
+            markers: Vec::new(),
         };
         order.push(0, done(vec![record(0, 0, 1)]));
         assert!(!order.is_done());

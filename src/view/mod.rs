@@ -30,6 +30,7 @@ pub mod outcome;
 pub mod reassignments;
 pub mod source;
 pub mod timeline;
+pub mod transactions;
 pub mod words;
 
 use std::sync::Arc;
@@ -42,7 +43,7 @@ pub use configs::{ConfigOrigin, ConfigRow, ConfigTarget};
 pub use epochs::{EpochStart, Epochs};
 pub use source::{
     Capabilities, ClusterSource, Command, CommandOutcome, LinkState, OutcomeSender, ProduceRequest, ReplicaMove,
-    SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec,
+    SeekPosition, TailBuffer, TailFeed, TailHandle, TailMode, TailRecord, TailSpec, TxnMark, TxnMarker,
 };
 
 /// Where the view comes from.
@@ -208,6 +209,9 @@ pub struct PartitionRow {
     pub isr: Vec<BrokerId>,
     pub preferred_leader: BrokerId,
     pub high_watermark: Option<i64>,
+    /// The leader's last stable offset, when known: read_committed consumers read up to it;
+    /// below the high watermark while a transaction is open on the partition.
+    pub last_stable_offset: Option<i64>,
     pub log_start_offset: Option<i64>,
     pub under_replicated: bool,
     /// The topic's `min.insync.replicas`, when the source tells it.
@@ -244,6 +248,12 @@ impl PartitionRow {
     /// Whether replicas are moving.
     pub fn reassigning(&self) -> bool {
         !self.adding.is_empty() || !self.removing.is_empty()
+    }
+
+    /// An open transaction holds read_committed consumers back: the last stable offset is
+    /// below the high watermark.
+    pub fn held_back_by_transaction(&self) -> bool {
+        matches!((self.last_stable_offset, self.high_watermark), (Some(lso), Some(hw)) if lso < hw)
     }
 
     /// The leader's log end offset.

@@ -538,6 +538,7 @@ mod tests {
             isr,
             preferred_leader: 2,
             high_watermark: Some(1000),
+            last_stable_offset: Some(1000),
             log_start_offset: Some(0),
             under_replicated: false,
             min_insync_replicas: None,

@@ -17,6 +17,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::acls::{AclsAnswer, NO_ACLS};
 use super::configs::{ConfigTarget, ConfigsAnswer, NO_CONFIGS};
+use super::transactions::{NO_TRANSACTIONS, TransactionsAnswer};
 use super::{BrokerId, ClusterView, OffsetSpec};
 
 /// A record to produce from the console.
@@ -354,6 +355,9 @@ pub struct TailSpec {
     /// A search: stop at the end offsets the partitions had when the tail started, instead
     /// of waiting for new records; the buffer then reports done.
     pub until_end: bool,
+    /// Read as a read_committed consumer: up to the last stable offset, without the records
+    /// of aborted transactions. `false` (read_uncommitted) shows every record with its mark.
+    pub read_committed: bool,
 }
 
 impl TailSpec {
@@ -366,6 +370,7 @@ impl TailSpec {
             mode: TailMode::Ring,
             filter: None,
             until_end: false,
+            read_committed: false,
         }
     }
 
@@ -404,6 +409,88 @@ pub struct TailRecord {
     pub key: Option<Bytes>,
     pub value: Option<Bytes>,
     pub headers: Vec<(String, Option<Bytes>)>,
+    /// The producer that wrote the record's batch (-1: none, Kafka's `NO_PRODUCER_ID`).
+    pub producer_id: i64,
+    /// How the record's transaction ended, for a record written in a transaction; `None`
+    /// for a record written outside one.
+    pub txn: Option<TxnMark>,
+}
+
+/// How the transaction a record was written in stands, as far as the reader has seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnMark {
+    /// No marker yet: the transaction is open (read_committed consumers stop before it).
+    Open,
+    Committed,
+    Aborted,
+}
+
+impl TxnMark {
+    /// A short word for the pane and the CLI.
+    pub fn word(self) -> &'static str {
+        match self {
+            TxnMark::Open => "open",
+            TxnMark::Committed => "committed",
+            TxnMark::Aborted => "aborted",
+        }
+    }
+}
+
+/// A transaction marker read from a partition: a COMMIT or ABORT written for a producer at
+/// `offset`, which ends its records before it that are still open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    pub partition: i32,
+    pub producer_id: i64,
+    pub offset: i64,
+    pub committed: bool,
+}
+
+impl TxnMarker {
+    /// Marks the open records this marker ends (its producer's, in its partition, before it).
+    pub fn settle<'a>(&self, records: impl IntoIterator<Item = &'a mut TailRecord>) -> bool {
+        let mark = if self.committed {
+            TxnMark::Committed
+        } else {
+            TxnMark::Aborted
+        };
+        let mut changed = false;
+        for r in records {
+            if r.txn == Some(TxnMark::Open)
+                && r.partition == self.partition
+                && r.producer_id == self.producer_id
+                && r.offset < self.offset
+            {
+                r.txn = Some(mark);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Reads a control record's key (version, type: 0 ABORT, 1 COMMIT); `None` for another
+    /// kind of control record.
+    pub fn from_control_key(partition: i32, producer_id: i64, offset: i64, key: &[u8]) -> Option<TxnMarker> {
+        let kind = i16::from_be_bytes([*key.get(2)?, *key.get(3)?]);
+        let committed = match kind {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        Some(TxnMarker {
+            partition,
+            producer_id,
+            offset,
+            committed,
+        })
+    }
+}
+
+/// Marks `records` (in offset order, of one read) with the `markers` read with them.
+pub fn settle_read(records: &mut [TailRecord], markers: &[TxnMarker]) {
+    for m in markers {
+        m.settle(records.iter_mut());
+    }
 }
 
 /// The records of a tail, filled by the source and read by the renderer: a ring of the
@@ -584,6 +671,22 @@ impl TailBuffer {
         self.version.load(Ordering::Acquire)
     }
 
+    /// Marks the buffered records `markers` end (read after those records were pushed).
+    pub fn settle(&self, markers: &[TxnMarker]) {
+        if markers.is_empty() {
+            return;
+        }
+        let mut records = lock(&self.records);
+        let mut changed = false;
+        for m in markers {
+            changed |= m.settle(records.iter_mut());
+        }
+        drop(records);
+        if changed {
+            self.bump();
+        }
+    }
+
     /// A copy of the records, oldest first.
     pub fn records(&self) -> Vec<TailRecord> {
         lock(&self.records).iter().cloned().collect()
@@ -631,6 +734,14 @@ impl TailFeed {
         if !self.buffer.is_closed() {
             self.buffer.push_from(&mut self.pending);
         }
+    }
+
+    /// Marks what `markers` end among the records waiting for room and those buffered.
+    pub fn settle(&mut self, markers: &[TxnMarker]) {
+        for m in markers {
+            m.settle(self.pending.iter_mut());
+        }
+        self.buffer.settle(markers);
     }
 
     /// Whether records wait for room in the window (the reader should not read more).
@@ -768,6 +879,15 @@ pub trait ClusterSource: Send + Sync {
         let _ = tx.send(Err(NO_ACLS.to_string()));
         rx
     }
+
+    /// Lists every transactional id with its description in the background
+    /// (ListTransactions, DescribeTransactions); the answer arrives on the receiver. By
+    /// default: not supported here.
+    fn describe_transactions(&self) -> oneshot::Receiver<TransactionsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(Err(NO_TRANSACTIONS.to_string()));
+        rx
+    }
 }
 
 #[cfg(test)]
@@ -792,7 +912,49 @@ mod tests {
             key: None,
             value: None,
             headers: Vec::new(),
+            producer_id: -1,
+            txn: None,
         }
+    }
+
+    #[test]
+    fn a_marker_settles_only_its_producers_open_records_before_it() {
+        let open = |offset, producer_id| TailRecord {
+            producer_id,
+            txn: Some(TxnMark::Open),
+            ..record(offset)
+        };
+        let buffer = TailBuffer::new(10);
+        buffer.push([open(0, 7), open(1, 8), record(2), open(4, 7)]);
+        let before = buffer.version();
+        let abort = TxnMarker::from_control_key(0, 7, 3, &[0, 0, 0, 0]).expect("an ABORT marker");
+        buffer.settle(&[abort]);
+        let marks: Vec<_> = buffer.records().iter().map(|r| r.txn).collect();
+        assert_eq!(
+            marks,
+            vec![Some(TxnMark::Aborted), Some(TxnMark::Open), None, Some(TxnMark::Open)],
+            "producer 8's record and the one after the marker stay open"
+        );
+        assert!(buffer.version() > before, "the pane redraws");
+        let commit = TxnMarker::from_control_key(0, 7, 5, &[0, 0, 0, 1]).expect("a COMMIT marker");
+        assert!(commit.committed);
+        buffer.settle(&[commit]);
+        assert_eq!(buffer.records()[3].txn, Some(TxnMark::Committed));
+        assert_eq!(
+            buffer.records()[0].txn,
+            Some(TxnMark::Aborted),
+            "a settled record keeps its mark"
+        );
+        assert_eq!(
+            TxnMarker::from_control_key(0, 7, 5, &[0, 0, 0, 9]),
+            None,
+            "not a transaction marker"
+        );
+        assert_eq!(
+            TxnMarker::from_control_key(0, 7, 5, &[0]),
+            None,
+            "a short key is no marker"
+        );
     }
 
     fn offsets(buffer: &TailBuffer) -> Vec<i64> {

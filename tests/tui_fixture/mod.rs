@@ -16,11 +16,12 @@ use kdeck::tui::theme::Theme;
 use kdeck::view::acls::{Acls, AclsAnswer};
 use kdeck::view::lang::Msg;
 use kdeck::view::timeline::{self, ElectionCause};
+use kdeck::view::transactions::{TransactionRow, TransactionsAnswer};
 use kdeck::view::{
     BrokerRow, BrokerStatus, Capabilities, ClusterSource, ClusterView, Command, CommandOutcome, ConfigOrigin,
     ConfigRow, ConfigTarget, Controls, EpochStart, EventClass, GroupOffsetRow, GroupRow, MemberRow, OutcomeSender,
     PartitionRow, Refusals, ReplicaRole, ReplicaRow, Retention, SeekPosition, SourceKind, TailBuffer, TailHandle,
-    TailRecord, TailSpec, Throughput, TopicRow, ViewEvent,
+    TailRecord, TailSpec, Throughput, TopicRow, TxnMark, ViewEvent,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -76,6 +77,7 @@ fn partition(topic: &str, p: i32, leader: Option<i32>, replicas: Vec<ReplicaRow>
         isr: isr.to_vec(),
         preferred_leader: preferred,
         high_watermark: leader.map(|_| 1200 + i64::from(p)),
+        last_stable_offset: leader.map(|_| 1200 + i64::from(p)),
         log_start_offset: leader.map(|_| 0),
         min_insync_replicas: Some(if topic == "page-views" { 2 } else { 1 }),
         adding: Vec::new(),
@@ -162,6 +164,8 @@ pub fn view() -> ClusterView {
     ];
     partitions[1].changed_at = Some(at(1));
     partitions[1].leader_epoch = 5;
+    // An open transaction holds read_committed consumers 11 records behind the HW.
+    partitions[1].last_stable_offset = Some(1190);
     let topic = |name: &str, parts, rf, urp, offline, rate: f64, lag| TopicRow {
         name: name.into(),
         internal: name.starts_with("__"),
@@ -388,6 +392,8 @@ pub fn records() -> Vec<TailRecord> {
             key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
             value: Some(Bytes::copy_from_slice(value)),
             headers,
+            producer_id: -1,
+            txn: None,
         };
     vec![
         record(
@@ -427,6 +433,9 @@ pub struct RecordingSource {
     /// What it answers DescribeAcls with: no authorizer (as the embedded cluster) unless a
     /// test says otherwise.
     pub acls: Mutex<AclsAnswer>,
+    /// What it answers ListTransactions/DescribeTransactions with: [`transaction_rows`]
+    /// unless a test says otherwise.
+    pub transactions: Mutex<TransactionsAnswer>,
 }
 
 impl RecordingSource {
@@ -445,6 +454,7 @@ impl RecordingSource {
             config_requests: Mutex::new(Vec::new()),
             configs: Mutex::new(Ok(config_rows())),
             acls: Mutex::new(Ok(Acls::NoAuthorizer { embedded: true })),
+            transactions: Mutex::new(Ok(transaction_rows())),
         })
     }
 
@@ -464,9 +474,34 @@ impl RecordingSource {
                     format!("v{o}")
                 })),
                 headers: Vec::new(),
+                producer_id: -1,
+                txn: None,
             })
             .collect();
         *self.log.lock().expect("log") = Some(log);
+    }
+
+    /// Partition 0 holds a plain record, a committed and an aborted transaction's records
+    /// and an open one's, offsets 10..15 (markers take no row).
+    pub fn transactions(&self) {
+        let base = now().timestamp_millis() - 60_000;
+        let record = |offset: i64, value: &str, producer_id: i64, txn: Option<TxnMark>| TailRecord {
+            partition: 0,
+            offset,
+            timestamp: base + offset,
+            key: Some(Bytes::from(format!("k{offset}"))),
+            value: Some(Bytes::from(value.to_string())),
+            headers: Vec::new(),
+            producer_id,
+            txn,
+        };
+        *self.log.lock().expect("log") = Some(vec![
+            record(10, "plain", -1, None),
+            record(11, "paid", 7, Some(TxnMark::Committed)),
+            record(12, "refund", 8, Some(TxnMark::Aborted)),
+            record(14, "shipped", 7, Some(TxnMark::Committed)),
+            record(16, "pending", 9, Some(TxnMark::Open)),
+        ]);
     }
 
     /// What a reader does when a window made room: hands out what it still has.
@@ -487,6 +522,39 @@ impl RecordingSource {
     pub fn config_requests(&self) -> Vec<ConfigTarget> {
         self.config_requests.lock().expect("config requests").clone()
     }
+}
+
+/// Transactional ids as a coordinator describes them: one open for 42 s, one open past its
+/// timeout, one whose transaction committed, one whose description was lost.
+pub fn transaction_rows() -> Vec<TransactionRow> {
+    let ms = now().timestamp_millis();
+    let row = |id: &str, state: &str, producer_id, start_time_ms, partitions: Vec<(String, i32)>| TransactionRow {
+        transactional_id: id.into(),
+        state: state.into(),
+        producer_id,
+        producer_epoch: 3,
+        timeout_ms: 60_000,
+        partitions,
+        start_time_ms,
+        coordinator: Some(2),
+    };
+    vec![
+        row(
+            "orders-tx-1",
+            "Ongoing",
+            4001,
+            ms - 42_000,
+            vec![("page-views".into(), 0), ("page-views".into(), 1)],
+        ),
+        row("payments-tx", "Ongoing", 4002, ms - 95_000, vec![("clicks".into(), 0)]),
+        row("shipping-tx", "CompleteCommit", 4003, -1, Vec::new()),
+        TransactionRow {
+            producer_epoch: -1,
+            timeout_ms: -1,
+            coordinator: None,
+            ..row("zz-lost", "Empty", 4004, -1, Vec::new())
+        },
+    ]
 }
 
 /// A topic's configs as a source describes them: one override, a cluster-wide default set at
@@ -533,6 +601,12 @@ impl ClusterSource for RecordingSource {
         rx
     }
 
+    fn describe_transactions(&self) -> oneshot::Receiver<TransactionsAnswer> {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(self.transactions.lock().expect("transactions").clone());
+        rx
+    }
+
     fn tail(&self, spec: TailSpec, capacity: usize) -> TailHandle {
         self.tails.lock().expect("tails").push(spec.clone());
         let buffer = Arc::new(TailBuffer::with_mode(capacity, spec.mode));
@@ -553,9 +627,16 @@ impl ClusterSource for RecordingSource {
                 .find(|r| r.timestamp >= t.timestamp_millis())
                 .map_or(end, |r| r.offset),
         };
+        // read_committed stops at the first open transaction and leaves the aborted out.
+        let stable = log
+            .iter()
+            .find(|r| r.txn == Some(TxnMark::Open))
+            .map_or(i64::MAX, |r| r.offset);
+        let committed = |r: &TailRecord| !spec.read_committed || (r.offset < stable && r.txn != Some(TxnMark::Aborted));
         let read: Vec<TailRecord> = log
             .into_iter()
             .filter(|r| r.offset >= from && spec.partition.is_none_or(|p| p == r.partition))
+            .filter(committed)
             .collect();
         let mut matched: std::collections::VecDeque<TailRecord> =
             read.iter().filter(|r| spec.matches(r)).cloned().collect();

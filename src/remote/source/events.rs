@@ -220,6 +220,7 @@ mod tests {
             isr: isr.to_vec(),
             preferred_leader: 0,
             high_watermark: None,
+            last_stable_offset: None,
             log_start_offset: None,
             under_replicated: isr.len() < 3,
             min_insync_replicas: None,
