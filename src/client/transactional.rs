@@ -171,7 +171,11 @@ impl TransactionalProducer {
     }
 
     /// Writes `records` (key, value) to `tp` as one transactional batch; the base offset.
-    pub async fn send(&mut self, tp: &TopicPartition, records: &[(Option<Bytes>, Option<Bytes>)]) -> Result<i64, TxnError> {
+    pub async fn send(
+        &mut self,
+        tp: &TopicPartition,
+        records: &[(Option<Bytes>, Option<Bytes>)],
+    ) -> Result<i64, TxnError> {
         self.in_open_transaction()?;
         if records.is_empty() {
             return Err(TxnError::Usage("a batch needs at least one record"));
