@@ -1950,7 +1950,11 @@ impl Checker {
                     ));
                 }
                 TxnFate::Unknown if !present.is_empty() && !missing.is_empty() => {
-                    let absent: Vec<&Bytes> = missing.iter().map(|(_, v)| *v).collect();
+                    let absent: Vec<String> = missing
+                        .iter()
+                        .take(3)
+                        .map(|(tp, v)| format!("{:?} on {tp}", String::from_utf8_lossy(v)))
+                        .collect();
                     found.push((
                         Invariant::TxnAtomic,
                         format!("{} {} partial", t.writer, t.txn),
@@ -1958,8 +1962,8 @@ impl Checker {
                             "{who} asked to commit without learning the outcome; a read_committed consumer reads {} of its records ({}) but not {} ({}){}",
                             present.len(),
                             show(&present),
-                            absent.len(),
-                            show(&absent),
+                            missing.len(),
+                            absent.join(", "),
                             if lost > 0 {
                                 format!("; {lost} more lost to an allowed loss")
                             } else {
