@@ -5,6 +5,7 @@ use crate::engine::{ClockChange, ElectionReason, EventKind, LinkFault, LiveSetti
 use chrono::{DateTime, Utc};
 
 use crate::kafka::screaming_snake;
+use crate::view::Severity;
 use crate::view::lang::Msg;
 use crate::view::timeline::{self, ElectionCause, Line};
 use crate::view::{BrokerId, EventClass, Refusals};
@@ -161,6 +162,61 @@ pub(super) fn describe(kind: &EventKind) -> Line {
             member,
             by,
         } => timeline::static_member_fenced(group, member, instance, by),
+        EventKind::TxnCommitted {
+            transactional_id,
+            producer_id,
+            partitions,
+        } => txn_line(
+            Severity::Info,
+            "transaction {id} committed (producer {pid}, {n} partitions)",
+            transactional_id,
+            *producer_id,
+            *partitions,
+        ),
+        EventKind::TxnAborted {
+            transactional_id,
+            producer_id,
+            partitions,
+        } => txn_line(
+            Severity::Info,
+            "transaction {id} aborted (producer {pid}, {n} partitions)",
+            transactional_id,
+            *producer_id,
+            *partitions,
+        ),
+        EventKind::TxnTimedOut {
+            transactional_id,
+            producer_id,
+            partitions,
+        } => txn_line(
+            Severity::Warn,
+            "transaction {id} timed out and was aborted (producer {pid}, {n} partitions)",
+            transactional_id,
+            *producer_id,
+            *partitions,
+        ),
+        EventKind::ProducerFenced {
+            transactional_id,
+            producer_id,
+            epoch,
+        } => Line {
+            severity: Severity::Warn,
+            msg: Msg::new("transactional id {id}: producer {pid} fenced by a new instance (epoch {epoch}); its open transaction is aborted")
+                .with("id", transactional_id)
+                .with("pid", producer_id)
+                .with("epoch", epoch),
+        },
+    }
+}
+
+/// A transaction's end as a timeline line.
+fn txn_line(severity: Severity, id: &'static str, transactional_id: &str, producer_id: i64, partitions: usize) -> Line {
+    Line {
+        severity,
+        msg: Msg::new(id)
+            .with("id", transactional_id)
+            .with("pid", producer_id)
+            .with("n", partitions),
     }
 }
 

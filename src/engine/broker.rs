@@ -26,7 +26,7 @@ use super::partition::{AppendTicket, Appended, IsrProposal, Partition, Role};
 use super::protocol::{Acks, ErrorCode, FetchRequest, FetchedRecords, GroupRequest, GroupResponse, Request, Response};
 use super::quota::{ReplicationQuota, ThrottledReplicas};
 use super::signal::{Signal, Watcher};
-use super::txn::{TxnRequest, TxnResponse};
+use super::txn::{self as txn, TXN_STATE_TOPIC, TxnCoordinator, TxnRequest, TxnResponse};
 use super::{BrokerId, Clock, IsolationLevel, OffsetSpec, TopicPartition, WallClock};
 use crate::storage::checkpoint::{self, CLEAN_SHUTDOWN_MARKER};
 use crate::storage::{FlushPolicy, Log};
@@ -70,6 +70,8 @@ pub(crate) struct Broker {
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     groups: GroupCoordinator,
+    /// The transaction coordinator of the `__transaction_state` partitions led here.
+    txns: Arc<TxnCoordinator>,
     /// KIP-73: what this broker serves as leader to out-of-sync replicas of throttled
     /// partitions, and what it fetches for them as follower, within its throttled rates.
     leader_quota: ReplicationQuota,
@@ -93,6 +95,18 @@ impl Broker {
             ctx.wall,
             ctx.clock.clone(),
         );
+        let txns = Arc::new(TxnCoordinator::new(txn::CoordinatorSetup {
+            broker: id,
+            state_partitions: ctx.config.transaction_state_partitions,
+            offsets_partitions: ctx.config.offsets_topic_partitions,
+            max_timeout_ms: ctx.config.transaction_max_timeout_ms,
+            expiration_ms: ctx.config.transactional_id_expiration_ms,
+            network: ctx.network.clone(),
+            controller: Arc::clone(&ctx.controller),
+            events: ctx.events.clone(),
+            wall: ctx.wall,
+            clock: ctx.clock.clone(),
+        }));
         let broker = Arc::new_cyclic(|me| Broker {
             id,
             dir,
@@ -108,6 +122,7 @@ impl Broker {
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             groups,
+            txns,
             leader_quota: ReplicationQuota::default(),
             follower_quota: ReplicationQuota::default(),
         });
@@ -121,6 +136,7 @@ impl Broker {
             broker.spawn(Arc::clone(&broker).flusher(ms));
         }
         broker.spawn(Arc::clone(&broker).group_timers());
+        broker.spawn(Arc::clone(&broker).txn_timers());
         broker
     }
 
@@ -355,6 +371,11 @@ impl Broker {
             Duration::from_millis(timeout_ms),
         )
         .await;
+        if error == ErrorCode::None && tp.topic == OFFSETS_TOPIC {
+            // The group coordinator of this offsets partition exposes or drops the producer's
+            // transactional offsets (Kafka's `onTransactionCompleted`).
+            self.groups.complete_txn(tp.partition, producer_id, commit);
+        }
         reply(error, appended.first_offset)
     }
 
@@ -440,22 +461,119 @@ impl Broker {
                     Err(error) => Err(group::tombstone_error(error)),
                 })
             }
-            GroupRequest::TxnOffsetCommit { .. } => GroupResponse::TxnOffsetCommit(ErrorCode::CoordinatorNotAvailable),
+            GroupRequest::TxnOffsetCommit {
+                group_id,
+                transactional_id: _,
+                producer_id,
+                producer_epoch,
+                generation,
+                member_id,
+                group_instance_id,
+                offsets,
+            } => GroupResponse::TxnOffsetCommit(
+                self.txn_commit_offsets(
+                    &group_id,
+                    (producer_id, producer_epoch),
+                    generation,
+                    &member_id,
+                    group_instance_id.as_deref(),
+                    offsets,
+                )
+                .await,
+            ),
         }
     }
 
-    /// The transaction coordinator's requests. Not yet served: the coordinator is being
-    /// built (issue 28); every request is answered COORDINATOR_NOT_AVAILABLE.
+    /// The transaction coordinator's requests; markers of a transaction it ends run on as a
+    /// task of this broker after the answer.
     async fn handle_txn(&self, req: TxnRequest) -> TxnResponse {
-        let error = ErrorCode::CoordinatorNotAvailable;
-        match req {
-            TxnRequest::InitProducerId { .. } => TxnResponse::InitProducerId(Err(error)),
-            TxnRequest::AddPartitions { .. } => TxnResponse::AddPartitions(Err(error)),
-            TxnRequest::AddOffsets { .. } => TxnResponse::AddOffsets(error),
-            TxnRequest::EndTxn { .. } => TxnResponse::EndTxn(error),
-            TxnRequest::Describe { .. } => TxnResponse::Describe(Err(error)),
-            TxnRequest::List { .. } => TxnResponse::List(Vec::new()),
+        let (response, job) = self.txns.handle(req).await;
+        if let Some(job) = job {
+            self.spawn(Arc::clone(&self.txns).complete(job));
         }
+        response
+    }
+
+    /// Every `transaction.abort.timed.out.transaction.cleanup.interval.ms`: transactions open
+    /// longer than their timeout are aborted, and idle transactional ids expire.
+    async fn txn_timers(self: Arc<Self>) {
+        let every = Duration::from_millis(self.ctx.config.transaction_abort_timed_out_interval_ms.max(10));
+        loop {
+            self.ctx.clock.sleep(every).await;
+            self.unpaused().await;
+            for job in self.txns.abort_timed_out().await {
+                self.spawn(Arc::clone(&self.txns).complete(job));
+            }
+            self.txns.expire_ids().await;
+        }
+    }
+
+    /// Leading a `__transaction_state` partition makes this broker the coordinator of its
+    /// transactional ids, once the partition is replayed; transactions found prepared are
+    /// completed with this coordinator's epoch.
+    fn txn_leadership_changed(&self, partition: &Arc<Partition>) {
+        let index = partition.tp.partition;
+        let (role, leader_epoch) = partition.role();
+        if role != Role::Leader {
+            self.txns.unload(index);
+            return;
+        }
+        if !self.txns.begin_loading(partition, leader_epoch) {
+            return;
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        let partition = Arc::clone(partition);
+        self.spawn(async move {
+            let replay = txn::replay(&partition.tp, &partition.log).await;
+            for job in me.txns.finish_loading(index, leader_epoch, replay) {
+                me.spawn(Arc::clone(&me.txns).complete(job));
+            }
+        });
+    }
+
+    /// TxnOffsetCommit: the offsets become records of the producer's transaction in the
+    /// group's `__consumer_offsets` partition; OffsetFetch sees them once its COMMIT marker is
+    /// written there.
+    async fn txn_commit_offsets(
+        &self,
+        group_id: &str,
+        (producer_id, producer_epoch): (i64, i16),
+        generation: i32,
+        member_id: &str,
+        instance: Option<&str>,
+        offsets: Vec<(TopicPartition, i64)>,
+    ) -> ErrorCode {
+        let now = self.now_ms();
+        let committed: Vec<(TopicPartition, CommittedOffset)> = offsets
+            .into_iter()
+            .map(|(tp, offset)| {
+                (
+                    tp,
+                    CommittedOffset {
+                        offset,
+                        commit_timestamp: now,
+                    },
+                )
+            })
+            .collect();
+        let write = match self.groups.txn_commit_offsets(
+            group_id,
+            (producer_id, producer_epoch),
+            generation,
+            member_id,
+            instance,
+            &committed,
+        ) {
+            Ok(Some(write)) => write,
+            Ok(None) => return ErrorCode::None,
+            Err(error) => return group::commit_error(error),
+        };
+        let error = await_coordinator_write(&self.ctx.clock, &write).await;
+        if error == ErrorCode::None {
+            self.groups
+                .txn_offsets_appended(group_id, producer_id, &committed, write.appended.first_offset);
+        }
+        group::commit_error(error)
     }
 
     /// OffsetCommit: the offsets become records of the group's `__consumer_offsets`
@@ -1060,6 +1178,8 @@ impl Broker {
                     self.restart_fetcher(&partition);
                     if tp.topic == OFFSETS_TOPIC {
                         self.offsets_leadership_changed(&partition);
+                    } else if tp.topic == TXN_STATE_TOPIC {
+                        self.txn_leadership_changed(&partition);
                     }
                 }
                 Ok(false) => {}
@@ -1074,6 +1194,9 @@ impl Broker {
             }
             // The topic was deleted or a reassignment moved this replica away: as a KRaft
             // broker applying the metadata delta, stop the replica and delete its log.
+            if tp.topic == TXN_STATE_TOPIC {
+                self.txns.unload(tp.partition);
+            }
             if let Some(p) = partitions.remove(&tp) {
                 let dir = p.log.dir().to_path_buf();
                 drop(p);
@@ -1263,7 +1386,7 @@ fn take_clean_shutdown_marker(dir: &std::path::Path) -> i64 {
 
 /// Waits until an acks=all append is replicated to the ISR (HW passed it), the leader
 /// changes, or the timeout passes.
-async fn await_replication(
+pub(crate) async fn await_replication(
     clock: &Clock,
     partition: &Partition,
     appended: &Appended,

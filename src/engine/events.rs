@@ -158,6 +158,32 @@ pub enum EventKind {
         member: String,
         by: String,
     },
+    /// A transaction's COMMIT markers are in every one of its partitions.
+    TxnCommitted {
+        transactional_id: String,
+        producer_id: i64,
+        partitions: usize,
+    },
+    /// A transaction was aborted (by its producer, or because a new instance fenced it).
+    TxnAborted {
+        transactional_id: String,
+        producer_id: i64,
+        partitions: usize,
+    },
+    /// The coordinator aborted a transaction open longer than its timeout, fencing its
+    /// producer's epoch.
+    TxnTimedOut {
+        transactional_id: String,
+        producer_id: i64,
+        partitions: usize,
+    },
+    /// InitProducerId of a new instance bumped the epoch of a transactional id whose
+    /// transaction was open: the old instance is fenced and its transaction aborted.
+    ProducerFenced {
+        transactional_id: String,
+        producer_id: i64,
+        epoch: i16,
+    },
     /// KIP-455: a partition's replicas start moving from `from` to `to`; the adding ones
     /// join as followers.
     ReassignmentStarted {

@@ -242,6 +242,10 @@ struct Group {
     /// tombstone's offset: a commit appended before the tombstone must not bring the offset
     /// back when it completes.
     tombstoned: BTreeMap<TopicPartition, i64>,
+    /// TxnOffsetCommit offsets by producer id, in the log inside the producer's open
+    /// transaction: exposed once its COMMIT marker is written, dropped on ABORT (Kafka's
+    /// `pendingTransactionalOffsetCommits`).
+    pending_txn: BTreeMap<i64, BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>>,
 }
 
 impl Group {
@@ -263,6 +267,7 @@ impl Group {
             commit_pending_until: i64::MIN,
             born_at: i64::MIN,
             tombstoned: BTreeMap::new(),
+            pending_txn: BTreeMap::new(),
         }
     }
 
@@ -435,6 +440,7 @@ impl Group {
     fn loaded(replayed: ReplayedGroup, now: Instant, next_member: &mut u64) -> Group {
         let mut group = Group::new();
         group.offsets = replayed.offsets;
+        group.pending_txn = replayed.pending_txn;
         let Some(metadata) = replayed.metadata else {
             return group;
         };
@@ -682,7 +688,7 @@ impl GroupCoordinator {
                     "group loaded without records that did not decode: its offsets or membership may be older than committed"
                 );
             }
-            if replayed.metadata.is_none() && replayed.offsets.is_empty() {
+            if replayed.metadata.is_none() && replayed.offsets.is_empty() && replayed.pending_txn.is_empty() {
                 continue;
             }
             groups.insert(id, Group::loaded(replayed, now, next_member));
@@ -1256,6 +1262,7 @@ impl GroupCoordinator {
         generation: i32,
         member_id: &str,
         instance: Option<&str>,
+        transactional: bool,
     ) -> ErrorCode {
         if let Some(error) = self.check(state, group_id) {
             return error;
@@ -1280,10 +1287,11 @@ impl GroupCoordinator {
             if generation != group.generation {
                 return ErrorCode::IllegalGeneration;
             }
-        } else {
+        } else if !transactional {
             return ErrorCode::UnknownMemberId;
         }
-        if group.state == GroupState::CompletingRebalance {
+        // A transactional commit is checked at its marker, not against the rebalance.
+        if !transactional && group.state == GroupState::CompletingRebalance {
             return ErrorCode::RebalanceInProgress;
         }
         ErrorCode::None
@@ -1300,7 +1308,7 @@ impl GroupCoordinator {
         offsets: &[(TopicPartition, CommittedOffset)],
     ) -> Result<Option<PendingWrite>, ErrorCode> {
         let mut state = self.lock();
-        let error = self.validate_commit(&mut state, group_id, generation, member_id, instance);
+        let error = self.validate_commit(&mut state, group_id, generation, member_id, instance, false);
         if error != ErrorCode::None {
             return Err(error);
         }
@@ -1364,6 +1372,92 @@ impl GroupCoordinator {
                     offset: *offset,
                 },
             );
+        }
+    }
+
+    /// TxnOffsetCommit: validated as OffsetCommit (KIP-447 member checks when a generation
+    /// or member id is given), appended as a transactional batch of the producer. Once it is
+    /// replicated the broker calls [`GroupCoordinator::txn_offsets_appended`]; the offsets
+    /// stay pending until the transaction's marker.
+    pub(crate) fn txn_commit_offsets(
+        &self,
+        group_id: &str,
+        (producer_id, producer_epoch): (i64, i16),
+        generation: i32,
+        member_id: &str,
+        instance: Option<&str>,
+        offsets: &[(TopicPartition, CommittedOffset)],
+    ) -> Result<Option<PendingWrite>, ErrorCode> {
+        let mut state = self.lock();
+        let error = self.validate_commit(&mut state, group_id, generation, member_id, instance, true);
+        if error != ErrorCode::None {
+            return Err(error);
+        }
+        if offsets.is_empty() {
+            return Ok(None);
+        }
+        let Some(Load::Loaded { log, .. }) = state.partitions.get(&self.offsets_partition(group_id)) else {
+            return Err(ErrorCode::NotCoordinator);
+        };
+        let mut batch = txn_offset_commit_batch(group_id, offsets, producer_id, producer_epoch);
+        let appended = log.append_as_coordinator(&mut batch, producer_id, producer_epoch, self.wall.now_ms())?;
+        let write = PendingWrite {
+            partition: Arc::clone(log),
+            appended,
+        };
+        let pending_until = self.wall.now_ms().saturating_add(millis_i64(OFFSETS_COMMIT_TIMEOUT));
+        let group = state
+            .groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| Group::born(write.appended.first_offset));
+        group.commit_pending_until = pending_until;
+        Ok(Some(write))
+    }
+
+    /// A TxnOffsetCommit's records from `first_offset` on are replicated: they wait for the
+    /// producer's transaction to end.
+    pub(crate) fn txn_offsets_appended(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        offsets: &[(TopicPartition, CommittedOffset)],
+        first_offset: i64,
+    ) {
+        let mut state = self.lock();
+        if self.check(&state, group_id).is_some() {
+            return;
+        }
+        let group = state.groups.entry(group_id.to_string()).or_insert_with(Group::new);
+        let pending = group.pending_txn.entry(producer_id).or_default();
+        for ((tp, offset), appended_offset) in offsets.iter().zip(first_offset..) {
+            pending.insert(
+                tp.clone(),
+                CommitRecordMetadataAndOffset {
+                    appended_offset,
+                    offset: *offset,
+                },
+            );
+        }
+    }
+
+    /// The marker of `producer_id`'s transaction is in offsets partition `partition`: its
+    /// pending offsets there become committed (unless a later commit of the same partition
+    /// got there first) or are dropped (Kafka's `handleTxnCompletion`).
+    pub(crate) fn complete_txn(&self, partition: i32, producer_id: i64, commit: bool) {
+        let mut state = self.lock();
+        if !matches!(state.partitions.get(&partition), Some(Load::Loaded { .. })) {
+            return;
+        }
+        let offsets_partitions = self.offsets_partitions;
+        for (id, group) in state.groups.iter_mut() {
+            if partition_for_group(id, offsets_partitions) != partition {
+                continue;
+            }
+            if let Some(pending) = group.pending_txn.remove(&producer_id)
+                && commit
+            {
+                merge_txn_offsets(&mut group.offsets, pending);
+            }
         }
     }
 
@@ -1806,6 +1900,50 @@ fn offset_commit_batch(group: &str, offsets: &[(TopicPartition, CommittedOffset)
         })
         .collect();
     encode(&recs)
+}
+
+/// A TxnOffsetCommit's records: a transactional batch of the producer (sequence 0: the
+/// partition does not check a coordinator's sequences, as Kafka's coordinator appends).
+fn txn_offset_commit_batch(
+    group: &str,
+    offsets: &[(TopicPartition, CommittedOffset)],
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Vec<u8> {
+    let recs: Vec<records::Record> = offsets
+        .iter()
+        .enumerate()
+        .map(|(i, (tp, o))| {
+            let mut r = records::record(
+                i as i64,
+                o.commit_timestamp,
+                Some(record::offset_commit_key(group, tp)),
+                Some(record::offset_commit_value(o)),
+            );
+            r.transactional = true;
+            r.producer_id = producer_id;
+            r.producer_epoch = producer_epoch;
+            r.sequence = i as i32;
+            r
+        })
+        .collect();
+    encode(&recs)
+}
+
+/// Committed transactional offsets join the group's, each unless the group has a later
+/// record for its partition.
+fn merge_txn_offsets(
+    offsets: &mut BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>,
+    pending: BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>,
+) {
+    for (tp, c) in pending {
+        if offsets
+            .get(&tp)
+            .is_none_or(|old| old.appended_offset < c.appended_offset)
+        {
+            offsets.insert(tp, c);
+        }
+    }
 }
 
 /// A batch of one GroupMetadata record.

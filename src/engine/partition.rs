@@ -468,6 +468,32 @@ impl Partition {
         self.append_checked(producers, records, leader_epoch, now_ms)
     }
 
+    /// Leader append of a group coordinator's transactional batch (TxnOffsetCommit), acks=all,
+    /// as Kafka's `AppendOrigin.Coordinator`: the producer's epoch is checked (an older one
+    /// is INVALID_PRODUCER_EPOCH) but not its sequences, which the coordinator does not keep.
+    pub fn append_as_coordinator(
+        &self,
+        records: &mut [u8],
+        producer_id: i64,
+        producer_epoch: i16,
+        now_ms: i64,
+    ) -> Result<Appended, ErrorCode> {
+        let _stable = self.stable_leadership();
+        let leader_epoch = {
+            let s = self.lock();
+            if s.role != Role::Leader {
+                return Err(ErrorCode::NotLeaderOrFollower);
+            }
+            if s.isr.len() < s.effective_min_isr() {
+                return Err(ErrorCode::NotEnoughReplicas);
+            }
+            s.leader_epoch
+        };
+        let producers = self.producers.lock().unwrap_or_else(|p| p.into_inner());
+        producers.check_epoch(producer_id, producer_epoch)?;
+        self.append_checked(producers, records, leader_epoch, now_ms)
+    }
+
     /// Leader append of an end-transaction marker for `producer_id` (Kafka's WriteTxnMarkers
     /// for one partition, appended with acks=all: the caller waits for the HW to pass it).
     /// A marker of an older producer epoch is INVALID_PRODUCER_EPOCH; one for a producer

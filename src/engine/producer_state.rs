@@ -133,6 +133,15 @@ impl ProducerState {
         Ok(())
     }
 
+    /// Checks only the producer's epoch (a coordinator's own transactional batch): an epoch
+    /// older than the newest seen is INVALID_PRODUCER_EPOCH.
+    pub fn check_epoch(&self, producer_id: i64, producer_epoch: i16) -> Result<(), ErrorCode> {
+        match self.producers.get(&producer_id) {
+            Some(entry) if producer_epoch < entry.epoch => Err(ErrorCode::InvalidProducerEpoch),
+            _ => Ok(()),
+        }
+    }
+
     /// Records a batch that is now in the log (offsets assigned). A control batch moves the
     /// producer's epoch and holds no sequence.
     pub fn record(&mut self, header: &BatchHeader) {

@@ -61,6 +61,8 @@ pub enum ErrorCode {
     InvalidRequest = 42,
     /// DeleteRecords on a topic whose `cleanup.policy` does not delete (compact only).
     PolicyViolation = 44,
+    /// A partition of a request not tried because another one of it failed.
+    OperationNotAttempted = 55,
     KafkaStorageError = 56,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,

@@ -31,6 +31,8 @@ pub(super) struct ReplayedGroup {
     pub(super) offsets: BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>,
     /// Offsets of this group's records whose value did not decode.
     pub(super) unreadable: Vec<i64>,
+    /// TxnOffsetCommit offsets whose transaction has no marker yet, by producer id.
+    pub(super) pending_txn: BTreeMap<i64, BTreeMap<TopicPartition, CommitRecordMetadataAndOffset>>,
 }
 
 impl Replay {
@@ -47,7 +49,19 @@ impl Replay {
         self.unreadable.push((from, to));
     }
 
-    fn record(&mut self, offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
+    /// The end marker of `producer_id`'s transaction: its offsets are committed or dropped.
+    fn marker(&mut self, producer_id: i64, commit: bool) {
+        for group in self.groups.values_mut() {
+            if let Some(pending) = group.pending_txn.remove(&producer_id)
+                && commit
+            {
+                super::merge_txn_offsets(&mut group.offsets, pending);
+            }
+        }
+    }
+
+    /// `txn_producer`: the producer of the transactional batch holding the record.
+    fn record(&mut self, offset: i64, key: Option<&[u8]>, value: Option<&[u8]>, txn_producer: Option<i64>) {
         let key = match key.map(record::parse_key) {
             Some(Ok(Some(key))) => key,
             Some(Ok(None)) => {
@@ -74,7 +88,11 @@ impl Replay {
             }
             (CoordinatorKey::OffsetCommit { tp, .. }, Some(value)) => match record::parse_offset_commit_value(value) {
                 Ok(committed) => {
-                    group.offsets.insert(
+                    let target = match txn_producer {
+                        Some(pid) => group.pending_txn.entry(pid).or_default(),
+                        None => &mut group.offsets,
+                    };
+                    target.insert(
                         tp,
                         CommitRecordMetadataAndOffset {
                             appended_offset: offset,
@@ -156,12 +174,20 @@ pub(crate) async fn replay(tp: &TopicPartition, log: &Log) -> Replay {
             if let Some(from) = unreadable_from.take() {
                 replay.skipped(from, at);
             }
-            if !header.is_control() {
+            let txn_producer = (header.attributes & 0x10 != 0 && header.producer_id >= 0).then_some(header.producer_id);
+            if header.is_control() {
+                if let Some(pid) = txn_producer
+                    && header.base_offset >= at
+                    && let Some(marker) = crate::storage::txn::read_end_txn_marker(bytes, &header)
+                {
+                    replay.marker(pid, marker.commit);
+                }
+            } else {
                 let from = at;
                 let shared = data.records.slice(position..position + bytes.len());
                 let decoded = records::for_each_shared(shared, |r| {
                     if r.offset >= from {
-                        replay.record(r.offset, r.key.as_deref(), r.value.as_deref());
+                        replay.record(r.offset, r.key.as_deref(), r.value.as_deref(), txn_producer);
                     }
                 });
                 if let Err(error) = decoded {

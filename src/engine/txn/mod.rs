@@ -7,6 +7,13 @@
 //! Every state change is a record there, replicated before the producer is answered, so a new
 //! leader of the partition replays it and carries the transactions on (coordinator failover).
 
+mod coordinator;
+mod load;
+pub mod record;
+
+pub(crate) use coordinator::{CoordinatorSetup, TxnCoordinator};
+pub(crate) use load::replay;
+
 use super::TopicPartition;
 use super::group::partition_for_group;
 use super::protocol::ErrorCode;
