@@ -18,6 +18,20 @@
 //! - a leader is elected from the ISR, unless unclean election is enabled for its topic;
 //! - a group's committed offsets and generation never go back.
 //!
+//! Transactions, judged at the end against a read_committed read-back of every partition a
+//! transactional writer wrote (taken once no transaction is open; see [`TxnOutcome`] for
+//! what each writer saw):
+//! - `TxnCommittedOnce`: every record of a committed transaction is read once, and each
+//!   writer's records in the order it sent them (by transaction, then within one);
+//! - `TxnAtomic`: an aborted transaction's records are never read, nor those of one its
+//!   writer never asked to commit (it died, or was fenced, first); a transaction whose commit
+//!   went unanswered is read whole or not at all; no record is read that no transaction sent.
+//!   This is also the zombie rule: after a writer's process is replaced, whatever the old
+//!   instance sent outside a transaction it saw committed (its open transaction, and what it
+//!   goes on sending as a zombie until it is fenced) is never read.
+//!
+//! Only a loss Kafka's rules allow on a partition excuses a committed record missing there.
+//!
 //! The verdicts on loss, duplication, order and commits stand on what the clients observed
 //! (the acknowledgements with their offsets, the records read, each commit's answer) held
 //! against a final read-back by fresh clients: an engine that corrupts its log and its own
@@ -83,6 +97,56 @@ pub fn parse_value(value: &[u8]) -> Option<(bool, usize, u32, u64)> {
     ))
 }
 
+/// The value of the `n`-th record of transaction `txn` of transactional writer `writer`
+/// (instance `instance`): unique, and told apart from [`record_value`]'s by its first byte
+/// (`t`, which [`parse_value`] does not read).
+pub fn txn_value(writer: usize, instance: u32, txn: u64, n: u32) -> Bytes {
+    Bytes::from(format!("t{writer}.{instance}-{txn}-{n}"))
+}
+
+/// What a value of [`txn_value`] says: writer, instance, transaction, record number.
+pub fn parse_txn_value(value: &[u8]) -> Option<(usize, u32, u64, u32)> {
+    let text = std::str::from_utf8(value).ok()?.strip_prefix('t')?;
+    let (who, rest) = text.split_once('-')?;
+    let (writer, instance) = who.split_once('.')?;
+    let (txn, n) = rest.split_once('-')?;
+    Some((
+        writer.parse().ok()?,
+        instance.parse().ok()?,
+        txn.parse().ok()?,
+        n.parse().ok()?,
+    ))
+}
+
+/// How a transaction ended, as its writer learned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TxnFate {
+    /// The coordinator acknowledged the commit: every record is read once, in order.
+    Committed,
+    /// The coordinator acknowledged the abort: no record is ever read.
+    Aborted,
+    /// The writer never asked to commit (it died, was fenced or failed first, and its abort
+    /// was not acknowledged): only an abort can end it, so no record is ever read.
+    Abandoned,
+    /// The commit was asked for and no answer came: all records are read, or none.
+    Unknown,
+}
+
+/// One transaction as its writer saw it: what it sent where, and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnOutcome {
+    pub writer: usize,
+    pub instance: u32,
+    /// The writer's transaction number (unique across instances, in the order begun).
+    pub txn: u64,
+    /// The values handed to each partition, in the order sent (a send whose answer never
+    /// came included).
+    pub sent: Vec<(TopicPartition, Vec<Bytes>)>,
+    pub fate: TxnFate,
+    /// The writer learned it was fenced by a newer instance.
+    pub fenced: bool,
+}
+
 /// The rules the checker enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
@@ -111,6 +175,12 @@ pub enum Invariant {
     Progress,
     /// A whole-cluster restart comes back.
     Restart,
+    /// A transaction's records are all visible to read_committed consumers or none are;
+    /// an aborted transaction's (or one never asked to commit) none.
+    TxnAtomic,
+    /// A committed transaction's records are read once by read_committed consumers, in the
+    /// order its writer sent them.
+    TxnCommittedOnce,
 }
 
 impl fmt::Display for Invariant {
@@ -134,6 +204,8 @@ impl fmt::Display for Invariant {
             Invariant::IdleWork => "an idle cluster does bounded work",
             Invariant::Progress => "simulated time keeps moving (no livelock)",
             Invariant::Restart => "a whole-cluster restart comes back",
+            Invariant::TxnAtomic => "a transaction is read_committed visible whole or not at all, an aborted one never",
+            Invariant::TxnCommittedOnce => "a committed transaction's records are read once, in order",
         };
         f.write_str(text)
     }
@@ -210,6 +282,9 @@ pub enum CommitFate {
 #[derive(Debug, Default)]
 pub struct FinalState {
     pub logs: BTreeMap<TopicPartition, BTreeMap<i64, Bytes>>,
+    /// The partitions transactional writers wrote, as a read_committed consumer reads them
+    /// once no transaction is open: (offset, value).
+    pub committed_logs: BTreeMap<TopicPartition, Vec<(i64, Bytes)>>,
     /// The leader epoch of each record's batch as the fresh consumer saw it: a record an
     /// earlier read saw differently was rewritten only if a later epoch holds its offset.
     pub epochs: BTreeMap<TopicPartition, BTreeMap<i64, i32>>,
@@ -484,6 +559,8 @@ pub struct Checker {
     /// Committed records of compacted topics the read-back no longer holds, with a later
     /// record of their key there: the cleaner's work, seen from outside.
     cleaned_records: u64,
+    /// Every transaction the writers ended (or died in).
+    txns: Vec<TxnOutcome>,
 }
 
 /// At most this many violations are kept per run; the first ones matter.
@@ -511,8 +588,38 @@ impl Checker {
             consumed: 0,
             commits_acknowledged: 0,
             cleaned_records: 0,
+            txns: Vec::new(),
             config,
         }
+    }
+
+    /// A transaction a writer ended (or died in), judged at [`Checker::finish`].
+    pub fn transaction(&mut self, txn: TxnOutcome) {
+        self.txns.push(txn);
+    }
+
+    /// The transactions seen, by fate (`committed`, `aborted`, `abandoned`, `unknown`), and
+    /// how many ended with their writer learning it was fenced (`fenced`).
+    pub fn transactions(&self) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
+        for t in &self.txns {
+            let fate = match t.fate {
+                TxnFate::Committed => "committed",
+                TxnFate::Aborted => "aborted",
+                TxnFate::Abandoned => "abandoned",
+                TxnFate::Unknown => "unknown",
+            };
+            *out.entry(fate).or_insert(0) += 1;
+            if t.fenced {
+                *out.entry("fenced").or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    /// Whether a loss Kafka's rules allow happened on `tp`.
+    pub fn had_allowed_loss(&self, tp: &TopicPartition) -> bool {
+        self.partitions.get(tp).is_some_and(|h| !h.losses.is_empty())
     }
 
     pub fn violations(&self) -> &[Violation] {
@@ -1720,6 +1827,9 @@ impl Checker {
                 }
             }
         }
+        let (txn_found, txn_excused) = self.judge_transactions(final_state);
+        found.extend(txn_found);
+        excused.extend(txn_excused);
         for (group, tp, facts, allowance) in self.judge_commits(final_state) {
             match allowance {
                 Some(a) => excused.push(a),
@@ -1737,6 +1847,171 @@ impl Checker {
             self.allowed
                 .push(format!("{n} records excused by: {}", allowance.name()));
         }
+    }
+
+    /// Every transaction's records against the read_committed read-back (see the module
+    /// doc): the findings, and the allowances that excused committed records gone missing.
+    fn judge_transactions(&self, final_state: &FinalState) -> (Vec<Finding>, Vec<Allowance>) {
+        let mut found = Vec::new();
+        let mut excused = Vec::new();
+        // Where each transactional value was read, per partition.
+        let mut read: BTreeMap<&TopicPartition, HashMap<&Bytes, Vec<i64>>> = BTreeMap::new();
+        for (tp, log) in &final_state.committed_logs {
+            let index = read.entry(tp).or_default();
+            for (offset, value) in log {
+                if parse_txn_value(value).is_some() {
+                    index.entry(value).or_default().push(*offset);
+                }
+            }
+        }
+        let loss = |tp: &TopicPartition| {
+            self.partitions
+                .get(tp)
+                .and_then(|h| h.losses.values().next_back().copied())
+        };
+        let mut named: BTreeMap<&TopicPartition, BTreeSet<&Bytes>> = BTreeMap::new();
+        for t in &self.txns {
+            let who = format!("transaction {} of writer {} (instance {})", t.txn, t.writer, t.instance);
+            let (mut present, mut missing, mut lost, mut lost_to) = (Vec::new(), Vec::new(), 0usize, None);
+            for (tp, values) in &t.sent {
+                named.entry(tp).or_default().extend(values.iter());
+                // A partition not read back (its topic deleted) tells nothing.
+                let Some(index) = read.get(tp) else { continue };
+                for value in values {
+                    match index.get(value).map(Vec::as_slice) {
+                        Some([_]) => present.push(value),
+                        Some(offsets) => {
+                            present.push(value);
+                            found.push((
+                                Invariant::TxnCommittedOnce,
+                                format!("{tp} {value:?} twice"),
+                                format!(
+                                    "{tp}: record {:?} of {who} ({:?}) is read {} times at read_committed, at {offsets:?}",
+                                    String::from_utf8_lossy(value),
+                                    t.fate,
+                                    offsets.len()
+                                ),
+                            ));
+                        }
+                        None => match loss(tp) {
+                            Some(allowance) => {
+                                lost += 1;
+                                lost_to = Some(allowance);
+                            }
+                            None => missing.push((tp, value)),
+                        },
+                    }
+                }
+            }
+            let show = |values: &[&Bytes]| {
+                let shown: Vec<String> = values
+                    .iter()
+                    .take(3)
+                    .map(|v| format!("{:?}", String::from_utf8_lossy(v)))
+                    .collect();
+                shown.join(", ")
+            };
+            if t.fate == TxnFate::Committed
+                && let Some(allowance) = lost_to
+            {
+                excused.extend(std::iter::repeat_n(allowance, lost));
+            }
+            match t.fate {
+                TxnFate::Committed => {
+                    if let Some((tp, value)) = missing.first() {
+                        found.push((
+                            Invariant::TxnCommittedOnce,
+                            format!("{} {} missing", t.writer, t.txn),
+                            format!(
+                                "{who} was committed, but a read_committed consumer does not read {} of its records (first {:?} on {tp}; {} read)",
+                                missing.len(),
+                                String::from_utf8_lossy(value),
+                                present.len()
+                            ),
+                        ));
+                    }
+                }
+                TxnFate::Aborted | TxnFate::Abandoned if !present.is_empty() => {
+                    let how = if t.fate == TxnFate::Aborted {
+                        "was aborted (acknowledged)"
+                    } else if t.fenced {
+                        "was fenced before it asked to commit"
+                    } else {
+                        "never asked to commit (its writer died or failed first)"
+                    };
+                    found.push((
+                        Invariant::TxnAtomic,
+                        format!("{} {} visible", t.writer, t.txn),
+                        format!(
+                            "{who} {how}, but a read_committed consumer reads {} of its records: {}",
+                            present.len(),
+                            show(&present)
+                        ),
+                    ));
+                }
+                TxnFate::Unknown if !present.is_empty() && !missing.is_empty() => {
+                    let absent: Vec<String> = missing
+                        .iter()
+                        .take(3)
+                        .map(|(tp, v)| format!("{:?} on {tp}", String::from_utf8_lossy(v)))
+                        .collect();
+                    found.push((
+                        Invariant::TxnAtomic,
+                        format!("{} {} partial", t.writer, t.txn),
+                        format!(
+                            "{who} asked to commit without learning the outcome; a read_committed consumer reads {} of its records ({}) but not {} ({}){}",
+                            present.len(),
+                            show(&present),
+                            missing.len(),
+                            absent.join(", "),
+                            if lost > 0 {
+                                format!("; {lost} more lost to an allowed loss")
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for (tp, log) in &final_state.committed_logs {
+            let sent = named.get(tp);
+            // Each writer's records in the order sent: (transaction, record number) grows.
+            let mut last: BTreeMap<usize, (u64, u32, i64)> = BTreeMap::new();
+            let mut first_copy: BTreeSet<&Bytes> = BTreeSet::new();
+            for (offset, value) in log {
+                let Some((writer, _, txn, n)) = parse_txn_value(value) else {
+                    continue;
+                };
+                if !sent.is_some_and(|s| s.contains(value)) {
+                    found.push((
+                        Invariant::TxnAtomic,
+                        format!("{tp} {value:?} unknown"),
+                        format!(
+                            "{tp}: a read_committed consumer reads {:?} at {offset}, which no transaction the writers ended sent",
+                            String::from_utf8_lossy(value)
+                        ),
+                    ));
+                }
+                if !first_copy.insert(value) {
+                    continue;
+                }
+                if let Some(&(before_txn, before_n, at)) = last.get(&writer)
+                    && (before_txn, before_n) > (txn, n)
+                {
+                    found.push((
+                        Invariant::TxnCommittedOnce,
+                        format!("{tp} {writer} order {txn}"),
+                        format!(
+                            "{tp}: writer {writer} sent record {n} of transaction {txn} before record {before_n} of transaction {before_txn}, but a read_committed consumer reads the latter at {at} before the former at {offset}"
+                        ),
+                    ));
+                }
+                last.insert(writer, (txn, n, *offset));
+            }
+        }
+        (found, excused)
     }
 
     /// Each group's final committed offsets against the commits its members saw answered.

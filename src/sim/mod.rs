@@ -127,6 +127,9 @@ pub struct SimReport {
     /// Committed records of compacted topics a cleaner removed (a later record of their key
     /// read back in their place).
     pub cleaned_records: u64,
+    /// The transactional writers' transactions by fate (`committed`, `aborted`, `abandoned`,
+    /// `unknown`), and `fenced`: those whose writer learned a newer instance fenced it.
+    pub transactions: BTreeMap<&'static str, u64>,
     /// The clients spoke the Kafka protocol to the brokers.
     pub wire: bool,
     /// A digest of the final state (leaders, epochs, offsets, event count): two runs of a

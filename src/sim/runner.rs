@@ -29,9 +29,10 @@ use super::workload::Workload;
 use super::{SimOptions, SimReport};
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::engine::group::OFFSETS_TOPIC;
+use crate::engine::txn::TXN_STATE_TOPIC;
 use crate::engine::{
-    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, LinkFault, NodeId, OffsetSpec,
-    TopicConfig, TopicPartition,
+    BrokerId, BrokerState, Cluster, ClusterConfig, ClusterEvent, ErrorCode, EventKind, IsolationLevel, LinkFault,
+    NodeId, OffsetSpec, TopicConfig, TopicPartition,
 };
 use crate::storage::{CleanupPolicy, LogConfig};
 
@@ -332,6 +333,7 @@ pub(super) async fn run(schedule: Schedule, options: SimOptions) -> anyhow::Resu
                 acknowledged_commits: 0,
                 cleaned_records: 0,
                 excused: BTreeMap::new(),
+                transactions: BTreeMap::new(),
                 wire: false,
                 fingerprint: 0,
                 schedule,
@@ -403,6 +405,8 @@ impl Sim {
             let outcome = self.create_topic(t).await;
             self.note(format!("setup: create topic {}: {outcome}", t.name));
         }
+        let writers = self.schedule.setup.txn_writers.clone();
+        self.workload.start_txn_writers(&writers, self.schedule.seed);
         self.wait(Duration::from_secs(1)).await?;
         let steps = self.schedule.steps.clone();
         for (i, step) in steps.iter().enumerate() {
@@ -504,6 +508,20 @@ impl Sim {
         for commit in outbox.commits {
             self.checker.committed(commit);
         }
+        for txn in outbox.txns {
+            if self.options.trace {
+                self.note(format!(
+                    "    transaction {} of writer {} (instance {}): {:?}{}, {} records",
+                    txn.txn,
+                    txn.writer,
+                    txn.instance,
+                    txn.fate,
+                    if txn.fenced { ", fenced" } else { "" },
+                    txn.sent.iter().map(|(_, v)| v.len()).sum::<usize>()
+                ));
+            }
+            self.checker.transaction(txn);
+        }
         self.report_spin(false);
         let image = self.cluster.metadata();
         if self.options.trace {
@@ -548,6 +566,7 @@ impl Sim {
                 produced.map_or_else(|e| format!("failed: {e}"), |()| "ok".into())
             }
             Action::CrashProducer(p) => client(self.workload.crash_producer(*p)),
+            Action::CrashTxnWriter { writer, zombie } => client(self.workload.crash_txn_writer(*writer, *zombie)),
             Action::Wait => "ok".into(),
             Action::JoinConsumer { group, member } => client(self.workload.join(*group, *member)),
             Action::CloseConsumer { group, member } => client(self.workload.close(*group, *member)),
@@ -775,14 +794,68 @@ impl Sim {
             .metadata()
             .partitions()
             .map(|(tp, _)| tp)
-            .filter(|tp| tp.topic != OFFSETS_TOPIC)
+            .filter(|tp| tp.topic != OFFSETS_TOPIC && tp.topic != TXN_STATE_TOPIC)
             .collect();
-        if let Some(wire) = self.workload.wire() {
-            return self.read_back_over_wire(&wire, &tps).await;
+        let mut out = match self.workload.wire() {
+            Some(wire) => self.read_back_over_wire(&wire, &tps).await?,
+            None => self.read_back_in_process(&tps).await?,
+        };
+        self.read_back_committed(&tps, &mut out).await?;
+        Ok(out)
+    }
+
+    /// The partitions transactional writers wrote, read at read_committed (in process, in a
+    /// wire seed too) once no transaction is open on them: writers ended theirs at shutdown,
+    /// and the coordinator aborts what dead ones left open within their transaction timeout.
+    async fn read_back_committed(&mut self, tps: &[TopicPartition], out: &mut FinalState) -> Result<(), Halt> {
+        let topics: BTreeSet<String> = self
+            .schedule
+            .setup
+            .txn_writers
+            .iter()
+            .map(|w| w.topic.clone())
+            .collect();
+        let reader = self.cluster.as_client(READ_BACK_CLIENT);
+        for tp in tps.iter().filter(|tp| topics.contains(&tp.topic)) {
+            let read = self
+                .watchdog
+                .guard(tokio::time::timeout(
+                    Duration::from_secs(60),
+                    read_partition_committed(&reader, tp),
+                ))
+                .await?;
+            match read {
+                Ok(Ok(records)) => {
+                    out.committed_logs.insert(tp.clone(), records);
+                }
+                Ok(Err(e)) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back committed {tp}"),
+                    format!("{tp} cannot be read back at read_committed after the cluster settled: {e}"),
+                ),
+                // A loss Kafka allows can leave a transaction's records without their
+                // marker: a hanging transaction holds the last stable offset back for ever,
+                // as in Kafka (KIP-664).
+                Err(_) if self.checker.had_allowed_loss(tp) => {
+                    self.note(format!("read back committed {tp}: a transaction hangs after an allowed loss"));
+                }
+                Err(_) => self.checker.violate(
+                    Invariant::Liveness,
+                    format!("read back committed {tp}"),
+                    format!(
+                        "{tp} cannot be read back at read_committed within 60 s after the cluster settled (a transaction left open?)"
+                    ),
+                ),
+            }
         }
+        Ok(())
+    }
+
+    /// Every partition read back by in-process clients, and each group's committed offsets.
+    async fn read_back_in_process(&mut self, tps: &[TopicPartition]) -> Result<FinalState, Halt> {
         let reader = self.cluster.as_client(READ_BACK_CLIENT);
         let mut out = FinalState::default();
-        for tp in &tps {
+        for tp in tps {
             let read = self
                 .watchdog
                 .guard(tokio::time::timeout(
@@ -817,7 +890,7 @@ impl Sim {
                 .watchdog
                 .guard(tokio::time::timeout(
                     Duration::from_secs(30),
-                    consumer.committed(tps.clone()),
+                    consumer.committed(tps.to_vec()),
                 ))
                 .await?;
             match committed {
@@ -981,6 +1054,7 @@ impl Sim {
             acknowledged_commits: self.checker.acknowledged_commits(),
             cleaned_records: self.checker.cleaned_records(),
             excused: self.checker.excused().clone(),
+            transactions: self.checker.transactions(),
             wire: self.workload.speaks_wire(),
             fingerprint: hasher.finish(),
             schedule: self.schedule,
@@ -1016,6 +1090,51 @@ async fn read_partition_over_wire(wire: &WireClients, tp: &TopicPartition) -> Re
 /// `segment.bytes` of a compacted topic: a few batches each, so segments seal and the
 /// cleaner has work within a seed's minute.
 const COMPACTED_SEGMENT_BYTES: u64 = 2_048;
+
+/// A partition as a fresh read_committed consumer reads it, once its last stable offset has
+/// caught up with its HW (no transaction open): (offset, value) of every record of a
+/// committed transaction (and every non-transactional one).
+async fn read_partition_committed(cluster: &Cluster, tp: &TopicPartition) -> Result<Vec<(i64, Bytes)>, String> {
+    let end = loop {
+        let hw = cluster
+            .list_offset(tp, OffsetSpec::Latest)
+            .await
+            .map_err(|e| format!("ListOffsets: {e:?}"))?;
+        let stable = cluster
+            .list_offset_isolated(tp, OffsetSpec::Latest, IsolationLevel::ReadCommitted)
+            .await
+            .map_err(|e| format!("ListOffsets (read_committed): {e:?}"))?;
+        if stable >= hw {
+            break stable;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let mut consumer = Consumer::new(
+        cluster.clone(),
+        ConsumerConfig {
+            group_id: None,
+            auto_offset_reset: OffsetReset::Earliest,
+            enable_auto_commit: false,
+            fetch_max_wait_ms: 100,
+            isolation_level: IsolationLevel::ReadCommitted,
+            ..ConsumerConfig::default()
+        },
+    );
+    consumer.assign(vec![tp.clone()]);
+    consumer.seek_to_beginning(tp).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while consumer.position(tp).is_none_or(|p| p < end) {
+        for r in consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            out.push((r.offset, r.value.unwrap_or_default()));
+        }
+    }
+    consumer.close().await;
+    Ok(out)
+}
 
 /// The client node of the fresh consumers that read everything back at the end.
 const READ_BACK_CLIENT: u32 = 9_999;

@@ -27,6 +27,11 @@ pub fn producer_node(p: usize) -> NodeId {
     NodeId::Client(1 + p as u32)
 }
 
+/// The network node of transactional writer `w` (every instance of it).
+pub fn txn_writer_node(w: usize) -> NodeId {
+    NodeId::Client(50 + w as u32)
+}
+
 /// The network node of member `member` of group `group`.
 pub fn member_node(group: usize, member: usize) -> NodeId {
     NodeId::Client(100 + 100 * group as u32 + member as u32)
@@ -63,6 +68,24 @@ pub struct GroupSpec {
     pub session_timeout_ms: u64,
 }
 
+/// A transactional writer: a process that runs transactions one after another in the
+/// background for the whole run (begin, one batch to some of its partitions, then commit or
+/// abort), with its own `transactional.id`. A [`Action::CrashTxnWriter`] replaces its
+/// process with a new instance of the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnWriterSpec {
+    pub transactional_id: String,
+    pub topic: String,
+    /// The partitions its transactions write (each transaction some of them).
+    pub partitions: Vec<i32>,
+    /// The share of transactions (in percent) it aborts on purpose.
+    pub abort_percent: u64,
+    /// The most records per partition in one transaction.
+    pub max_records: u32,
+    /// Simulated time between the end of one transaction and the next.
+    pub pause_ms: u64,
+}
+
 /// The cluster and clients a seed starts with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
@@ -80,6 +103,8 @@ pub struct Setup {
     pub topics: Vec<TopicSpec>,
     pub producers: Vec<ProducerSpec>,
     pub groups: Vec<GroupSpec>,
+    /// Generator 3: a third of the seeds run one or two transactional writers.
+    pub txn_writers: Vec<TxnWriterSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +123,14 @@ pub enum Action {
     CrashProducer(usize),
     /// Nothing but the step's wait.
     Wait,
+    /// Transactional writer `writer`'s process is replaced by a new instance with the same
+    /// `transactional.id`, whose init fences the old one and aborts what it left open. The old
+    /// process dies mid-transaction, or, as a `zombie`, stalls and carries on with its open
+    /// transaction as if nothing happened (its writes and commit must be refused).
+    CrashTxnWriter {
+        writer: usize,
+        zombie: bool,
+    },
     JoinConsumer {
         group: usize,
         member: usize,
@@ -210,6 +243,7 @@ impl Action {
             Action::AddPartitions { .. } => "partitions added",
             Action::CrashConsumer { .. } => "consumer crash",
             Action::CrashProducer(_) => "producer crash",
+            Action::CrashTxnWriter { .. } => "transactional writer crash",
             Action::DeleteTopic(_) => "topic deleted",
             Action::RestartCluster { .. } => "cluster restart",
             Action::PowerLossCluster { .. } => "cluster power loss",
@@ -223,7 +257,7 @@ impl Action {
     }
 
     /// Every kind [`Action::fault_kind`] names, for reports that list each.
-    pub const FAULT_KINDS: [&'static str; 22] = [
+    pub const FAULT_KINDS: [&'static str; 23] = [
         "kill",
         "power loss",
         "controlled stop",
@@ -243,6 +277,7 @@ impl Action {
         "partitions added",
         "consumer crash",
         "producer crash",
+        "transactional writer crash",
         "topic deleted",
         "cluster restart",
         "cluster power loss",
@@ -273,8 +308,14 @@ pub struct Schedule {
 
 /// The current schedule generator. Generator 1 drew no setting changes, one-way or
 /// controller or per-client link faults, added partitions, producer crashes, whole-cluster
-/// power losses or keyed records.
-pub const GENERATOR: u32 = 2;
+/// power losses or keyed records; generator 2 no transactional writers (generator 3 draws
+/// them from an rng of their own, so its seeds' other draws are generator 2's).
+pub const GENERATOR: u32 = 3;
+
+/// The share of generator 3's seeds (in percent) that run transactional writers.
+const TXN_SHARE: u64 = 33;
+/// Mixed into a seed for the rng that draws the transactional writers and their crashes.
+const TXN_SALT: u64 = 0x5452_414E_5341_4354;
 
 /// What the schedule believes a broker is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,12 +378,25 @@ impl Schedule {
             members: vec![BTreeSet::new(); setup.groups.len()],
             next_member: vec![0; setup.groups.len()],
         };
+        // Generator 3's transactional writers, drawn apart from the rest so the other draws
+        // stay as they were; their crashes take the place of some of the plain waits.
+        let mut txn_rng = Rng::new(seed ^ TXN_SALT);
+        if generator >= 3 && txn_rng.chance(TXN_SHARE) {
+            setup.txn_writers = draw_txn_writers(&mut txn_rng, &setup.topics);
+        }
         let steps = (0..steps)
             .map(|_| {
                 let action = if generator >= 2 {
                     next_action_2(&mut rng, &setup, &mut model)
                 } else {
                     next_action(&mut rng, &setup, &mut model, 1)
+                };
+                let action = match action {
+                    Action::Wait if !setup.txn_writers.is_empty() && txn_rng.chance(40) => Action::CrashTxnWriter {
+                        writer: txn_rng.below(setup.txn_writers.len() as u64) as usize,
+                        zombie: txn_rng.chance(50),
+                    },
+                    other => other,
                 };
                 let wait = Duration::from_millis(match rng.below(100) {
                     0..30 => 0,
@@ -402,8 +456,35 @@ impl Setup {
             topics,
             producers,
             groups,
+            txn_writers: Vec::new(),
         }
     }
+}
+
+/// One or two writers on the seed's topics that are not compacted (a transaction's records
+/// carry no key; Kafka refuses keyless records on a compacted topic); none without one.
+fn draw_txn_writers(rng: &mut Rng, topics: &[TopicSpec]) -> Vec<TxnWriterSpec> {
+    let plain: Vec<&TopicSpec> = topics.iter().filter(|t| !t.compacted).collect();
+    if plain.is_empty() {
+        return Vec::new();
+    }
+    (0..rng.between(1, 2))
+        .filter_map(|w| {
+            let topic = *rng.pick(&plain)?;
+            let mut partitions: Vec<i32> = (0..topic.partitions).filter(|_| rng.chance(70)).collect();
+            if partitions.is_empty() {
+                partitions.push(rng.below(topic.partitions as u64) as i32);
+            }
+            Some(TxnWriterSpec {
+                transactional_id: format!("tx{w}"),
+                topic: topic.name.clone(),
+                partitions,
+                abort_percent: rng.between(15, 40),
+                max_records: rng.between(1, 5) as u32,
+                pause_ms: rng.between(50, 500),
+            })
+        })
+        .collect()
 }
 
 impl TopicSpec {
@@ -728,6 +809,16 @@ impl fmt::Display for Action {
                 ..
             } => write!(f, "producer {producer} sends {records} keyed records to {topic}"),
             Action::CrashProducer(p) => write!(f, "producer {p} crashes"),
+            Action::CrashTxnWriter { writer, zombie: false } => {
+                write!(
+                    f,
+                    "transactional writer {writer} crashes mid-transaction; a new instance takes over"
+                )
+            }
+            Action::CrashTxnWriter { writer, zombie: true } => write!(
+                f,
+                "transactional writer {writer} stalls and a new instance takes over; the old one carries on as a zombie"
+            ),
             Action::OneWayLink { from, to, fault: None } => {
                 write!(f, "heal the way from {} to {}", node(from), node(to))
             }
@@ -853,6 +944,13 @@ impl fmt::Display for Schedule {
                 g.name, g.topics, g.assignor, g.auto_commit, g.session_timeout_ms
             )?;
         }
+        for (i, w) in s.txn_writers.iter().enumerate() {
+            writeln!(
+                f,
+                "  transactional writer {i} ({}): {} partitions {:?}, up to {} records a partition, aborts {}%, pauses {} ms",
+                w.transactional_id, w.topic, w.partitions, w.max_records, w.abort_percent, w.pause_ms
+            )?;
+        }
         for (i, step) in self.steps.iter().enumerate() {
             writeln!(f, "  step {i}: {step}")?;
         }
@@ -882,7 +980,7 @@ mod tests {
                 seen.insert(std::mem::discriminant(&step.action));
             }
         }
-        assert_eq!(seen.len(), 22, "every action appears in 50 seeds");
+        assert_eq!(seen.len(), 23, "every action appears in 50 seeds");
         let kinds: std::collections::BTreeSet<&str> = (0..50)
             .flat_map(|seed| Schedule::generate(seed, 60).steps)
             .filter_map(|step| step.action.fault_kind())

@@ -7,17 +7,20 @@
 //! seed's outcome.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::checker::{Ack, Commit, CommitFate, Read, record_key, record_value};
-use super::schedule::{GroupSpec, ProducerSpec, member_node, producer_node};
+use super::Rng;
+use super::checker::{Ack, Commit, CommitFate, Read, TxnFate, TxnOutcome, record_key, record_value, txn_value};
+use super::schedule::{GroupSpec, ProducerSpec, TxnWriterSpec, member_node, producer_node, txn_writer_node};
 use super::wire::WireClients;
 use crate::client::consumer::{CommitOutcome, Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
+use crate::client::transactional::{TransactionalProducer, TxnConfig, TxnError};
 use bytes::Bytes;
 
 use crate::engine::{Acks, Cluster, ErrorCode, NodeId, TopicPartition};
@@ -28,6 +31,8 @@ pub(crate) struct Outbox {
     pub acks: Vec<Ack>,
     pub reads: Vec<Read>,
     pub commits: Vec<Commit>,
+    /// Every transaction a transactional writer ended (or died in).
+    pub txns: Vec<TxnOutcome>,
 }
 
 type SharedOutbox = Arc<Mutex<Outbox>>;
@@ -44,6 +49,28 @@ enum Control {
 struct Member {
     control: mpsc::UnboundedSender<Control>,
     task: JoinHandle<()>,
+}
+
+/// A transactional writer's process, running transactions in the background.
+struct TxnWriter {
+    task: JoinHandle<()>,
+    /// Asks it to end its open transaction and exit.
+    stop: Arc<AtomicBool>,
+    /// The transaction it has open, with the fate it has if the process dies now.
+    current: Arc<Mutex<Option<TxnOutcome>>>,
+    /// Set when a newer instance replaces it.
+    replaced: Arc<AtomicBool>,
+}
+
+impl TxnWriter {
+    /// The process dies where it is: its open transaction goes to the outbox as it stands.
+    fn crash(self, outbox: &SharedOutbox) {
+        self.task.abort();
+        let open = self.current.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(open) = open {
+            lock(outbox).txns.push(open);
+        }
+    }
 }
 
 pub(crate) struct Workload {
@@ -69,6 +96,17 @@ pub(crate) struct Workload {
     wire_reconnect: bool,
     /// Topics whose records are always keyed (compacted).
     compacted: BTreeSet<String>,
+    txn_specs: Vec<TxnWriterSpec>,
+    /// Each transactional writer's running process.
+    txn_writers: Vec<Option<TxnWriter>>,
+    /// Each transactional writer's instance: a crash starts the next.
+    txn_instances: Vec<u32>,
+    /// Each transactional writer's next transaction number, shared by its instances.
+    txn_numbers: Vec<Arc<AtomicU64>>,
+    /// Replaced instances that carry on, unaware of their successor.
+    zombies: Vec<TxnWriter>,
+    /// Mixed into each writer instance's own rng.
+    txn_seed: u64,
 }
 
 impl Workload {
@@ -93,7 +131,86 @@ impl Workload {
             wire: None,
             wire_reconnect: false,
             compacted: BTreeSet::new(),
+            txn_specs: Vec::new(),
+            txn_writers: Vec::new(),
+            txn_instances: Vec::new(),
+            txn_numbers: Vec::new(),
+            zombies: Vec::new(),
+            txn_seed: 0,
         }
+    }
+
+    /// Starts the transactional writers (their topics exist by now); `seed` draws their
+    /// transactions.
+    pub fn start_txn_writers(&mut self, specs: &[TxnWriterSpec], seed: u64) {
+        self.txn_specs = specs.to_vec();
+        self.txn_seed = seed;
+        self.txn_writers = specs.iter().map(|_| None).collect();
+        self.txn_instances = vec![0; specs.len()];
+        self.txn_numbers = specs.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+        for w in 0..specs.len() {
+            self.spawn_txn_writer(w);
+        }
+    }
+
+    fn spawn_txn_writer(&mut self, w: usize) {
+        let (Some(spec), Some(&instance), Some(numbers)) = (
+            self.txn_specs.get(w),
+            self.txn_instances.get(w),
+            self.txn_numbers.get(w),
+        ) else {
+            return;
+        };
+        let NodeId::Client(node) = txn_writer_node(w) else {
+            return;
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let replaced = Arc::new(AtomicBool::new(false));
+        let current = Arc::new(Mutex::new(None));
+        let process = WriterProcess {
+            cluster: self.cluster.as_client(node),
+            spec: spec.clone(),
+            writer: w,
+            instance,
+            numbers: Arc::clone(numbers),
+            outbox: Arc::clone(&self.outbox),
+            current: Arc::clone(&current),
+            stop: Arc::clone(&stop),
+            replaced: Arc::clone(&replaced),
+            start: self.start,
+        };
+        let rng = Rng::new(self.txn_seed ^ ((w as u64) << 32) ^ u64::from(instance));
+        let task = tokio::spawn(process.run(rng));
+        if let Some(slot) = self.txn_writers.get_mut(w) {
+            *slot = Some(TxnWriter {
+                task,
+                stop,
+                current,
+                replaced,
+            });
+        }
+    }
+
+    /// Transactional writer `writer`'s process is replaced by a new instance: the old one
+    /// dies where it is, or (`zombie`) carries on unaware.
+    pub fn crash_txn_writer(&mut self, writer: usize, zombie: bool) -> Result<(), String> {
+        let slot = self
+            .txn_writers
+            .get_mut(writer)
+            .ok_or_else(|| format!("no transactional writer {writer}"))?;
+        if let Some(old) = slot.take() {
+            if zombie {
+                old.replaced.store(true, Ordering::Relaxed);
+                self.zombies.push(old);
+            } else {
+                old.crash(&self.outbox);
+            }
+        }
+        if let Some(instance) = self.txn_instances.get_mut(writer) {
+            *instance += 1;
+        }
+        self.spawn_txn_writer(writer);
+        Ok(())
     }
 
     /// Topics whose records are always keyed (compacted ones).
@@ -375,6 +492,16 @@ impl Workload {
         for m in self.members.values() {
             m.task.abort();
         }
+        // Transactional writers die with the cluster; new instances start on the next one.
+        for old in self.txn_writers.iter_mut().filter_map(Option::take) {
+            old.crash(&self.outbox);
+        }
+        for old in std::mem::take(&mut self.zombies) {
+            old.crash(&self.outbox);
+        }
+        for instance in &mut self.txn_instances {
+            *instance += 1;
+        }
     }
 
     /// Moves every client to the restarted cluster.
@@ -390,11 +517,31 @@ impl Workload {
         for (group, member) in members {
             let _ = self.join(group, member);
         }
+        for w in 0..self.txn_specs.len() {
+            self.spawn_txn_writer(w);
+        }
     }
 
     /// Closes every client and waits for it: producers deliver (or fail) what they hold,
     /// consumers commit and leave.
     pub async fn shutdown(&mut self) {
+        // Zombies are let go first; writers end their open transaction and exit (one that
+        // does not within a minute dies where it is).
+        for old in std::mem::take(&mut self.zombies) {
+            old.crash(&self.outbox);
+        }
+        let writers: Vec<TxnWriter> = self.txn_writers.iter_mut().filter_map(Option::take).collect();
+        for writer in &writers {
+            writer.stop.store(true, Ordering::Relaxed);
+        }
+        for mut writer in writers {
+            if tokio::time::timeout(Duration::from_secs(60), &mut writer.task)
+                .await
+                .is_err()
+            {
+                writer.crash(&self.outbox);
+            }
+        }
         for producer in self.producers.iter_mut().filter_map(Option::take) {
             producer.close().await;
         }
@@ -603,5 +750,176 @@ async fn commit_over_wire(
             },
             answered_at: start.elapsed(),
         });
+    }
+}
+
+/// Limits of a simulated transactional writer: transactions the coordinator aborts after
+/// 10 s (so one a dead writer left open ends within the run), calls retried for 10 s.
+const TXN_TIMEOUT_MS: i32 = 10_000;
+const TXN_MAX_BLOCK: Duration = Duration::from_secs(10);
+
+/// One instance of a transactional writer, as its process sees itself.
+struct WriterProcess {
+    cluster: Cluster,
+    spec: TxnWriterSpec,
+    writer: usize,
+    instance: u32,
+    numbers: Arc<AtomicU64>,
+    outbox: SharedOutbox,
+    current: Arc<Mutex<Option<TxnOutcome>>>,
+    stop: Arc<AtomicBool>,
+    /// A newer instance was started: this one is a zombie.
+    replaced: Arc<AtomicBool>,
+    start: tokio::time::Instant,
+}
+
+impl WriterProcess {
+    fn open(&self) -> MutexGuard<'_, Option<TxnOutcome>> {
+        self.current.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open transaction ends with `fate`: to the outbox.
+    fn end(&self, fate: TxnFate, fenced: bool) {
+        if let Some(mut done) = self.open().take() {
+            done.fate = fate;
+            done.fenced = fenced;
+            lock(&self.outbox).txns.push(done);
+        }
+    }
+
+    /// Transactions until asked to stop: after an error no abort mends, the process inits
+    /// again (fencing its own older epoch); fenced, a zombie exits.
+    async fn run(self, mut rng: Rng) {
+        let mut zombie_fenced = false;
+        while !self.stop.load(Ordering::Relaxed) && !zombie_fenced {
+            let config = TxnConfig {
+                transaction_timeout_ms: TXN_TIMEOUT_MS,
+                max_block: TXN_MAX_BLOCK,
+                ..TxnConfig::new(self.spec.transactional_id.clone())
+            };
+            let mut producer = match TransactionalProducer::init(self.cluster.clone(), config).await {
+                Ok(p) => p,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            while !self.stop.load(Ordering::Relaxed) {
+                let (fenced, healthy) = self.transaction(&mut producer, &mut rng).await;
+                if fenced {
+                    // A newer instance took over: a zombie ends there. The current instance
+                    // (fenced when the coordinator aborted its transaction on timeout and
+                    // bumped the epoch) inits again.
+                    zombie_fenced = self.replaced.load(Ordering::Relaxed);
+                }
+                if !healthy {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(self.spec.pause_ms)).await;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// One transaction: some partitions, a batch each, then commit or abort. Returns whether
+    /// the writer was fenced and whether the producer can go on.
+    async fn transaction(&self, producer: &mut TransactionalProducer, rng: &mut Rng) -> (bool, bool) {
+        let txn = self.numbers.fetch_add(1, Ordering::Relaxed);
+        *self.open() = Some(TxnOutcome {
+            writer: self.writer,
+            instance: self.instance,
+            txn,
+            sent: Vec::new(),
+            fate: TxnFate::Abandoned,
+            fenced: false,
+        });
+        if producer.begin().is_err() {
+            self.end(TxnFate::Abandoned, false);
+            return (false, false);
+        }
+        let mut partitions: Vec<i32> = self
+            .spec
+            .partitions
+            .iter()
+            .copied()
+            .filter(|_| rng.chance(60))
+            .collect();
+        if partitions.is_empty()
+            && let Some(&p) = rng.pick(&self.spec.partitions)
+        {
+            partitions.push(p);
+        }
+        let mut failed: Option<TxnError> = None;
+        let mut n = 0u32;
+        for p in partitions {
+            let tp = TopicPartition::new(&self.spec.topic, p);
+            let count = rng.between(1, u64::from(self.spec.max_records.max(1))) as u32;
+            let values: Vec<Bytes> = (0..count)
+                .map(|i| txn_value(self.writer, self.instance, txn, n + i))
+                .collect();
+            n += count;
+            if let Some(open) = self.open().as_mut() {
+                open.sent.push((tp.clone(), values.clone()));
+            }
+            let records: Vec<(Option<Bytes>, Option<Bytes>)> = values.iter().map(|v| (None, Some(v.clone()))).collect();
+            let sent_at = self.start.elapsed();
+            match producer.send(&tp, &records).await {
+                Ok(base) => {
+                    let mut out = lock(&self.outbox);
+                    for (i, value) in values.into_iter().enumerate() {
+                        out.acks.push(Ack {
+                            tp: tp.clone(),
+                            offset: base + i as i64,
+                            value,
+                            sent_at,
+                        });
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let commit = failed.is_none() && !rng.chance(self.spec.abort_percent);
+        match failed {
+            Some(TxnError::Fenced(_)) => {
+                // A fenced producer can neither commit nor abort: only the newer instance's
+                // init ends the transaction, with an abort.
+                self.end(TxnFate::Abandoned, true);
+                (true, false)
+            }
+            Some(TxnError::Fatal(_)) => {
+                self.end(TxnFate::Abandoned, false);
+                (false, false)
+            }
+            _ if commit => {
+                if let Some(open) = self.open().as_mut() {
+                    open.fate = TxnFate::Unknown;
+                }
+                match producer.commit().await {
+                    Ok(()) => {
+                        self.end(TxnFate::Committed, false);
+                        (false, true)
+                    }
+                    Err(e) => {
+                        let fenced = matches!(e, TxnError::Fenced(_));
+                        self.end(TxnFate::Unknown, fenced);
+                        (fenced, false)
+                    }
+                }
+            }
+            _ => match producer.abort().await {
+                Ok(()) => {
+                    self.end(TxnFate::Aborted, false);
+                    (false, true)
+                }
+                Err(e) => {
+                    let fenced = matches!(e, TxnError::Fenced(_));
+                    self.end(TxnFate::Abandoned, fenced);
+                    (fenced, false)
+                }
+            },
+        }
     }
 }

@@ -1111,3 +1111,116 @@ fn a_compacted_log_may_lose_a_record_only_to_a_later_record_of_its_key() {
     c.finish(&read_back(&[(0, &v0), (2, &v8)]));
     assert_eq!(broken(&c), vec![Invariant::CommittedLogsAgree], "{:?}", c.violations());
 }
+
+fn txn(txn: u64, fate: TxnFate, sent: &[(i32, &[u32])]) -> TxnOutcome {
+    TxnOutcome {
+        writer: 0,
+        instance: 0,
+        txn,
+        sent: sent
+            .iter()
+            .map(|(p, ns)| {
+                (
+                    TopicPartition::new("t", *p),
+                    ns.iter().map(|n| txn_value(0, 0, txn, *n)).collect(),
+                )
+            })
+            .collect(),
+        fate,
+        fenced: false,
+    }
+}
+
+/// A read_committed read-back: these (partition, transaction, record) in offset order.
+fn committed_read(records: &[(i32, u64, u32)]) -> FinalState {
+    let mut state = FinalState::default();
+    for (i, (p, t, n)) in records.iter().enumerate() {
+        state
+            .committed_logs
+            .entry(TopicPartition::new("t", *p))
+            .or_default()
+            .push((i as i64, txn_value(0, 0, *t, *n)));
+    }
+    state
+}
+
+#[test]
+fn transaction_values_are_told_apart_from_producer_values() {
+    let v = txn_value(1, 2, 30, 4);
+    assert_eq!(parse_txn_value(&v), Some((1, 2, 30, 4)));
+    assert_eq!(
+        parse_value(&v),
+        None,
+        "a producer check never misreads a transaction's record"
+    );
+    assert_eq!(parse_txn_value(&record_value(true, 1, 2, 3)), None);
+}
+
+#[test]
+fn read_committed_seeing_exactly_the_committed_transactions_breaks_nothing() {
+    let mut c = checker(false);
+    c.transaction(txn(0, TxnFate::Committed, &[(0, &[0, 1]), (1, &[2])]));
+    c.transaction(txn(1, TxnFate::Aborted, &[(0, &[0])]));
+    c.transaction(txn(2, TxnFate::Abandoned, &[(1, &[0])]));
+    c.transaction(txn(3, TxnFate::Unknown, &[(0, &[0]), (1, &[1])]));
+    c.transaction(txn(4, TxnFate::Unknown, &[(0, &[0])]));
+    c.transaction(txn(5, TxnFate::Committed, &[(0, &[0])]));
+    c.finish(&committed_read(&[
+        (0, 0, 0),
+        (0, 0, 1),
+        (1, 0, 2),
+        (0, 3, 0),
+        (1, 3, 1),
+        (0, 5, 0),
+    ]));
+    assert_eq!(broken(&c), vec![]);
+    let counts = c.transactions();
+    assert_eq!(counts.get("committed"), Some(&2));
+    assert_eq!(counts.get("unknown"), Some(&2));
+}
+
+#[test]
+fn an_aborted_or_abandoned_transaction_seen_at_read_committed_breaks_atomicity() {
+    for fate in [TxnFate::Aborted, TxnFate::Abandoned] {
+        let mut c = checker(false);
+        c.transaction(txn(0, fate, &[(0, &[0, 1])]));
+        c.finish(&committed_read(&[(0, 0, 1)]));
+        assert_eq!(broken(&c), vec![Invariant::TxnAtomic], "{fate:?}");
+    }
+}
+
+#[test]
+fn an_unknown_transaction_seen_in_part_breaks_atomicity() {
+    let mut c = checker(false);
+    c.transaction(txn(0, TxnFate::Unknown, &[(0, &[0]), (1, &[1])]));
+    c.transaction(txn(1, TxnFate::Committed, &[(1, &[0])]));
+    c.finish(&committed_read(&[(0, 0, 0), (1, 1, 0)]));
+    assert_eq!(broken(&c), vec![Invariant::TxnAtomic]);
+    assert!(c.violations()[0].facts.contains("t-1"), "{}", c.violations()[0].facts);
+}
+
+#[test]
+fn a_committed_transaction_missing_duplicated_or_reordered_breaks_exactly_once() {
+    let mut missing = checker(false);
+    missing.transaction(txn(0, TxnFate::Committed, &[(0, &[0, 1])]));
+    missing.finish(&committed_read(&[(0, 0, 0)]));
+    assert_eq!(broken(&missing), vec![Invariant::TxnCommittedOnce]);
+
+    let mut twice = checker(false);
+    twice.transaction(txn(0, TxnFate::Committed, &[(0, &[0])]));
+    twice.finish(&committed_read(&[(0, 0, 0), (0, 0, 0)]));
+    assert_eq!(broken(&twice), vec![Invariant::TxnCommittedOnce]);
+
+    let mut reordered = checker(false);
+    reordered.transaction(txn(0, TxnFate::Committed, &[(0, &[0])]));
+    reordered.transaction(txn(1, TxnFate::Committed, &[(0, &[0])]));
+    reordered.finish(&committed_read(&[(0, 1, 0), (0, 0, 0)]));
+    assert_eq!(broken(&reordered), vec![Invariant::TxnCommittedOnce]);
+}
+
+#[test]
+fn a_record_no_transaction_sent_breaks_atomicity() {
+    let mut c = checker(false);
+    c.finish(&committed_read(&[(0, 7, 0)]));
+    assert_eq!(broken(&c), vec![Invariant::TxnAtomic]);
+}
