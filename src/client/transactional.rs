@@ -93,6 +93,9 @@ pub struct TransactionalProducer {
     must_abort: Option<ErrorCode>,
     /// Set by a fatal error: nothing may follow.
     failed: Option<TxnError>,
+    /// A batch failed with its fate unknown (it may still land): the abort is followed by an
+    /// epoch bump, so that a late copy is refused (KIP-360, as the Java client does).
+    bump_epoch: bool,
 }
 
 /// Errors a coordinator call is retried on (the coordinator moved, is loading, or is still
@@ -128,25 +131,30 @@ impl TransactionalProducer {
             groups: BTreeSet::new(),
             must_abort: None,
             failed: None,
+            bump_epoch: false,
         };
-        let (id, epoch) = producer
-            .retrying(|p| async move {
-                let request = TxnRequest::InitProducerId {
-                    transactional_id: p.config.transactional_id.clone(),
-                    transaction_timeout_ms: p.config.transaction_timeout_ms,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                };
-                match p.coordinator(request).await {
-                    Ok(TxnResponse::InitProducerId(Ok(identity))) => Step::Done(identity),
-                    Ok(TxnResponse::InitProducerId(Err(e))) | Err(e) => classify(e, false),
-                    Ok(_) => Step::Fail(TxnError::Fatal(ErrorCode::UnknownServerError)),
-                }
-            })
-            .await?;
+        let (id, epoch) = producer.init_producer_id(-1, -1).await?;
         producer.producer_id = id;
         producer.epoch = epoch;
         Ok(producer)
+    }
+
+    /// InitProducerId: a first one (-1, -1), or a bump of the current id and epoch (KIP-360).
+    async fn init_producer_id(&self, producer_id: i64, producer_epoch: i16) -> Result<(i64, i16), TxnError> {
+        self.retrying(|p| async move {
+            let request = TxnRequest::InitProducerId {
+                transactional_id: p.config.transactional_id.clone(),
+                transaction_timeout_ms: p.config.transaction_timeout_ms,
+                producer_id,
+                producer_epoch,
+            };
+            match p.coordinator(request).await {
+                Ok(TxnResponse::InitProducerId(Ok(identity))) => Step::Done(identity),
+                Ok(TxnResponse::InitProducerId(Err(e))) | Err(e) => classify(e, false),
+                Ok(_) => Step::Fail(TxnError::Fatal(ErrorCode::UnknownServerError)),
+            }
+        })
+        .await
     }
 
     pub fn producer_id(&self) -> i64 {
@@ -227,7 +235,15 @@ impl TransactionalProducer {
                 self.sequences.insert(tp.clone(), if next < 0 { 0 } else { next });
                 Ok(offset)
             }
-            Err(e) => Err(self.failure(e)),
+            Err(e) => {
+                // The batch may have been appended, or may still be: the transaction cannot
+                // commit, and the next one starts under a new epoch.
+                self.bump_epoch = true;
+                if let TxnError::Timeout(..) = e {
+                    self.must_abort = Some(ErrorCode::RequestTimedOut);
+                }
+                Err(self.failure(e))
+            }
         }
     }
 
@@ -324,13 +340,19 @@ impl TransactionalProducer {
                 }
             })
             .await;
-        match ended {
-            Ok(()) => {
-                self.finish();
-                Ok(())
-            }
-            Err(e) => Err(self.failure(e)),
+        if let Err(e) = ended {
+            return Err(self.failure(e));
         }
+        self.finish();
+        if !commit && self.bump_epoch {
+            let bumped = self.init_producer_id(self.producer_id, self.epoch).await;
+            let (id, epoch) = bumped.map_err(|e| self.failure(e))?;
+            self.producer_id = id;
+            self.epoch = epoch;
+            self.sequences.clear();
+            self.bump_epoch = false;
+        }
+        Ok(())
     }
 
     fn finish(&mut self) {

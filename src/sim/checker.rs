@@ -1873,15 +1873,21 @@ impl Checker {
         for t in &self.txns {
             let who = format!("transaction {} of writer {} (instance {})", t.txn, t.writer, t.instance);
             let (mut present, mut missing, mut lost, mut lost_to) = (Vec::new(), Vec::new(), 0usize, None);
+            // The allowed loss of each partition where the transaction's records are read.
+            let mut present_losses: Vec<Option<Allowance>> = Vec::new();
             for (tp, values) in &t.sent {
                 named.entry(tp).or_default().extend(values.iter());
                 // A partition not read back (its topic deleted) tells nothing.
                 let Some(index) = read.get(tp) else { continue };
                 for value in values {
                     match index.get(value).map(Vec::as_slice) {
-                        Some([_]) => present.push(value),
+                        Some([_]) => {
+                            present.push(value);
+                            present_losses.push(loss(tp));
+                        }
                         Some(offsets) => {
                             present.push(value);
+                            present_losses.push(loss(tp));
                             found.push((
                                 Invariant::TxnCommittedOnce,
                                 format!("{tp} {value:?} twice"),
@@ -1930,6 +1936,16 @@ impl Checker {
                             ),
                         ));
                     }
+                }
+                // An end marker is acknowledged by the ISR like any record and, as in Kafka,
+                // not fsynced: a power loss of every replica may cut the log back to the
+                // transaction's records and drop its ABORT marker, and the producer's next
+                // COMMIT at that partition then ends the still-open transaction. The same
+                // allowance that excuses an acknowledged record lost that way excuses it.
+                TxnFate::Aborted | TxnFate::Abandoned
+                    if !present.is_empty() && present_losses.iter().all(Option::is_some) =>
+                {
+                    excused.extend(present_losses.iter().flatten().copied());
                 }
                 TxnFate::Aborted | TxnFate::Abandoned if !present.is_empty() => {
                     let how = if t.fate == TxnFate::Aborted {
