@@ -166,7 +166,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
         lines.push(Line::styled(fit(&format!("  {text}"), width), style));
     }
     frame.render_widget(Paragraph::new(lines), list);
-    let open = rows.iter().filter(|r| r.start_time_ms >= 0).count();
+    let open = rows.iter().filter(|r| r.is_open()).count();
     let footer = lang.fmt(
         "transactional ids: {n} · open: {open} · {key} asks again · read only",
         &[

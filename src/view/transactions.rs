@@ -24,9 +24,19 @@ pub struct TransactionRow {
 }
 
 impl TransactionRow {
+    /// Whether a transaction is open: begun and not yet completed (a coordinator keeps the
+    /// last start time in CompleteCommit and CompleteAbort too).
+    pub fn is_open(&self) -> bool {
+        self.start_time_ms >= 0
+            && matches!(
+                self.state.as_str(),
+                "Ongoing" | "PrepareCommit" | "PrepareAbort" | "PrepareEpochFence"
+            )
+    }
+
     /// How long the open transaction has run at `now_ms`; `None` when none is open.
     pub fn open_for_ms(&self, now_ms: i64) -> Option<i64> {
-        (self.start_time_ms >= 0).then(|| (now_ms - self.start_time_ms).max(0))
+        self.is_open().then(|| (now_ms - self.start_time_ms).max(0))
     }
 
     /// Whether `filter` appears in its id, state or producer id.
@@ -86,6 +96,13 @@ mod tests {
             coordinator: Some(0),
         };
         assert_eq!(row.open_for_ms(4_000), Some(3_000));
+        row.state = "CompleteCommit".into();
+        assert_eq!(
+            row.open_for_ms(4_000),
+            None,
+            "a completed transaction keeps its start time"
+        );
+        row.state = "Ongoing".into();
         row.start_time_ms = -1;
         assert_eq!(row.open_for_ms(4_000), None);
     }

@@ -383,7 +383,13 @@ pub async fn list_transactions(
     let min_duration = if version >= 1 { request.duration_filter } else { -1 };
     let transaction_states = listed
         .into_iter()
-        .filter(|t| min_duration < 0 || (t.start_time_ms >= 0 && now - t.start_time_ms > min_duration))
+        .filter(|t| {
+            let open = matches!(
+                t.state,
+                TxnState::Ongoing | TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence
+            );
+            min_duration < 0 || (open && t.start_time_ms >= 0 && now - t.start_time_ms > min_duration)
+        })
         .map(|t| {
             ListedState::default()
                 .with_transactional_id(TransactionalId(str_bytes(t.transactional_id)))
