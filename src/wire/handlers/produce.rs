@@ -71,7 +71,8 @@ pub async fn produce(
                 };
                 // Kafka's KafkaApis: transactional records need the producer's transactional
                 // id (the leader checks it with the coordinator), else the request is refused.
-                if transactional_id.is_none() && is_transactional(&records) {
+                // (Produce v0-2 carries message sets, which have no transactional attribute.)
+                if version >= 3 && transactional_id.is_none() && is_transactional(&records) {
                     return Ok(Err(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED));
                 }
                 let records = if version < 3 {
