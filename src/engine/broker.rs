@@ -614,19 +614,7 @@ impl Broker {
         instance: Option<&str>,
         offsets: Vec<(TopicPartition, i64)>,
     ) -> ErrorCode {
-        let now = self.now_ms();
-        let committed: Vec<(TopicPartition, CommittedOffset)> = offsets
-            .into_iter()
-            .map(|(tp, offset)| {
-                (
-                    tp,
-                    CommittedOffset {
-                        offset,
-                        commit_timestamp: now,
-                    },
-                )
-            })
-            .collect();
+        let committed = stamped(offsets, self.now_ms());
         let write = match self.groups.txn_commit_offsets(
             group_id,
             (producer_id, producer_epoch),
@@ -657,19 +645,7 @@ impl Broker {
         instance: Option<&str>,
         offsets: Vec<(TopicPartition, i64)>,
     ) -> ErrorCode {
-        let now = self.now_ms();
-        let committed: Vec<(TopicPartition, CommittedOffset)> = offsets
-            .into_iter()
-            .map(|(tp, offset)| {
-                (
-                    tp,
-                    CommittedOffset {
-                        offset,
-                        commit_timestamp: now,
-                    },
-                )
-            })
-            .collect();
+        let committed = stamped(offsets, self.now_ms());
         let write = match self
             .groups
             .commit_offsets(group_id, generation, member_id, instance, &committed)
@@ -1432,6 +1408,22 @@ impl Broker {
 /// Reads and removes the clean-shutdown marker a broker left in its directory (Kafka's
 /// `CleanShutdownFileHandler`): the broker epoch it stopped with, or -1 when there is none,
 /// as after a crash. Removing it first means a crash from here on counts as unclean.
+/// Offsets to commit, each stamped with the commit's time.
+fn stamped(offsets: Vec<(TopicPartition, i64)>, now: i64) -> Vec<(TopicPartition, CommittedOffset)> {
+    offsets
+        .into_iter()
+        .map(|(tp, offset)| {
+            (
+                tp,
+                CommittedOffset {
+                    offset,
+                    commit_timestamp: now,
+                },
+            )
+        })
+        .collect()
+}
+
 fn take_clean_shutdown_marker(dir: &std::path::Path) -> i64 {
     #[derive(serde::Deserialize)]
     struct Marker {
