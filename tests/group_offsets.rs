@@ -67,9 +67,16 @@ async fn committed(cluster: &Cluster) -> Vec<(TopicPartition, i64)> {
     let request = GroupRequest::OffsetFetch {
         group_id: GROUP.into(),
         partitions: None,
+        require_stable: false,
     };
     match cluster.group_request(GROUP, request, Duration::from_secs(5)).await {
-        Ok(GroupResponse::OffsetFetch(Ok(offsets))) => offsets,
+        Ok(GroupResponse::OffsetFetch(Ok(offsets))) => offsets
+            .into_iter()
+            .map(|(tp, o)| {
+                let offset = o.unwrap_or_else(|e| panic!("offset fetch of {tp}: {e}"));
+                (tp, offset)
+            })
+            .collect(),
         other => panic!("offset fetch: {other:?}"),
     }
 }

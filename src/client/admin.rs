@@ -100,11 +100,14 @@ pub async fn group_lag(cluster: &Cluster, group: &str) -> Result<GroupLag, Error
     let request = GroupRequest::OffsetFetch {
         group_id: group.to_string(),
         partitions: None,
+        require_stable: false,
     };
-    let committed = match cluster.group_request(group, request, Duration::from_secs(5)).await? {
-        GroupResponse::OffsetFetch(result) => result?,
-        _ => return Err(ErrorCode::UnknownServerError),
-    };
+    // Without require_stable no partition carries an error of its own.
+    let committed: Vec<(TopicPartition, i64)> =
+        match cluster.group_request(group, request, Duration::from_secs(5)).await? {
+            GroupResponse::OffsetFetch(result) => result?.into_iter().map(|(tp, o)| (tp, o.unwrap_or(-1))).collect(),
+            _ => return Err(ErrorCode::UnknownServerError),
+        };
     let members: Vec<(String, Vec<TopicPartition>)> = description
         .as_ref()
         .map(|d| {

@@ -537,17 +537,29 @@ impl Consumer {
                 .cloned()
                 .collect();
             if !unresolved.is_empty() {
+                // A read_committed consumer asks for stable offsets, as Kafka's does: while a
+                // transaction has offsets pending for a partition, starting from the offset
+                // committed before it would read that transaction's input again.
                 let request = GroupRequest::OffsetFetch {
                     group_id: group.clone(),
                     partitions: Some(unresolved),
+                    require_stable: self.config.isolation_level == IsolationLevel::ReadCommitted,
                 };
-                if let Ok(GroupResponse::OffsetFetch(Ok(offsets))) =
-                    self.cluster.group_request(group, request, Duration::from_secs(5)).await
-                {
-                    committed.extend(offsets.into_iter().filter(|(_, o)| *o >= 0));
-                } else {
+                let answer = self.cluster.group_request(group, request, Duration::from_secs(5)).await;
+                let Ok(GroupResponse::OffsetFetch(Ok(offsets))) = answer else {
                     // The coordinator is moving; try again on the next poll.
                     return Ok(());
+                };
+                for (tp, offset) in offsets {
+                    match offset {
+                        Ok(offset) if offset >= 0 => {
+                            committed.insert(tp, offset);
+                        }
+                        Ok(_) => {}
+                        // UNSTABLE_OFFSET_COMMIT: the transaction ends soon; ask again on the
+                        // next poll.
+                        Err(_) => return Ok(()),
+                    }
                 }
             }
         }
@@ -647,19 +659,23 @@ impl Consumer {
         result.map_err(ConsumeError::Group)
     }
 
-    /// Committed offsets of the group for `partitions` (-1 where none).
+    /// Committed offsets of the group for `partitions` (-1 where none), as committed now:
+    /// offsets an open transaction has pending are not among them.
     pub async fn committed(&self, partitions: Vec<TopicPartition>) -> Result<Vec<(TopicPartition, i64)>, ConsumeError> {
         let group = self.config.group_id.clone().ok_or(ConsumeError::NoGroup)?;
         let request = GroupRequest::OffsetFetch {
             group_id: group.clone(),
             partitions: Some(partitions),
+            require_stable: false,
         };
         match self
             .cluster
             .group_request(&group, request, Duration::from_secs(5))
             .await
         {
-            Ok(GroupResponse::OffsetFetch(Ok(offsets))) => Ok(offsets),
+            Ok(GroupResponse::OffsetFetch(Ok(offsets))) => {
+                Ok(offsets.into_iter().map(|(tp, o)| (tp, o.unwrap_or(-1))).collect())
+            }
             Ok(GroupResponse::OffsetFetch(Err(e))) | Err(e) => Err(ConsumeError::Group(e)),
             Ok(_) => Err(ConsumeError::Group(ErrorCode::UnknownServerError)),
         }

@@ -511,9 +511,11 @@ impl Broker {
                 self.commit_offsets(&group_id, generation, &member_id, group_instance_id.as_deref(), offsets)
                     .await,
             ),
-            GroupRequest::OffsetFetch { group_id, partitions } => {
-                GroupResponse::OffsetFetch(g.fetch_offsets(&group_id, partitions.as_deref()))
-            }
+            GroupRequest::OffsetFetch {
+                group_id,
+                partitions,
+                require_stable,
+            } => GroupResponse::OffsetFetch(g.fetch_offsets(&group_id, partitions.as_deref(), require_stable)),
             GroupRequest::ListGroups => GroupResponse::ListGroups(g.list_groups()),
             GroupRequest::Describe { group_id } => GroupResponse::Describe(g.describe(&group_id)),
             GroupRequest::DeleteGroup { group_id } => GroupResponse::DeleteGroup(match g.delete_group(&group_id) {

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use super::events::{EventBus, EventKind};
 use super::partition::{Appended, Partition};
 use super::planted::{self, Bug};
-use super::protocol::ErrorCode;
+use super::protocol::{ErrorCode, FetchedOffsets};
 use super::{BrokerId, Clock, TopicPartition, WallClock};
 use crate::storage::records;
 
@@ -1461,28 +1461,35 @@ impl GroupCoordinator {
         }
     }
 
-    /// Committed offsets (-1 where none), for the partitions asked or all.
+    /// Committed offsets (-1 where none), for the partitions asked or all the group has
+    /// committed. With `require_stable` (Kafka's `GroupMetadataManager.getOffsets`), a
+    /// partition that a still-open transaction has offsets pending for answers
+    /// UNSTABLE_OFFSET_COMMIT: the offset committed before it may be about to be replaced,
+    /// and a read_committed consumer that started there would process that transaction's
+    /// input a second time.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         partitions: Option<&[TopicPartition]>,
-    ) -> Result<Vec<(TopicPartition, i64)>, ErrorCode> {
+        require_stable: bool,
+    ) -> Result<FetchedOffsets, ErrorCode> {
         let state = self.lock();
         if let Some(error) = self.check(&state, group_id) {
             return Err(error);
         }
-        let offsets = state.groups.get(group_id).map(|g| &g.offsets);
+        let Some(group) = state.groups.get(group_id) else {
+            let none = partitions.unwrap_or_default();
+            return Ok(none.iter().map(|tp| (tp.clone(), Ok(-1))).collect());
+        };
+        let answer = |tp: &TopicPartition| {
+            if require_stable && group.pending_txn.values().any(|p| p.contains_key(tp)) {
+                return Err(ErrorCode::UnstableOffsetCommit);
+            }
+            Ok(group.offsets.get(tp).map_or(-1, |c| c.offset.offset))
+        };
         Ok(match partitions {
-            Some(tps) => tps
-                .iter()
-                .map(|tp| {
-                    let committed = offsets.and_then(|o| o.get(tp));
-                    (tp.clone(), committed.map_or(-1, |c| c.offset.offset))
-                })
-                .collect(),
-            None => offsets
-                .map(|o| o.iter().map(|(tp, c)| (tp.clone(), c.offset.offset)).collect())
-                .unwrap_or_default(),
+            Some(tps) => tps.iter().map(|tp| (tp.clone(), answer(tp))).collect(),
+            None => group.offsets.keys().map(|tp| (tp.clone(), answer(tp))).collect(),
         })
     }
     /// Groups this broker coordinates, with their state.
@@ -1579,8 +1586,11 @@ impl GroupCoordinator {
         let (mut groups_removed, mut offsets_removed) = (Vec::new(), 0);
         for (id, group) in groups.iter_mut() {
             let expired = group.expired_offsets(now_ms, retention_ms);
+            // Kafka's `group.is(Empty) && !group.hasOffsets`: offsets an open transaction has
+            // pending keep the group, or its COMMIT marker would land on a deleted group.
             let dead = group.state == GroupState::Empty
                 && now_ms >= group.commit_pending_until
+                && group.pending_txn.is_empty()
                 && group.offsets.len() == expired.len();
             if expired.is_empty() && !dead {
                 continue;

@@ -48,7 +48,7 @@ pub use events::{ClusterEvent, ElectionReason, EventKind, LiveSetting, log_event
 pub use inspect::{Inspector, ReplicaProbe};
 pub use network::{LinkFault, NodeId};
 pub use partition::{DELETE_TO_HIGH_WATERMARK, has_keyless_record};
-pub use protocol::{Acks, ErrorCode, FetchedRecords, GroupRequest, GroupResponse};
+pub use protocol::{Acks, ErrorCode, FetchedOffsets, FetchedRecords, GroupRequest, GroupResponse};
 pub use txn::{TXN_STATE_TOPIC, TransactionDescription, TransactionListing, TxnRequest, TxnResponse, TxnState};
 
 /// Kafka's shared vocabulary, in the engine's own API (its requests take offset specs and

@@ -81,6 +81,9 @@ pub enum ErrorCode {
     NoReassignmentInProgress = 85,
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
+    /// OffsetFetch with `require_stable`: an open transaction has offsets pending for the
+    /// partition; the client retries (KIP-447).
+    UnstableOffsetCommit = 88,
     InvalidUpdateVersion = 96,
     IneligibleReplica = 107,
     UnknownServerError = -1,
@@ -323,6 +326,10 @@ pub enum GroupRequest {
     OffsetFetch {
         group_id: String,
         partitions: Option<Vec<TopicPartition>>,
+        /// OffsetFetch v7+'s `require_stable` (KIP-447; a read_committed consumer sets it): a
+        /// partition with transactional offsets still pending answers UNSTABLE_OFFSET_COMMIT
+        /// instead of the offset committed before that transaction.
+        require_stable: bool,
     },
     ListGroups,
     Describe {
@@ -353,6 +360,10 @@ pub enum GroupRequest {
     },
 }
 
+/// OffsetFetch's answer for a group: per partition its committed offset (-1 where none) or
+/// its own error (UNSTABLE_OFFSET_COMMIT).
+pub type FetchedOffsets = Vec<(TopicPartition, Result<i64, ErrorCode>)>;
+
 #[derive(Debug)]
 pub enum GroupResponse {
     Join(JoinGroupResponse),
@@ -360,7 +371,8 @@ pub enum GroupResponse {
     Heartbeat(ErrorCode),
     Leave(ErrorCode),
     OffsetCommit(ErrorCode),
-    OffsetFetch(Result<Vec<(TopicPartition, i64)>, ErrorCode>),
+    /// Each partition's committed offset (-1 where none) or its error, or the group's error.
+    OffsetFetch(Result<FetchedOffsets, ErrorCode>),
     ListGroups(Vec<(String, GroupState)>),
     Describe(Result<Option<GroupDescription>, ErrorCode>),
     DeleteGroup(ErrorCode),

@@ -55,6 +55,19 @@ fn join_request(group: &str, member_id: &str) -> JoinGroupRequest {
     }
 }
 
+/// OffsetFetch without `require_stable`, where no partition has an error of its own.
+fn committed_offsets(
+    coordinator: &GroupCoordinator,
+    group: &str,
+    partitions: Option<&[TopicPartition]>,
+) -> Result<Vec<(TopicPartition, i64)>, ErrorCode> {
+    let fetched = coordinator.fetch_offsets(group, partitions, false)?;
+    Ok(fetched
+        .into_iter()
+        .map(|(tp, o)| (tp, o.expect("no per-partition error without require_stable")))
+        .collect())
+}
+
 fn commit(offset: i64) -> CommittedOffset {
     CommittedOffset {
         offset,
@@ -115,7 +128,7 @@ async fn an_older_commit_completing_last_does_not_move_the_offset_back() {
     coordinator.committed("billing", &[(tp.clone(), commit(20))], 101);
     coordinator.committed("billing", &[(tp.clone(), commit(10))], 100);
     assert_eq!(
-        coordinator.fetch_offsets("billing", Some(std::slice::from_ref(&tp))),
+        committed_offsets(&coordinator, "billing", Some(std::slice::from_ref(&tp))),
         Ok(vec![(tp, 20)])
     );
 }
@@ -167,7 +180,7 @@ async fn a_load_brings_the_group_back_stable_and_skips_what_does_not_decode() {
     assert_eq!(members, vec![("m-1", &b"views"[..]), ("m-2", &b"clicks"[..])]);
     assert_eq!(coordinator.heartbeat("analytics", 4, "m-2", None), ErrorCode::None);
     assert_eq!(
-        coordinator.fetch_offsets("analytics", None),
+        committed_offsets(&coordinator, "analytics", None),
         Ok(vec![(clicks, 9), (views, 5)]),
         "the commit after the bad batch is loaded; the one inside it is not"
     );
@@ -204,7 +217,7 @@ async fn a_group_tombstone_leaves_only_the_offsets() {
         .expect("offsets keep it");
     assert_eq!(described.state, GroupState::Empty);
     assert!(described.members.is_empty());
-    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![(tp, 3)]));
+    assert_eq!(committed_offsets(&coordinator, "analytics", None), Ok(vec![(tp, 3)]));
 }
 
 #[tokio::test(start_paused = true)]
@@ -360,7 +373,7 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     }
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
     assert_eq!(
-        coordinator.fetch_offsets("analytics", None),
+        committed_offsets(&coordinator, "analytics", None),
         Ok(vec![(views.clone(), 40)])
     );
     assert_eq!(coordinator.describe("tool"), Ok(None));
@@ -371,13 +384,13 @@ async fn offsets_expire_after_the_retention_and_empty_groups_go_with_them() {
     tokio::time::advance(6 * DAY).await;
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (0, 0));
     assert_eq!(
-        coordinator.fetch_offsets("analytics", None),
+        committed_offsets(&coordinator, "analytics", None),
         Ok(vec![(views.clone(), 40)])
     );
     tokio::time::advance(DAY).await;
     assert_eq!(coordinator.expire_offsets(RETENTION_MS), (1, 1));
     assert_eq!(coordinator.describe("analytics"), Ok(None));
-    assert_eq!(coordinator.fetch_offsets("analytics", None), Ok(vec![]));
+    assert_eq!(committed_offsets(&coordinator, "analytics", None), Ok(vec![]));
 
     // The tombstones are in the log: a new coordinator loading it finds neither group.
     let successor = self::coordinator();
@@ -437,7 +450,7 @@ async fn a_compacted_offsets_partition_replays_only_the_latest_commits_and_keeps
     assert!(successor.begin_loading(&partition, 1));
     successor.finish_loading(0, 1, replayed);
     assert_eq!(
-        successor.fetch_offsets("billing", None),
+        committed_offsets(&successor, "billing", None),
         Ok(vec![(clicks, 1499), (views, 500)])
     );
     assert_eq!(successor.describe("gone"), Ok(None));
@@ -464,13 +477,13 @@ async fn a_commit_appended_before_its_group_was_deleted_does_not_bring_the_group
     // The commit's record precedes the tombstones: a reload would not have it either.
     coordinator.committed("billing", &[(tp.clone(), commit(10))], at);
     assert_eq!(coordinator.describe("billing"), Ok(None));
-    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(Vec::new()));
+    assert_eq!(committed_offsets(&coordinator, "billing", None), Ok(Vec::new()));
 
     // A group of the same name made afresh ignores the old commit too.
     let again = commit_appended(&coordinator, "billing", &tp, 30);
     coordinator.committed("billing", &[(tp.clone(), commit(10))], at);
     coordinator.committed("billing", &[(tp.clone(), commit(30))], again);
-    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(vec![(tp, 30)]));
+    assert_eq!(committed_offsets(&coordinator, "billing", None), Ok(vec![(tp, 30)]));
 }
 
 #[tokio::test(start_paused = true)]
@@ -488,7 +501,7 @@ async fn a_commit_appended_before_its_offset_was_deleted_does_not_bring_the_offs
     assert_eq!(outcome, vec![(tp.clone(), ErrorCode::None)]);
     assert!(write.is_some(), "a tombstone was written");
     coordinator.committed("billing", &[(tp.clone(), commit(20))], in_flight);
-    assert_eq!(coordinator.fetch_offsets("billing", None), Ok(Vec::new()));
+    assert_eq!(committed_offsets(&coordinator, "billing", None), Ok(Vec::new()));
 }
 
 #[test]
@@ -509,4 +522,82 @@ fn a_consumer_subscription_gives_its_topics_and_garbage_gives_none() {
     );
     assert_eq!(admin::subscription_topics(&b[..9]), None);
     assert_eq!(admin::subscription_topics(b"x"), None);
+}
+
+/// TxnOffsetCommit of `offset` for `tp` by producer 7, replicated: pending until its marker.
+fn txn_commit_replicated(coordinator: &GroupCoordinator, group: &str, tp: &TopicPartition, offset: i64) {
+    let offsets = [(tp.clone(), commit(offset))];
+    let write = coordinator
+        .txn_commit_offsets(group, (7, 0), -1, "", None, &offsets)
+        .expect("TxnOffsetCommit accepted")
+        .expect("written");
+    coordinator.txn_offsets_appended(group, 7, &offsets, write.appended.first_offset);
+}
+
+#[tokio::test(start_paused = true)]
+async fn require_stable_answers_unstable_while_a_transaction_has_offsets_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
+    let (orders, payments) = (TopicPartition::new("orders", 0), TopicPartition::new("payments", 0));
+    let at = commit_appended(&coordinator, "etl", &orders, 10);
+    coordinator.committed("etl", &[(orders.clone(), commit(10))], at);
+    let at = commit_appended(&coordinator, "etl", &payments, 4);
+    coordinator.committed("etl", &[(payments.clone(), commit(4))], at);
+    txn_commit_replicated(&coordinator, "etl", &orders, 25);
+
+    // Asked for stable offsets, the partition in the transaction is refused and the other
+    // answered; asked plainly, both give what is committed now.
+    let both = [orders.clone(), payments.clone()];
+    assert_eq!(
+        coordinator.fetch_offsets("etl", Some(&both), true),
+        Ok(vec![
+            (orders.clone(), Err(ErrorCode::UnstableOffsetCommit)),
+            (payments.clone(), Ok(4))
+        ])
+    );
+    assert_eq!(
+        coordinator.fetch_offsets("etl", None, true),
+        Ok(vec![
+            (orders.clone(), Err(ErrorCode::UnstableOffsetCommit)),
+            (payments.clone(), Ok(4))
+        ])
+    );
+    assert_eq!(
+        committed_offsets(&coordinator, "etl", Some(&both)),
+        Ok(vec![(orders.clone(), 10), (payments.clone(), 4)])
+    );
+
+    // The COMMIT marker makes the transaction's offset the committed one, and stable.
+    coordinator.complete_txn(0, 7, true);
+    assert_eq!(
+        coordinator.fetch_offsets("etl", Some(&both), true),
+        Ok(vec![(orders.clone(), Ok(25)), (payments.clone(), Ok(4))])
+    );
+
+    // After an ABORT the offset committed before the transaction is stable again.
+    txn_commit_replicated(&coordinator, "etl", &payments, 9);
+    assert_eq!(
+        coordinator.fetch_offsets("etl", Some(std::slice::from_ref(&payments)), true),
+        Ok(vec![(payments.clone(), Err(ErrorCode::UnstableOffsetCommit))])
+    );
+    coordinator.complete_txn(0, 7, false);
+    assert_eq!(
+        coordinator.fetch_offsets("etl", Some(std::slice::from_ref(&payments)), true),
+        Ok(vec![(payments, Ok(4))])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_group_with_transactional_offsets_pending_is_not_expired() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let coordinator = coordinator();
+    let _partition = load_as_leader(&coordinator, offsets_log(dir.path())).await;
+    let tp = TopicPartition::new("orders", 0);
+    txn_commit_replicated(&coordinator, "etl", &tp, 25);
+    tokio::time::advance(Duration::from_secs(8 * 86_400)).await;
+    // Kafka keeps a group while `hasOffsets`, which counts pending transactional ones.
+    assert_eq!(coordinator.expire_offsets(7 * 86_400_000), (0, 0));
+    coordinator.complete_txn(0, 7, true);
+    assert_eq!(committed_offsets(&coordinator, "etl", None), Ok(vec![(tp, 25)]));
 }

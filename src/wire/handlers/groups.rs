@@ -283,6 +283,7 @@ async fn fetch_group_offsets(
     ctx: &Context,
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<GroupOffsets, BrokerDown> {
     let partitions = topics.as_ref().map(|ts| {
         ts.iter()
@@ -292,6 +293,7 @@ async fn fetch_group_offsets(
     let engine_request = GroupRequest::OffsetFetch {
         group_id: group_id.to_string(),
         partitions,
+        require_stable,
     };
     let found = match call(ctx, engine_request, GROUP_CALL).await? {
         Ok(GroupResponse::OffsetFetch(Ok(found))) => found,
@@ -300,10 +302,14 @@ async fn fetch_group_offsets(
         Err(e) => return Ok(Err(e.code())),
     };
     let mut out: Vec<TopicOffsets> = Vec::new();
-    for (tp, offset) in found {
+    for (tp, answer) in found {
+        let (offset, error) = match answer {
+            Ok(offset) => (offset, 0),
+            Err(e) => (-1, e.code()),
+        };
         match out.iter_mut().find(|(n, _)| *n == tp.topic) {
-            Some((_, ps)) => ps.push((tp.partition, offset, 0)),
-            None => out.push((tp.topic, vec![(tp.partition, offset, 0)])),
+            Some((_, ps)) => ps.push((tp.partition, offset, error)),
+            None => out.push((tp.topic, vec![(tp.partition, offset, error)])),
         }
     }
     Ok(Ok(out))
@@ -322,7 +328,7 @@ pub async fn offset_fetch(
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let group = match fetch_group_offsets(ctx, &g.group_id.0, topics).await? {
+            let group = match fetch_group_offsets(ctx, &g.group_id.0, topics, request.require_stable).await? {
                 Ok(found) => OffsetFetchResponseGroup::default()
                     .with_group_id(g.group_id.clone())
                     .with_topics(
@@ -358,7 +364,8 @@ pub async fn offset_fetch(
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect::<Vec<_>>()
     });
-    let found = match fetch_group_offsets(ctx, &request.group_id.0, topics.clone()).await? {
+    // `require_stable` is v7+; the codec leaves it false below.
+    let found = match fetch_group_offsets(ctx, &request.group_id.0, topics.clone(), request.require_stable).await? {
         Ok(found) => found,
         // v1 has no response-wide error: every partition asked carries it.
         Err(code) if version < 2 => topics
