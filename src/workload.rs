@@ -3,7 +3,11 @@
 //! JSON values, some in Chinese) and clicks are produced at a modest rate; three consumer
 //! groups read them: `analytics` (3 members sharing `page-views`), `audit` (a second group
 //! on `page-views`: every group gets every record) and `billing` (one deliberately slow
-//! member on `clicks`, whose lag stays visible but bounded). Producers and consumers retry
+//! member on `clicks`, whose lag stays visible but bounded). A transactional `checkout`
+//! writer places orders on `purchases`, each order one transaction of two records (the order,
+//! then its payment) with a short wait between them, so the LSO visibly trails the HW; one
+//! order in `declined_one_in` is declined and its transaction aborted. `fulfilment` reads
+//! `purchases` read_committed and never sees a declined order. Producers and consumers retry
 //! through failures like real clients, so the demo survives broker kills.
 
 use std::collections::BTreeMap;
@@ -18,10 +22,17 @@ use tokio::task::JoinHandle;
 
 use crate::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use crate::client::producer::{Producer, ProducerConfig, ProducerRecord};
-use crate::engine::{Acks, Clock, Cluster, TopicConfig};
+use crate::client::transactional::{TransactionalProducer, TxnConfig, TxnError};
+use crate::engine::{Acks, Clock, Cluster, IsolationLevel, TopicConfig, TopicPartition};
+use crate::kafka::partitioner::partition_for_key;
 
 pub const PAGE_VIEWS: &str = "page-views";
 pub const CLICKS: &str = "clicks";
+pub const PURCHASES: &str = "purchases";
+/// The `transactional.id` of the demo's checkout writer.
+pub const CHECKOUT_TXN_ID: &str = "demo-checkout";
+/// Partitions of `purchases`.
+const PURCHASES_PARTITIONS: i32 = 3;
 
 /// `[demo]` in the configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -41,6 +52,11 @@ pub struct DemoConfig {
     /// `retention.bytes` of each demo partition: a day-long demo stays within a few hundred
     /// MB on disk.
     pub retention_bytes: i64,
+    /// Orders the transactional checkout writer places per second, one transaction each;
+    /// 0 runs no checkout (and no `fulfilment` group).
+    pub orders_per_sec: u32,
+    /// One order in this many is declined: its transaction is aborted (0: none is).
+    pub declined_one_in: u32,
 }
 
 impl Default for DemoConfig {
@@ -53,6 +69,8 @@ impl Default for DemoConfig {
             segment_bytes: 2 << 20,
             retention_ms: 3_600_000,
             retention_bytes: 8 << 20,
+            orders_per_sec: 4,
+            declined_one_in: 6,
         }
     }
 }
@@ -64,6 +82,8 @@ pub struct Workload {
     cluster: Cluster,
     config: DemoConfig,
     producer_tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The checkout writer: transactional, so acks=all whatever the other producers use.
+    checkout: Option<JoinHandle<()>>,
     acks: AtomicI16,
     groups: tokio::sync::Mutex<BTreeMap<&'static str, DemoGroup>>,
     pub produced: Arc<AtomicU64>,
@@ -73,6 +93,7 @@ pub struct Workload {
 struct DemoGroup {
     topic: &'static str,
     delay_ms: u64,
+    isolation: IsolationLevel,
     paused: Arc<AtomicBool>,
     members: Vec<Member>,
     /// The index the next member's counter gets (`group/index`), never reused.
@@ -104,7 +125,9 @@ impl Workload {
     pub async fn start(cluster: &Cluster, config: DemoConfig) -> Result<Workload> {
         let brokers = cluster.config().brokers;
         let rf = brokers.min(3);
-        for (topic, partitions) in [(PAGE_VIEWS, 6), (CLICKS, 3)] {
+        let checkout = config.orders_per_sec > 0;
+        let topics = [(PAGE_VIEWS, 6), (CLICKS, 3), (PURCHASES, PURCHASES_PARTITIONS)];
+        for (topic, partitions) in topics.into_iter().filter(|(t, _)| checkout || *t != PURCHASES) {
             if !cluster.metadata().topics.contains_key(topic) {
                 let min_isr = if rf >= 3 { 2 } else { 1 };
                 cluster
@@ -120,6 +143,7 @@ impl Workload {
         }
         let workload = Workload {
             cluster: cluster.clone(),
+            checkout: checkout.then(|| tokio::spawn(checkout_loop(cluster.clone(), config.clone()))),
             config,
             producer_tasks: Mutex::new(Vec::new()),
             acks: AtomicI16::new(-1),
@@ -128,17 +152,23 @@ impl Workload {
         };
         let tasks = workload.start_producers(-1).await?;
         *lock(&workload.producer_tasks) = tasks;
+        let uncommitted = IsolationLevel::ReadUncommitted;
         let groups = [
-            ("analytics", PAGE_VIEWS, 3, 0),
-            ("audit", PAGE_VIEWS, 1, 0),
-            ("billing", CLICKS, 1, workload.config.billing_ms_per_record),
+            ("analytics", PAGE_VIEWS, 3, 0, uncommitted),
+            ("audit", PAGE_VIEWS, 1, 0, uncommitted),
+            ("billing", CLICKS, 1, workload.config.billing_ms_per_record, uncommitted),
+            ("fulfilment", PURCHASES, 1, 0, IsolationLevel::ReadCommitted),
         ];
         {
             let mut runs = workload.groups.lock().await;
-            for (name, topic, count, delay_ms) in groups {
+            for (name, topic, count, delay_ms, isolation) in groups {
+                if topic == PURCHASES && !checkout {
+                    continue;
+                }
                 let mut group = DemoGroup {
                     topic,
                     delay_ms,
+                    isolation,
                     paused: Arc::new(AtomicBool::new(false)),
                     members: Vec::new(),
                     next: 0,
@@ -191,6 +221,7 @@ impl Workload {
             client_id: format!("{name}-consumer-{}", group.next - 1),
             topic: group.topic,
             delay_ms: group.delay_ms,
+            isolation: group.isolation,
         };
         let task = tokio::spawn(consume_loop(
             self.cluster.clone(),
@@ -269,7 +300,7 @@ impl Workload {
     }
 
     pub fn stop(mut self) {
-        for t in lock(&self.producer_tasks).drain(..) {
+        for t in lock(&self.producer_tasks).drain(..).chain(self.checkout.take()) {
             t.abort();
         }
         for (_, run) in std::mem::take(self.groups.get_mut()) {
@@ -281,7 +312,7 @@ impl Workload {
 }
 
 /// The demo's consumer groups.
-pub const DEMO_GROUPS: [&str; 3] = ["analytics", "audit", "billing"];
+pub const DEMO_GROUPS: [&str; 4] = ["analytics", "audit", "billing", "fulfilment"];
 
 const PAGES: [&str; 8] = [
     "/",
@@ -376,12 +407,14 @@ async fn produce_loop(
     }
 }
 
-/// Who a demo consumer is: its group, `client.id`, topic and time spent per record.
+/// Who a demo consumer is: its group, `client.id`, topic, time spent per record and
+/// `isolation.level`.
 struct DemoMember {
     group: &'static str,
     client_id: String,
     topic: &'static str,
     delay_ms: u64,
+    isolation: IsolationLevel,
 }
 
 async fn consume_loop(
@@ -396,6 +429,7 @@ async fn consume_loop(
         client_id,
         topic,
         delay_ms,
+        isolation,
     } = member;
     let clock = cluster.clock().clone();
     let mut consumer = Consumer::new(
@@ -406,6 +440,7 @@ async fn consume_loop(
             auto_commit_interval_ms: 1_000,
             max_poll_records: 100,
             client_id,
+            isolation_level: isolation,
             ..ConsumerConfig::default()
         },
     );
@@ -434,4 +469,86 @@ async fn consume_loop(
             }
         }
     }
+}
+
+/// How long an order's transaction stays open between its two records: long enough that a
+/// partition's LSO is seen trailing its HW, short against the time between orders.
+const ORDER_OPEN_FOR: Duration = Duration::from_millis(150);
+/// Wait before registering the transactional id again after the writer failed.
+const CHECKOUT_RETRY: Duration = Duration::from_secs(1);
+
+/// The checkout writer: each order is a transaction of two records on the user's partition
+/// of `purchases` (the order, then its payment), committed, or aborted when the payment is
+/// declined. Paced on the cluster's clock. A fenced or failed producer (its coordinator gone
+/// for longer than `max.block.ms`, say) is replaced by a new instance with the same
+/// transactional id, which aborts whatever the old one left open.
+async fn checkout_loop(cluster: Cluster, config: DemoConfig) {
+    let clock = cluster.clock().clone();
+    let every = Duration::from_millis(1_000 / u64::from(config.orders_per_sec.clamp(1, 1_000)));
+    let mut seq = Sequence(0x9e37_79b9_7f4a_7c15);
+    let mut order: u64 = 0;
+    let mut txn_config = TxnConfig::new(CHECKOUT_TXN_ID);
+    txn_config.transaction_timeout_ms = 10_000;
+    txn_config.max_block = Duration::from_secs(10);
+    loop {
+        let mut producer = match TransactionalProducer::init(cluster.clone(), txn_config.clone()).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::debug!(error = %e, "demo checkout could not register its transactional id; retrying");
+                clock.sleep(CHECKOUT_RETRY).await;
+                continue;
+            }
+        };
+        let mut interval = clock.interval(every);
+        loop {
+            interval.tick().await;
+            order += 1;
+            let user = seq.next() % u64::from(config.users.max(1));
+            let declined = config.declined_one_in > 0 && seq.next().is_multiple_of(u64::from(config.declined_one_in));
+            let placed = place_order(&mut producer, &clock, &mut seq, order, user, declined).await;
+            let outcome = match placed {
+                Ok(()) if declined => producer.abort().await,
+                Ok(()) => producer.commit().await,
+                Err(TxnError::Abortable(e)) => {
+                    tracing::debug!(order, error = %e, "demo order failed; aborting its transaction");
+                    producer.abort().await
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                tracing::debug!(order, error = %e, "demo checkout producer failed; starting a new one");
+                clock.sleep(CHECKOUT_RETRY).await;
+                break;
+            }
+        }
+    }
+}
+
+/// One order's transaction up to (not including) its commit or abort.
+async fn place_order(
+    producer: &mut TransactionalProducer,
+    clock: &Clock,
+    seq: &mut Sequence,
+    order: u64,
+    user: u64,
+    declined: bool,
+) -> Result<(), TxnError> {
+    let key = Bytes::from(format!("u{user}"));
+    let tp = TopicPartition::new(PURCHASES, partition_for_key(&key, PURCHASES_PARTITIONS));
+    let items = 1 + seq.next() % 4;
+    let cents = 500 + seq.next() % 20_000;
+    let placed = format!(
+        r#"{{"order":{order},"user":"u{user}","items":{items},"total":"{}.{:02}"}}"#,
+        cents / 100,
+        cents % 100
+    );
+    let status = if declined { "declined" } else { "paid" };
+    let payment = format!(r#"{{"order":{order},"payment":"{status}"}}"#);
+    producer.begin()?;
+    producer
+        .send(&tp, &[(Some(key.clone()), Some(Bytes::from(placed)))])
+        .await?;
+    clock.sleep(ORDER_OPEN_FOR).await;
+    producer.send(&tp, &[(Some(key), Some(Bytes::from(payment)))]).await?;
+    Ok(())
 }
