@@ -9,34 +9,15 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::engine::{config, ready, wall_clock_ms};
+use common::engine::{config, ready, txn_batch, wall_clock_ms};
 use common::scratch_dir;
 use kdeck::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use kdeck::engine::{Acks, Cluster, ErrorCode, IsolationLevel, OffsetSpec, TopicConfig, TopicPartition};
-use kdeck::storage::records::{self, Compression, Record};
+use kdeck::storage::records::{self, Compression};
 use kdeck::storage::txn::{self, AbortedTxn};
 use kdeck::storage::{Log, LogConfig};
 
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// A transactional batch of `values` from producer `pid`, sequences from `seq`.
-fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Vec<u8> {
-    let recs: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let mut r = records::record(i as i64, wall_clock_ms(), None, Some(Bytes::from(v.to_string())));
-            r.transactional = true;
-            r.producer_id = pid;
-            r.producer_epoch = epoch;
-            r.sequence = seq + i as i32;
-            r
-        })
-        .collect();
-    records::encode_batch(&recs, Compression::None)
-        .expect("encodable")
-        .to_vec()
-}
 
 fn plain_batch(value: &str) -> Vec<u8> {
     let rec = records::record(0, wall_clock_ms(), None, Some(Bytes::from(value.to_string())));

@@ -9,8 +9,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use bytes::Bytes;
-use common::engine::{config, coordinators_ready, ready, wall_clock_ms};
+use common::engine::{config, coordinators_ready, ready, txn_batch};
 use common::scratch_dir;
 use kdeck::client::consumer::{Consumer, ConsumerConfig, OffsetReset};
 use kdeck::engine::txn::partition_for_txn;
@@ -19,7 +18,6 @@ use kdeck::engine::{
     IsolationLevel, LinkFault, NodeId, TXN_STATE_TOPIC, TopicConfig, TopicPartition, TransactionDescription,
     TxnRequest, TxnResponse, TxnState,
 };
-use kdeck::storage::records::{self, Compression, Record};
 use tokio::sync::broadcast;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -31,25 +29,6 @@ fn txn_config(dir: &std::path::Path) -> ClusterConfig {
         transaction_abort_timed_out_interval_ms: 1_000,
         ..config(dir)
     }
-}
-
-/// A transactional batch of `values` from producer `pid`, sequences from `seq`.
-fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Vec<u8> {
-    let recs: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let mut r = records::record(i as i64, wall_clock_ms(), None, Some(Bytes::from(v.to_string())));
-            r.transactional = true;
-            r.producer_id = pid;
-            r.producer_epoch = epoch;
-            r.sequence = seq + i as i32;
-            r
-        })
-        .collect();
-    records::encode_batch(&recs, Compression::None)
-        .expect("encodable")
-        .to_vec()
 }
 
 /// A transactional producer as a client library drives its coordinator: retriable errors
@@ -558,10 +537,15 @@ async fn committed_offset(cluster: &Cluster, group: &str, tp: &TopicPartition) -
         let req = GroupRequest::OffsetFetch {
             group_id: group.to_string(),
             partitions: Some(vec![tp.clone()]),
+            require_stable: false,
         };
         match cluster.group_request(group, req, Duration::from_secs(10)).await {
             Ok(GroupResponse::OffsetFetch(Ok(offsets))) => {
-                return offsets.iter().find(|(t, _)| t == tp).map_or(-1, |(_, o)| *o);
+                return match offsets.iter().find(|(t, _)| t == tp) {
+                    Some((_, Ok(o))) => *o,
+                    Some((_, Err(e))) => panic!("OffsetFetch of {tp}: {e}"),
+                    None => -1,
+                };
             }
             Ok(GroupResponse::OffsetFetch(Err(e))) | Err(e) if e.is_retriable() => pause().await,
             other => panic!("OffsetFetch: {other:?}"),

@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod common;
+use common::engine::txn_batch;
 use common::wire::{call, closed, connect, frame, free_ports, read_response, setup, setup_with, topic_name};
 
 fn batch(values: &[&str]) -> Bytes {
@@ -65,22 +66,6 @@ fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> 
         ])
 }
 
-/// A transactional batch of one record from producer `pid` (sequence `seq`), stamped now (an
-/// old timestamp would roll a segment for every batch).
-fn txn_batch(pid: i64, seq: i32, value: &'static str) -> Vec<u8> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let mut r = records::record(0, now, None, Some(Bytes::from_static(value.as_bytes())));
-    r.transactional = true;
-    r.producer_id = pid;
-    r.producer_epoch = 0;
-    r.sequence = seq;
-    records::encode_batch(&[r], Compression::None)
-        .expect("encodable")
-        .to_vec()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_committed_fetch_stops_at_the_last_stable_offset_and_lists_aborted_transactions() {
     let s = setup().await;
@@ -93,11 +78,11 @@ async fn read_committed_fetch_stops_at_the_last_stable_offset_and_lists_aborted_
             .produce(&tp, bytes, kdeck::engine::Acks::All, Duration::from_secs(10))
     };
     // Written through the engine: the wire cannot start transactions yet.
-    assert_eq!(produce(txn_batch(aborting, 0, "x")).await, Ok(0));
-    assert_eq!(produce(txn_batch(aborting, 1, "y")).await, Ok(1));
+    assert_eq!(produce(txn_batch(aborting, 0, 0, &["x"])).await, Ok(0));
+    assert_eq!(produce(txn_batch(aborting, 0, 1, &["y"])).await, Ok(1));
     assert_eq!(s.cluster.write_txn_marker(&tp, aborting, 0, 0, false).await, Ok(2));
-    assert_eq!(produce(txn_batch(open, 0, "z")).await, Ok(3));
-    assert_eq!(produce(txn_batch(open, 1, "w")).await, Ok(4));
+    assert_eq!(produce(txn_batch(open, 0, 0, &["z"])).await, Ok(3));
+    assert_eq!(produce(txn_batch(open, 0, 1, &["w"])).await, Ok(4));
 
     let mut stream = connect(s.addr(leader)).await;
     let committed: FetchResponse = call(
@@ -1405,21 +1390,6 @@ async fn topics_have_ids_that_metadata_and_delete_topics_take() {
     s.stop().await;
 }
 
-/// A transactional batch of one record from producer `pid` at `epoch` (sequence `seq`).
-fn txn_batch_at(pid: i64, epoch: i16, seq: i32, value: &'static str) -> Bytes {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let mut r = records::record(0, now, None, Some(Bytes::from_static(value.as_bytes())));
-    r.transactional = true;
-    r.producer_id = pid;
-    r.producer_epoch = epoch;
-    r.sequence = seq;
-    records::encode_batch(&[r], Compression::None)
-        .expect("encodable")
-        .freeze()
-}
-
 fn add_partitions(id: &str, pid: i64, epoch: i16, topic: &str, partition: i32) -> AddPartitionsToTxnRequest {
     use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
     AddPartitionsToTxnRequest::default()
@@ -1519,7 +1489,7 @@ async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
             &mut to_leader,
             ApiKey::Produce,
             9,
-            &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, seq, value))
+            &produce_request("ledger", 0, -1, Bytes::from(txn_batch(pid, epoch, seq, &[value])))
                 .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("ledger-writer")))),
         )
         .await;
@@ -1621,7 +1591,7 @@ async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
         &mut to_leader,
         ApiKey::Produce,
         9,
-        &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, 2, "zombie"))
+        &produce_request("ledger", 0, -1, Bytes::from(txn_batch(pid, epoch, 2, &["zombie"])))
             .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("ledger-writer")))),
     )
     .await;
@@ -1634,7 +1604,7 @@ async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
         &mut to_leader,
         ApiKey::Produce,
         9,
-        &produce_request("ledger", 0, -1, txn_batch_at(pid, epoch, 2, "anonymous")),
+        &produce_request("ledger", 0, -1, Bytes::from(txn_batch(pid, epoch, 2, &["anonymous"]))),
     )
     .await;
     assert_eq!(

@@ -7,9 +7,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
-use tokio::sync::oneshot::{self, error::TryRecvError};
+use tokio::sync::oneshot;
 
 use super::app::App;
+use super::awaited::Awaited;
 use super::keymap::Binding;
 use super::text::fit;
 use crate::view::acls::{AclRow, Acls, AclsAnswer};
@@ -17,9 +18,7 @@ use crate::view::acls::{AclRow, Acls, AclsAnswer};
 /// The open ACL screen: the source's answer, the filter and the cursor.
 #[derive(Debug, Default)]
 pub struct AclsScreen {
-    /// `None` until the answer arrives.
-    pub answer: Option<AclsAnswer>,
-    pending: Option<oneshot::Receiver<AclsAnswer>>,
+    pub answer: Awaited<Acls>,
     pub filter: String,
     pub cursor: usize,
 }
@@ -27,30 +26,21 @@ pub struct AclsScreen {
 impl AclsScreen {
     /// Waits for this answer.
     pub fn attach(&mut self, answer: oneshot::Receiver<AclsAnswer>) {
-        self.pending = Some(answer);
-        self.poll();
+        self.answer.attach(answer);
+        self.clamp();
     }
 
     /// Takes the answer if it arrived; true when the screen changed.
     pub fn poll(&mut self) -> bool {
-        let Some(pending) = &mut self.pending else {
-            return false;
-        };
-        let answer = match pending.try_recv() {
-            Ok(answer) => answer,
-            Err(TryRecvError::Empty) => return false,
-            Err(TryRecvError::Closed) => Err("the source stopped before answering".to_string()),
-        };
-        self.pending = None;
-        self.answer = Some(answer);
+        let arrived = self.answer.poll();
         self.clamp();
-        true
+        arrived
     }
 
     /// The bindings the filter lets through.
     pub fn rows(&self) -> Vec<&AclRow> {
-        match &self.answer {
-            Some(Ok(Acls::Listed(rows))) => rows.iter().filter(|r| r.matches(&self.filter)).collect(),
+        match self.answer.ok() {
+            Some(Acls::Listed(rows)) => rows.iter().filter(|r| r.matches(&self.filter)).collect(),
             _ => Vec::new(),
         }
     }
@@ -111,7 +101,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
             list,
         );
     };
-    match &screen.answer {
+    match screen.answer.get() {
         None => return say(frame, lang.tr("loading...").to_string(), t.dim),
         Some(Err(e)) => {
             return say(

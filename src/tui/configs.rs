@@ -8,9 +8,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
-use tokio::sync::oneshot::{self, error::TryRecvError};
+use tokio::sync::oneshot;
 
 use super::app::App;
+use super::awaited::Awaited;
 use super::keymap::Binding;
 use super::text::fit;
 use crate::view::configs::ConfigsAnswer;
@@ -21,10 +22,8 @@ use crate::view::{ConfigOrigin, ConfigRow, ConfigTarget};
 #[derive(Debug)]
 pub struct ConfigsScreen {
     pub target: ConfigTarget,
-    /// `None` until the first answer arrives.
-    pub answer: Option<ConfigsAnswer>,
-    /// The answer asked for and not arrived yet (the old list stays shown meanwhile).
-    pending: Option<oneshot::Receiver<ConfigsAnswer>>,
+    /// The latest answer; the old list stays shown while a newer one is on its way.
+    pub answer: Awaited<Vec<ConfigRow>>,
     pub cursor: usize,
     /// The value being edited for the selected config, while the edit line is open.
     pub editing: Option<String>,
@@ -34,8 +33,7 @@ impl ConfigsScreen {
     pub fn new(target: ConfigTarget) -> ConfigsScreen {
         ConfigsScreen {
             target,
-            answer: None,
-            pending: None,
+            answer: Awaited::default(),
             cursor: 0,
             editing: None,
         }
@@ -43,31 +41,23 @@ impl ConfigsScreen {
 
     /// Waits for this answer (replacing one asked for before).
     pub fn attach(&mut self, answer: oneshot::Receiver<ConfigsAnswer>) {
-        self.pending = Some(answer);
-        self.poll();
+        self.answer.attach(answer);
+        self.clamp();
     }
 
     /// Takes the answer if it arrived; true when the screen changed.
     pub fn poll(&mut self) -> bool {
-        let Some(pending) = &mut self.pending else {
-            return false;
-        };
-        let answer = match pending.try_recv() {
-            Ok(answer) => answer,
-            Err(TryRecvError::Empty) => return false,
-            Err(TryRecvError::Closed) => Err("the source stopped before answering".to_string()),
-        };
-        self.pending = None;
-        self.answer = Some(answer);
+        let arrived = self.answer.poll();
+        self.clamp();
+        arrived
+    }
+
+    fn clamp(&mut self) {
         self.cursor = self.cursor.min(self.rows().len().saturating_sub(1));
-        true
     }
 
     pub fn rows(&self) -> &[ConfigRow] {
-        match &self.answer {
-            Some(Ok(rows)) => rows,
-            _ => &[],
-        }
+        self.answer.ok().map_or(&[], Vec::as_slice)
     }
 
     pub fn selected(&self) -> Option<&ConfigRow> {
@@ -137,7 +127,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let [list, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
-    let rows = match &screen.answer {
+    let rows = match screen.answer.get() {
         None => {
             frame.render_widget(Paragraph::new(Line::styled(lang.tr("loading..."), t.dim)), list);
             return;

@@ -7,6 +7,7 @@
 pub mod acls;
 pub mod action;
 pub mod app;
+pub mod awaited;
 pub mod brokers;
 pub mod cast;
 pub mod clusters;

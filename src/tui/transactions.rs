@@ -9,9 +9,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
-use tokio::sync::oneshot::{self, error::TryRecvError};
+use tokio::sync::oneshot;
 
 use super::app::App;
+use super::awaited::Awaited;
 use super::keymap::Binding;
 use super::text::fit;
 use crate::view::transactions::{TransactionRow, TransactionsAnswer, age};
@@ -19,40 +20,30 @@ use crate::view::transactions::{TransactionRow, TransactionsAnswer, age};
 /// The open transactions screen: the source's answer and the cursor.
 #[derive(Debug, Default)]
 pub struct TransactionsScreen {
-    /// `None` until the answer arrives.
-    pub answer: Option<TransactionsAnswer>,
-    pending: Option<oneshot::Receiver<TransactionsAnswer>>,
+    pub answer: Awaited<Vec<TransactionRow>>,
     pub cursor: usize,
 }
 
 impl TransactionsScreen {
     /// Waits for this answer (the rows shown stay until it arrives).
     pub fn attach(&mut self, answer: oneshot::Receiver<TransactionsAnswer>) {
-        self.pending = Some(answer);
-        self.poll();
+        self.answer.attach(answer);
+        self.clamp();
     }
 
     /// Takes the answer if it arrived; true when the screen changed.
     pub fn poll(&mut self) -> bool {
-        let Some(pending) = &mut self.pending else {
-            return false;
-        };
-        let answer = match pending.try_recv() {
-            Ok(answer) => answer,
-            Err(TryRecvError::Empty) => return false,
-            Err(TryRecvError::Closed) => Err("the source stopped before answering".to_string()),
-        };
-        self.pending = None;
-        self.answer = Some(answer);
+        let arrived = self.answer.poll();
+        self.clamp();
+        arrived
+    }
+
+    fn clamp(&mut self) {
         self.cursor = self.cursor.min(self.rows().len().saturating_sub(1));
-        true
     }
 
     pub fn rows(&self) -> &[TransactionRow] {
-        match &self.answer {
-            Some(Ok(rows)) => rows,
-            _ => &[],
-        }
+        self.answer.ok().map_or(&[], Vec::as_slice)
     }
 
     pub fn move_by(&mut self, by: i64) {
@@ -105,7 +96,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             list,
         );
     };
-    let rows = match &screen.answer {
+    let rows = match screen.answer.get() {
         None => return say(frame, lang.tr("loading...").to_string(), t.dim),
         Some(Err(e)) => {
             return say(

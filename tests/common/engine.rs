@@ -107,6 +107,27 @@ pub fn wall_clock_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// A transactional batch of `values` from producer `pid` at `epoch`, sequences from `seq`,
+/// stamped now.
+pub fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Vec<u8> {
+    let recs: Vec<records::Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let value = bytes::Bytes::from(v.to_string());
+            let mut r = records::record(i as i64, wall_clock_ms(), None, Some(value));
+            r.transactional = true;
+            r.producer_id = pid;
+            r.producer_epoch = epoch;
+            r.sequence = seq + i as i32;
+            r
+        })
+        .collect();
+    records::encode_batch(&recs, records::Compression::None)
+        .expect("encodable")
+        .to_vec()
+}
+
 /// All committed records of a partition, by offset (retrying while leadership moves).
 pub async fn read_committed(cluster: &Cluster, tp: &TopicPartition) -> BTreeMap<i64, Vec<u8>> {
     let mut out = BTreeMap::new();
