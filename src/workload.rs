@@ -69,7 +69,7 @@ impl Default for DemoConfig {
             segment_bytes: 2 << 20,
             retention_ms: 3_600_000,
             retention_bytes: 8 << 20,
-            orders_per_sec: 4,
+            orders_per_sec: 2,
             declined_one_in: 6,
         }
     }
@@ -471,9 +471,10 @@ async fn consume_loop(
     }
 }
 
-/// How long an order's transaction stays open between its two records: long enough that a
-/// partition's LSO is seen trailing its HW, short against the time between orders.
-const ORDER_OPEN_FOR: Duration = Duration::from_millis(150);
+/// How long an order's transaction stays open between its two records (the payment being
+/// authorised): long enough that the console, redrawing every 250 ms, shows a partition's LSO
+/// trailing its HW, short against the time between orders.
+const ORDER_OPEN_FOR: Duration = Duration::from_millis(300);
 /// Wait before registering the transactional id again after the writer failed.
 const CHECKOUT_RETRY: Duration = Duration::from_secs(1);
 

@@ -111,6 +111,16 @@ fn the_transactions_screen_lists_each_id_with_the_age_of_its_open_transaction() 
     let mut h = harness();
     h.press(KeyCode::Char('Y'));
     assert_draw!("transactions_screen", h, 120, 30);
+    // The answer is as of the question: a minute of redraws later its ages are the same (the
+    // transaction may well have ended since), and the footer says when it was asked.
+    let asked = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 30));
+    let later = tui_fixture::now() + chrono::Duration::seconds(60);
+    let redrawn = tui_fixture::text(&tui_fixture::draw_at(&mut h.console, 120, 30, later));
+    assert_eq!(asked, redrawn.replace(&clock(later), &clock(tui_fixture::now())));
+    assert!(
+        asked.contains(&format!("as of {}", clock(tui_fixture::now()))),
+        "{asked}"
+    );
     // Asked again with the same key, on a source that lost its coordinator meanwhile.
     *h.source.transactions.lock().expect("transactions") =
         Err(kdeck::view::transactions::no_coordinator("COORDINATOR_NOT_AVAILABLE"));
@@ -143,4 +153,9 @@ fn the_transactions_screen_speaks_chinese() {
     let text = tui_fixture::text(&tui_fixture::draw(&mut h.console, 120, 30));
     assert!(text.contains("事务 ID"), "{text}");
     assert_eq!(kdeck::view::lang::Lang::get(Some("zh")).missing(), Vec::<String>::new());
+}
+
+/// `at` as the header's clock shows it (the fixture's console runs in UTC).
+fn clock(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%H:%M:%S").to_string()
 }

@@ -176,7 +176,7 @@ async fn declined_orders_are_aborted_transactions_that_read_committed_never_show
         count(&everything, r#""payment":"paid""#),
         count(&everything, r#""payment":"declined""#),
     );
-    // One in six is declined: over ~120 orders, some are and most are not.
+    // One in six is declined: over ~60 orders, some are and most are not.
     assert!(declined > 0 && paid > 2 * declined, "paid {paid}, declined {declined}");
     // The order open when the writer stopped may lack its payment record.
     assert!(

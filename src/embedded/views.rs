@@ -172,6 +172,8 @@ impl ViewBuilder {
             | EventKind::IsrExpanded { tp, .. } => {
                 self.trends.partition_changed.mark((tp.topic.clone(), tp.partition), at);
             }
+            // The transactions screen (Y) shows them; the timeline keeps to changes.
+            kind if kind.is_routine() => return,
             _ => {}
         }
         let line = describe(&event.kind);

@@ -204,6 +204,16 @@ pub enum EventKind {
     },
 }
 
+impl EventKind {
+    /// Routine traffic rather than a change of the cluster's state: each transaction that
+    /// ends normally (committed, or aborted by its producer). A transactional producer ends
+    /// several a second, so they go to the log at debug level and the console's timeline
+    /// leaves them out; a timeout or a fencing is news and stays.
+    pub fn is_routine(&self) -> bool {
+        matches!(self, EventKind::TxnCommitted { .. } | EventKind::TxnAborted { .. })
+    }
+}
+
 /// A setting a trainer changes while the cluster runs, with its Kafka config name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LiveSetting {
@@ -263,9 +273,11 @@ impl EventBus {
     }
 
     pub fn publish(&self, kind: EventKind) {
-        match IN_WORDS.get() {
-            Some(say) => tracing::info!("{}", say(&kind)),
-            None => tracing::info!(event = ?kind),
+        match (IN_WORDS.get(), kind.is_routine()) {
+            (Some(say), false) => tracing::info!("{}", say(&kind)),
+            (Some(say), true) => tracing::debug!("{}", say(&kind)),
+            (None, false) => tracing::info!(event = ?kind),
+            (None, true) => tracing::debug!(event = ?kind),
         }
         let at = DateTime::from_timestamp_millis(self.wall.now_ms()).unwrap_or_default();
         let cluster_at = DateTime::from_timestamp_millis(self.clock.now_ms()).unwrap_or_default();

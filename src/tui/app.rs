@@ -1941,12 +1941,13 @@ impl App {
             }
             Action::Transactions => {
                 // Open: ask again, keeping the rows shown until the answer comes.
-                if matches!(self.screen(), Screen::Transactions) {
-                    self.transactions.get_or_insert_with(TransactionsScreen::default);
-                } else {
+                if !matches!(self.screen(), Screen::Transactions) {
                     self.screens.push(Screen::Transactions);
-                    self.transactions = Some(TransactionsScreen::default());
+                    self.transactions = None;
                 }
+                self.transactions
+                    .get_or_insert_with(TransactionsScreen::default)
+                    .asked(now);
                 effects.push(Effect::DescribeTransactions);
             }
             Action::Clusters => match &self.clusters {

@@ -21,21 +21,39 @@ use crate::view::transactions::{TransactionRow, TransactionsAnswer, age};
 #[derive(Debug, Default)]
 pub struct TransactionsScreen {
     pub answer: Awaited<Vec<TransactionRow>>,
+    /// When the question on its way was asked.
+    asked_at: Option<DateTime<Utc>>,
+    /// When the answer shown was asked for: its ages are as of then, not growing with each
+    /// redraw (the transaction may have ended since; `Y` asks again).
+    pub as_of: Option<DateTime<Utc>>,
     pub cursor: usize,
 }
 
 impl TransactionsScreen {
+    /// The question goes out at `now`.
+    pub fn asked(&mut self, now: DateTime<Utc>) {
+        self.asked_at = Some(now);
+    }
+
     /// Waits for this answer (the rows shown stay until it arrives).
     pub fn attach(&mut self, answer: oneshot::Receiver<TransactionsAnswer>) {
-        self.answer.attach(answer);
-        self.clamp();
+        if self.answer.attach(answer) {
+            self.arrived();
+        }
     }
 
     /// Takes the answer if it arrived; true when the screen changed.
     pub fn poll(&mut self) -> bool {
         let arrived = self.answer.poll();
-        self.clamp();
+        if arrived {
+            self.arrived();
+        }
         arrived
+    }
+
+    fn arrived(&mut self) {
+        self.as_of = self.asked_at.take();
+        self.clamp();
     }
 
     fn clamp(&mut self) {
@@ -96,6 +114,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
             list,
         );
     };
+    let as_of = screen.as_of.unwrap_or(now);
     let rows = match screen.answer.get() {
         None => return say(frame, lang.tr("loading...").to_string(), t.dim),
         Some(Err(e)) => {
@@ -122,7 +141,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     let mut lines = vec![Line::styled(fit(&format!("  {header}"), width), t.header)];
     let room = (list.height as usize).saturating_sub(1).max(1);
     let first = screen.cursor.saturating_sub(room - 1);
-    let now_ms = now.timestamp_millis();
+    let now_ms = as_of.timestamp_millis();
     for (i, row) in rows.iter().enumerate().skip(first).take(room) {
         let open_for = row.open_for_ms(now_ms);
         let cells = [
@@ -159,10 +178,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, now: DateTime<Utc>) {
     frame.render_widget(Paragraph::new(lines), list);
     let open = rows.iter().filter(|r| r.is_open()).count();
     let footer = lang.fmt(
-        "transactional ids: {n} · open: {open} · {key} asks again · read only",
+        "transactional ids: {n} · open: {open} · as of {time} · {key} asks again · read only",
         &[
             ("n", &rows.len()),
             ("open", &open),
+            ("time", &as_of.with_timezone(&app.tz).format("%H:%M:%S")),
             ("key", &app.keymap.hint(Binding::Transactions)),
         ],
     );
