@@ -275,6 +275,50 @@ fn the_txnindex_survives_a_reopen_and_is_rebuilt_after_damage_or_a_crash() {
     assert!(!index.exists(), "an empty index has no file");
 }
 
+/// A clean shutdown leaves the open transactions in its marker, so a clean open need not
+/// read every batch header again; a marker without them (an empty one, as kdeck wrote before
+/// transactions, or a damaged one) makes the open replay the log, with the same outcome.
+#[test]
+fn a_clean_shutdown_keeps_the_open_transactions_and_any_other_marker_replays_them() {
+    let dir = scratch_dir();
+    let path = dir.path().join("t-0");
+    let open = || Log::open(&path, LogConfig::default(), wall_clock_ms()).expect("opens");
+    let log = open();
+    append(&log, txn_batch(7, 0, 0, &["x1", "x2"]));
+    append(&log, txn_batch(8, 0, 0, &["y1"]));
+    append(&log, txn::end_txn_marker_batch(7, 0, 0, false, wall_clock_ms()));
+    append(&log, txn_batch(9, 0, 0, &["z1"]));
+    let state = |log: &Log| {
+        (
+            log.ongoing_transactions(),
+            log.collect_aborted_txns(0, 5),
+            log.first_unstable_offset(10),
+        )
+    };
+    let before = state(&log);
+    assert_eq!(before.0, vec![(8, 2), (9, 4)]);
+    log.close().expect("closes");
+    let marker = path.join(kdeck::storage::checkpoint::CLEAN_SHUTDOWN_MARKER);
+    let written = std::fs::read_to_string(&marker).expect("the marker");
+    assert!(
+        written.contains("ongoing 8 2") && written.contains("ongoing 9 4"),
+        "{written}"
+    );
+
+    for (what, replace) in [
+        ("the snapshot", None),
+        ("an empty marker", Some(&b""[..])),
+        ("a damaged marker", Some(&b"kdeck transactions 1\nongoing 8"[..])),
+    ] {
+        if let Some(bytes) = replace {
+            std::fs::write(&marker, bytes).expect("marker replaced");
+        }
+        let log = open();
+        assert_eq!(state(&log), before, "after a clean open with {what}");
+        log.close().expect("closes");
+    }
+}
+
 /// A batch of one keyed record, transactional when `pid` is given.
 fn keyed(key: &str, value: &str, txn: Option<(i64, i32)>) -> Vec<u8> {
     let mut r = records::record(

@@ -163,6 +163,12 @@ impl Log {
         fs::create_dir_all(&dir).map_err(segment::io("create directory", &dir))?;
         let files = CheckpointFiles::in_dir(&dir);
         let clean = files.clean_shutdown.exists();
+        // What the clean shutdown left of the transactions (an older marker is empty).
+        let txn_snapshot = if clean {
+            fs::read(&files.clean_shutdown).ok()
+        } else {
+            None
+        };
         if clean {
             // From here on a crash must be treated as unclean.
             fs::remove_file(&files.clean_shutdown).map_err(segment::io("remove", &files.clean_shutdown))?;
@@ -306,19 +312,19 @@ impl Log {
         };
         {
             let mut state = log.write_state();
-            let (txns, aborted) = replay_transactions(&state)?;
-            for (seg, entries) in state.segments.values_mut().zip(aborted) {
-                match seg.read_txn_index_file()? {
-                    Some(on_disk) if on_disk == entries => seg.adopt_aborted(on_disk),
-                    on_disk => {
-                        if on_disk.is_none() {
-                            tracing::warn!(log = %log.dir.display(), segment = seg.base_offset, "damaged transaction index; rebuilding it from the log");
-                        }
-                        seg.set_aborted(entries)?;
+            let restored = txn_snapshot.as_deref().and_then(Transactions::from_snapshot);
+            match restored.map(|txns| (txns, sound_txn_indexes(&state))) {
+                // A clean open with the shutdown's snapshot and every `.txnindex` sound:
+                // nothing to replay.
+                Some((txns, Ok(Some(indexes)))) => {
+                    for (seg, entries) in state.segments.values_mut().zip(indexes) {
+                        seg.adopt_aborted(entries);
                     }
+                    *log.lock_txns() = txns;
                 }
+                Some((_, Err(e))) => return Err(e),
+                _ => log.replay_transactions_into(&mut state)?,
             }
-            *log.lock_txns() = txns;
         }
         {
             let state = log.read_state();
@@ -332,6 +338,25 @@ impl Log {
             checkpoint::write_offset(&log.files.recovery_point, durable_end)?;
         }
         Ok(log)
+    }
+
+    /// Rebuilds the open transactions and every segment's aborted-transaction index from the
+    /// log's batches (a `.txnindex` that agrees is kept, any other rewritten).
+    fn replay_transactions_into(&self, state: &mut LogState) -> Result<(), LogError> {
+        let (txns, aborted) = replay_transactions(state)?;
+        for (seg, entries) in state.segments.values_mut().zip(aborted) {
+            match seg.read_txn_index_file()? {
+                Some(on_disk) if on_disk == entries => seg.adopt_aborted(on_disk),
+                on_disk => {
+                    if on_disk.is_none() {
+                        tracing::warn!(log = %self.dir.display(), segment = seg.base_offset, "damaged transaction index; rebuilding it from the log");
+                    }
+                    seg.set_aborted(entries)?;
+                }
+            }
+        }
+        *self.lock_txns() = txns;
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -1347,7 +1372,9 @@ impl Log {
         self.write_epochs(&state)?;
         checkpoint::write_offset(&self.files.log_start_offset, state.log_start_offset)?;
         checkpoint::write_offset(&self.files.recovery_point, leo)?;
-        checkpoint::write_atomically(&self.files.clean_shutdown, b"")?;
+        // The marker carries the open transactions, so the next open need not replay them.
+        let txns = self.lock_txns().snapshot();
+        checkpoint::write_atomically(&self.files.clean_shutdown, &txns)?;
         state.offline = Some("closed".into());
         Ok(())
     }
@@ -1536,6 +1563,19 @@ fn delete_segment_files(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
         }
     }
     Ok(())
+}
+
+/// Every segment's `.txnindex` as its file holds it, in segment order; `None` when one is
+/// damaged.
+fn sound_txn_indexes(state: &LogState) -> Result<Option<Vec<Vec<AbortedTxn>>>, LogError> {
+    let mut out = Vec::with_capacity(state.segments.len());
+    for seg in state.segments.values() {
+        match seg.read_txn_index_file()? {
+            Some(entries) => out.push(entries),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
 }
 
 /// Replays the transactional batches of every segment, oldest first (Kafka rebuilds its

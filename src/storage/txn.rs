@@ -266,7 +266,56 @@ impl Transactions {
     pub fn clear(&mut self) {
         *self = Transactions::default();
     }
+
+    /// The state as a clean shutdown leaves it in the log's clean-shutdown marker, so a clean
+    /// open need not read every batch header of every segment again (Kafka snapshots its
+    /// producer state for the same reason). Text, one fact a line.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = format!("{SNAPSHOT_MAGIC}\nseen {}\n", u8::from(self.seen));
+        for (first, pid) in &self.by_first {
+            out.push_str(&format!("ongoing {pid} {first}\n"));
+        }
+        for (first, marker) in &self.unreplicated {
+            out.push_str(&format!("completed {first} {marker}\n"));
+        }
+        out.into_bytes()
+    }
+
+    /// The state [`Transactions::snapshot`] wrote; `None` for anything else (an empty marker
+    /// from a kdeck before transactions, a torn or edited file): the log replays instead.
+    pub fn from_snapshot(bytes: &[u8]) -> Option<Transactions> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut lines = text.lines();
+        if lines.next()? != SNAPSHOT_MAGIC {
+            return None;
+        }
+        let mut txns = Transactions::default();
+        let mut saw_seen = false;
+        for line in lines {
+            let words: Vec<&str> = line.split(' ').collect();
+            let number = |i: usize| words.get(i).and_then(|w| w.parse::<i64>().ok());
+            match (words.first().copied(), words.len()) {
+                (Some("seen"), 2) => {
+                    txns.seen = number(1)? != 0;
+                    saw_seen = true;
+                }
+                (Some("ongoing"), 3) => {
+                    let (pid, first) = (number(1)?, number(2)?);
+                    if txns.ongoing.insert(pid, first).is_some() {
+                        return None;
+                    }
+                    txns.by_first.insert((first, pid));
+                }
+                (Some("completed"), 3) => txns.unreplicated.push((number(1)?, number(2)?)),
+                _ => return None,
+            }
+        }
+        saw_seen.then_some(txns)
+    }
 }
+
+/// The first line of a transactions snapshot.
+const SNAPSHOT_MAGIC: &str = "kdeck transactions 1";
 
 /// Kafka's `TransactionIndex.collectAbortedTxns`: the entries of one segment that overlap
 /// `[fetch_offset, upper_bound)`, and whether the search is complete (an entry's last stable
@@ -286,6 +335,40 @@ pub fn collect_aborted(entries: &[AbortedTxn], fetch_offset: i64, upper_bound: i
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snapshot_reads_back_as_the_state_it_was_taken_of_and_anything_else_is_refused() {
+        let mut txns = Transactions::default();
+        txns.seen = true;
+        for (pid, first) in [(8, 2), (9, 4)] {
+            txns.ongoing.insert(pid, first);
+            txns.by_first.insert((first, pid));
+        }
+        txns.unreplicated.push((0, 3));
+        let back = Transactions::from_snapshot(&txns.snapshot()).expect("reads back");
+        assert_eq!(
+            (back.ongoing(), back.unreplicated.clone(), back.seen()),
+            (txns.ongoing(), txns.unreplicated.clone(), true)
+        );
+        let empty = Transactions::from_snapshot(&Transactions::default().snapshot()).expect("empty");
+        assert!(empty.ongoing().is_empty() && !empty.seen());
+        for bad in [
+            &b""[..],
+            b"seen 1\n",
+            b"kdeck transactions 1\n",
+            b"kdeck transactions 1\nseen 1\nongoing 8\n",
+            b"kdeck transactions 1\nseen 1\nongoing 8 2\nongoing 8 4\n",
+            b"kdeck transactions 1\nseen x\n",
+            b"kdeck transactions 2\nseen 1\n",
+            b"\xff\xfe",
+        ] {
+            assert!(
+                Transactions::from_snapshot(bad).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 
     #[test]
     fn a_marker_batch_is_valid_and_reads_back() {
