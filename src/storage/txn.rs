@@ -338,8 +338,10 @@ mod tests {
 
     #[test]
     fn a_snapshot_reads_back_as_the_state_it_was_taken_of_and_anything_else_is_refused() {
-        let mut txns = Transactions::default();
-        txns.seen = true;
+        let mut txns = Transactions {
+            seen: true,
+            ..Transactions::default()
+        };
         for (pid, first) in [(8, 2), (9, 4)] {
             txns.ongoing.insert(pid, first);
             txns.by_first.insert((first, pid));
