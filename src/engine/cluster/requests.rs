@@ -434,22 +434,18 @@ impl Cluster {
 
     /// ListTransactions over every running coordinator, by transactional id.
     pub async fn list_transactions(&self, states: &[TxnState], producer_ids: &[i64]) -> Vec<TransactionListing> {
-        let ids: Vec<BrokerId> = self
-            .slots()
-            .iter()
-            .filter(|(_, s)| s.state == BrokerState::Running)
-            .map(|(id, _)| *id)
-            .collect();
-        let mut out = Vec::new();
-        for id in ids {
-            let request = TxnRequest::List {
+        let request = || {
+            Request::Txn(TxnRequest::List {
                 states: states.to_vec(),
                 producer_ids: producer_ids.to_vec(),
-            };
-            if let Ok(TxnResponse::List(listed)) = self.txn_request_on(id, request, Duration::from_secs(5)).await {
-                out.extend(listed);
-            }
-        }
+            })
+        };
+        let mut out = self
+            .ask_running_brokers(request, |answer| match answer {
+                Response::Txn(TxnResponse::List(listed)) => listed,
+                _ => Vec::new(),
+            })
+            .await;
         out.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         out.dedup_by(|a, b| a.transactional_id == b.transactional_id);
         out
@@ -457,6 +453,21 @@ impl Cluster {
 
     /// Every group known to any running coordinator, with its state.
     pub async fn list_groups(&self) -> Vec<(String, GroupState)> {
+        let request = || Request::Group(GroupRequest::ListGroups);
+        let mut out = self
+            .ask_running_brokers(request, |answer| match answer {
+                Response::Group(GroupResponse::ListGroups(groups)) => groups,
+                _ => Vec::new(),
+            })
+            .await;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// Sends `request()` to every running broker in turn and gathers what `take` finds in the
+    /// answers; a broker that does not answer adds nothing.
+    async fn ask_running_brokers<T>(&self, request: impl Fn() -> Request, take: impl Fn(Response) -> Vec<T>) -> Vec<T> {
         let ids: Vec<BrokerId> = self
             .slots()
             .iter()
@@ -465,15 +476,10 @@ impl Cluster {
             .collect();
         let mut out = Vec::new();
         for id in ids {
-            if let Ok(Response::Group(GroupResponse::ListGroups(groups))) = self
-                .call(id, Request::Group(GroupRequest::ListGroups), Duration::from_secs(5))
-                .await
-            {
-                out.extend(groups);
+            if let Ok(answer) = self.call(id, request(), Duration::from_secs(5)).await {
+                out.extend(take(answer));
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out.dedup_by(|a, b| a.0 == b.0);
         out
     }
 
