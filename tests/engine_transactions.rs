@@ -217,16 +217,22 @@ fn append(log: &Log, mut bytes: Vec<u8>) -> i64 {
         .first_offset
 }
 
+/// `log` with producer 7's transaction (offsets 0-1) aborted at 3, and producers 8 (from 2)
+/// and 9 (from 4) still open.
+fn three_transactions(log: Log) -> Log {
+    append(&log, txn_batch(7, 0, 0, &["x1", "x2"]));
+    append(&log, txn_batch(8, 0, 0, &["y1"]));
+    append(&log, txn::end_txn_marker_batch(7, 0, 0, false, wall_clock_ms()));
+    append(&log, txn_batch(9, 0, 0, &["z1"]));
+    log
+}
+
 #[test]
 fn the_txnindex_survives_a_reopen_and_is_rebuilt_after_damage_or_a_crash() {
     let dir = scratch_dir();
     let path = dir.path().join("t-0");
     let open = || Log::open(&path, LogConfig::default(), wall_clock_ms()).expect("opens");
-    let log = open();
-    append(&log, txn_batch(7, 0, 0, &["x1", "x2"]));
-    append(&log, txn_batch(8, 0, 0, &["y1"]));
-    append(&log, txn::end_txn_marker_batch(7, 0, 0, false, wall_clock_ms()));
-    append(&log, txn_batch(9, 0, 0, &["z1"]));
+    let log = three_transactions(open());
     let expected = vec![AbortedTxn {
         producer_id: 7,
         first_offset: 0,
@@ -283,11 +289,7 @@ fn a_clean_shutdown_keeps_the_open_transactions_and_any_other_marker_replays_the
     let dir = scratch_dir();
     let path = dir.path().join("t-0");
     let open = || Log::open(&path, LogConfig::default(), wall_clock_ms()).expect("opens");
-    let log = open();
-    append(&log, txn_batch(7, 0, 0, &["x1", "x2"]));
-    append(&log, txn_batch(8, 0, 0, &["y1"]));
-    append(&log, txn::end_txn_marker_batch(7, 0, 0, false, wall_clock_ms()));
-    append(&log, txn_batch(9, 0, 0, &["z1"]));
+    let log = three_transactions(open());
     let state = |log: &Log| {
         (
             log.ongoing_transactions(),
