@@ -8,7 +8,11 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::compression::{Compressor, Gzip, Zstd};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
 use kdeck::engine::{Cluster, ClusterConfig, TopicConfig, TopicPartition};
@@ -20,7 +24,7 @@ use tokio::net::TcpStream;
 
 mod common;
 use common::engine::txn_batch;
-use common::wire::{call, closed, connect, frame, free_ports, read_response, setup, setup_with, topic_name};
+use common::wire::{Setup, call, closed, connect, frame, free_ports, read_response, setup, setup_with, topic_name};
 
 fn batch(values: &[&str]) -> Bytes {
     let recs: Vec<_> = values
@@ -1419,6 +1423,171 @@ fn init_txn(id: &str) -> InitProducerIdRequest {
         .with_producer_epoch(-1)
 }
 
+/// The coordinator of `key` (FindCoordinator v4 with `key_type`: 0 a group, 1 a transactional
+/// id), asked until it answers: the first transactional ask makes `__transaction_state`.
+async fn coordinator_of(s: &Setup, key_type: i8, key: &str) -> TcpStream {
+    let mut any = connect(s.addr(0)).await;
+    for _ in 0..100 {
+        let found: FindCoordinatorResponse = call(
+            &mut any,
+            ApiKey::FindCoordinator,
+            4,
+            &FindCoordinatorRequest::default()
+                .with_key_type(key_type)
+                .with_coordinator_keys(vec![StrBytes::from_string(key.to_string())]),
+        )
+        .await;
+        let c = &found.coordinators[0];
+        if c.error_code == 0 {
+            return connect(s.addr(c.node_id.0)).await;
+        }
+        assert_eq!(c.error_code, 15, "COORDINATOR_NOT_AVAILABLE while the topic is made");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no coordinator for {key}");
+}
+
+/// `id`'s coordinator and the producer id and epoch InitProducerId gave it (retried while the
+/// coordinator loads its partition, as clients do).
+async fn transactional_id_ready(s: &Setup, id: &str) -> (TcpStream, i64, i16) {
+    let mut coordinator = coordinator_of(s, 1, id).await;
+    for _ in 0..100 {
+        let r: InitProducerIdResponse = call(&mut coordinator, ApiKey::InitProducerId, 4, &init_txn(id)).await;
+        if ![14, 15, 16, 51].contains(&r.error_code) {
+            assert_eq!(r.error_code, 0, "InitProducerId");
+            return (coordinator, r.producer_id.0, r.producer_epoch);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("InitProducerId never answered for {id}");
+}
+
+/// OffsetFetch v8 of one partition of `group`: (error code, committed offset).
+async fn offset_fetch_v8(
+    conn: &mut TcpStream,
+    group: &str,
+    topic: &str,
+    partition: i32,
+    require_stable: bool,
+) -> (i16, i64) {
+    let request = OffsetFetchRequest::default()
+        .with_groups(vec![
+            OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+                .with_topics(Some(vec![
+                    OffsetFetchRequestTopics::default()
+                        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                        .with_partition_indexes(vec![partition]),
+                ])),
+        ])
+        .with_require_stable(require_stable);
+    let fetched: OffsetFetchResponse = call(conn, ApiKey::OffsetFetch, 8, &request).await;
+    let group = &fetched.groups[0];
+    assert_eq!(group.error_code, 0, "OffsetFetch of {}", group.group_id.as_str());
+    let p = &group.topics[0].partitions[0];
+    (p.error_code, p.committed_offset)
+}
+
+/// KIP-447 as librdkafka and the Java consumer use it at read_committed: while a transaction
+/// has offsets pending for a partition, OffsetFetch with require_stable answers
+/// UNSTABLE_OFFSET_COMMIT (88) for it, and without the flag the offset committed before; the
+/// COMMIT marker makes the new offset the stable one, an ABORT leaves the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_stable_offset_fetch_waits_for_the_transaction_that_commits_the_offsets() {
+    let s = setup().await;
+    s.topic("input", 1).await;
+    let id = "etl-writer";
+    let (mut txn_coordinator, pid, epoch) = transactional_id_ready(&s, id).await;
+    let mut group_coordinator = coordinator_of(&s, 0, "etl").await;
+    let txn_id = || TransactionalId(StrBytes::from_static_str("etl-writer"));
+
+    let mut before = -1;
+    for (offset, commit) in [(10, true), (25, true), (40, false)] {
+        let added = loop {
+            let added: AddOffsetsToTxnResponse = call(
+                &mut txn_coordinator,
+                ApiKey::AddOffsetsToTxn,
+                3,
+                &AddOffsetsToTxnRequest::default()
+                    .with_transactional_id(txn_id())
+                    .with_producer_id(pid.into())
+                    .with_producer_epoch(epoch)
+                    .with_group_id(GroupId(StrBytes::from_static_str("etl"))),
+            )
+            .await;
+            // CONCURRENT_TRANSACTIONS while the previous transaction completes.
+            if added.error_code != 51 {
+                break added.error_code;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(added, 0, "AddOffsetsToTxn for {offset}");
+        let committed: TxnOffsetCommitResponse = call(
+            &mut group_coordinator,
+            ApiKey::TxnOffsetCommit,
+            3,
+            &TxnOffsetCommitRequest::default()
+                .with_transactional_id(txn_id())
+                .with_group_id(GroupId(StrBytes::from_static_str("etl")))
+                .with_producer_id(pid.into())
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_member_id(StrBytes::from_static_str(""))
+                .with_topics(vec![
+                    TxnOffsetCommitRequestTopic::default()
+                        .with_name(TopicName(StrBytes::from_static_str("input")))
+                        .with_partitions(vec![
+                            TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(offset),
+                        ]),
+                ]),
+        )
+        .await;
+        assert_eq!(
+            committed.topics[0].partitions[0].error_code, 0,
+            "TxnOffsetCommit of {offset}"
+        );
+
+        assert_eq!(
+            offset_fetch_v8(&mut group_coordinator, "etl", "input", 0, true).await,
+            (88, -1),
+            "UNSTABLE_OFFSET_COMMIT while {offset} is pending"
+        );
+        assert_eq!(
+            offset_fetch_v8(&mut group_coordinator, "etl", "input", 0, false).await,
+            (0, before),
+            "without require_stable: the offset committed before"
+        );
+
+        let ended: EndTxnResponse = call(
+            &mut txn_coordinator,
+            ApiKey::EndTxn,
+            3,
+            &end_txn(id, pid, epoch, commit),
+        )
+        .await;
+        assert_eq!(ended.error_code, 0, "EndTxn for {offset}");
+        // The marker reaches the offsets partition after EndTxn is answered.
+        let wanted = if commit { offset } else { before };
+        let mut seen = (88, -1);
+        for _ in 0..100 {
+            seen = offset_fetch_v8(&mut group_coordinator, "etl", "input", 0, true).await;
+            if seen.0 != 88 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            seen,
+            (0, wanted),
+            "after {} of {offset}",
+            if commit { "COMMIT" } else { "ABORT" }
+        );
+        before = wanted;
+    }
+}
+
 /// A transactional producer's whole conversation over TCP, as librdkafka and the Java client
 /// have it: FindCoordinator with key type 1, InitProducerId, AddPartitionsToTxn, Produce to the
 /// leader, EndTxn; a read_committed Fetch then sees the committed record and not the aborted
@@ -1430,41 +1599,8 @@ async fn a_transactional_producer_commits_aborts_and_is_fenced_over_the_wire() {
     let s = setup().await;
     let leader = s.topic("ledger", 1).await;
     let id = "ledger-writer";
-    let mut any = connect(s.addr(0)).await;
-
-    // The coordinator, found (and __transaction_state made) on the first ask.
-    let mut coordinator_node = -1;
-    for _ in 0..100 {
-        let found: FindCoordinatorResponse = call(
-            &mut any,
-            ApiKey::FindCoordinator,
-            4,
-            &FindCoordinatorRequest::default()
-                .with_key_type(1)
-                .with_coordinator_keys(vec![StrBytes::from_static_str("ledger-writer")]),
-        )
-        .await;
-        let c = &found.coordinators[0];
-        if c.error_code == 0 {
-            coordinator_node = c.node_id.0;
-            break;
-        }
-        assert_eq!(c.error_code, 15, "COORDINATOR_NOT_AVAILABLE while the topic is made");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(coordinator_node >= 0, "a coordinator for the transactional id");
+    let (mut coordinator, pid, epoch) = transactional_id_ready(&s, id).await;
     assert!(s.cluster.metadata().topics.contains_key("__transaction_state"));
-    let mut coordinator = connect(s.addr(coordinator_node)).await;
-    let first = loop {
-        let r: InitProducerIdResponse = call(&mut coordinator, ApiKey::InitProducerId, 4, &init_txn(id)).await;
-        // Retriable while the coordinator loads its partition.
-        if ![14, 15, 16, 51].contains(&r.error_code) {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(first.error_code, 0);
-    let (pid, epoch) = (first.producer_id.0, first.producer_epoch);
 
     let mut to_leader = connect(s.addr(leader)).await;
     for (seq, value, commit) in [(0, "kept", true), (1, "dropped", false)] {
