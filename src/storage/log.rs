@@ -312,18 +312,20 @@ impl Log {
         };
         {
             let mut state = log.write_state();
-            let restored = txn_snapshot.as_deref().and_then(Transactions::from_snapshot);
-            match restored.map(|txns| (txns, sound_txn_indexes(&state))) {
-                // A clean open with the shutdown's snapshot and every `.txnindex` sound:
-                // nothing to replay.
-                Some((txns, Ok(Some(indexes)))) => {
+            // A clean open with the shutdown's snapshot and every `.txnindex` sound has nothing
+            // to replay.
+            let restored = match txn_snapshot.as_deref().and_then(Transactions::from_snapshot) {
+                Some(txns) => sound_txn_indexes(&state)?.map(|indexes| (txns, indexes)),
+                None => None,
+            };
+            match restored {
+                Some((txns, indexes)) => {
                     for (seg, entries) in state.segments.values_mut().zip(indexes) {
                         seg.adopt_aborted(entries);
                     }
                     *log.lock_txns() = txns;
                 }
-                Some((_, Err(e))) => return Err(e),
-                _ => log.replay_transactions_into(&mut state)?,
+                None => log.replay_transactions_into(&mut state)?,
             }
         }
         {
